@@ -1,0 +1,210 @@
+// An informer keeps a local, indexed copy of one resource type: list once, then watch from the list's
+// resourceVersion (with bookmarks, so a reconnect resumes close to now). A 410 Gone means our version is
+// too old; we relist and emit the difference, so handlers never miss a change or see a phantom one.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import { isGone, type KubeClient, type WatchEvent } from './client.ts';
+import { metrics } from './metrics.ts';
+import { type KubeObject, objectKey, type ResourceType } from './resources.ts';
+
+export type IndexFunc<T> = (object: T) => string[];
+
+export interface EventHandlers<T> {
+  onAdd?(object: T): void;
+  onUpdate?(previous: T, current: T): void;
+  onDelete?(object: T): void;
+}
+
+export interface InformerOptions {
+  namespace?: string;
+  labelSelector?: string;
+  logger?: Logger;
+}
+
+/** Built-in index names. */
+export const ByNamespace = 'namespace';
+export const ByLabel = 'label';
+export const ByOwner = 'owner';
+
+const builtinIndexes: Record<string, IndexFunc<KubeObject>> = {
+  [ByNamespace]: (o) => (o.metadata.namespace ? [o.metadata.namespace] : []),
+  [ByLabel]: (o) => Object.entries(o.metadata.labels ?? {}).map(([k, v]) => `${k}=${v}`),
+  [ByOwner]: (o) => (o.metadata.ownerReferences ?? []).map((r) => r.uid),
+};
+
+export class Informer<T extends KubeObject> {
+  readonly type: ResourceType;
+  private readonly client: KubeClient;
+  private readonly options: InformerOptions;
+  private readonly store = new Map<string, T>();
+  private readonly indexFuncs = new Map<string, IndexFunc<T>>(Object.entries(builtinIndexes));
+  private readonly indexes = new Map<string, Map<string, Set<string>>>();
+  private readonly handlers: EventHandlers<T>[] = [];
+  private resourceVersion = '';
+  private synced = false;
+  private readonly syncWaiters: (() => void)[] = [];
+  private started = false;
+
+  constructor(client: KubeClient, type: ResourceType, options: InformerOptions = {}) {
+    this.client = client;
+    this.type = type;
+    this.options = options;
+    for (const name of this.indexFuncs.keys()) this.indexes.set(name, new Map());
+  }
+
+  /** Adds a custom index. Indexes added after start are built from the current contents. */
+  addIndex(name: string, fn: IndexFunc<T>): void {
+    if (this.indexFuncs.has(name)) return;
+    this.indexFuncs.set(name, fn);
+    this.indexes.set(name, new Map());
+    for (const [key, object] of this.store) this.indexOne(name, fn, key, object, 'add');
+  }
+
+  /** Registers handlers; if the cache is already filled, the current objects are replayed as adds. */
+  addHandlers(handlers: EventHandlers<T>): void {
+    this.handlers.push(handlers);
+    if (this.synced) for (const object of this.store.values()) handlers.onAdd?.(object);
+  }
+
+  get(key: string): T | undefined {
+    return this.store.get(key);
+  }
+
+  list(): T[] {
+    return [...this.store.values()];
+  }
+
+  /** Objects whose index `name` yields `value`. */
+  byIndex(name: string, value: string): T[] {
+    const keys = this.indexes.get(name)?.get(value);
+    if (!keys) return [];
+    return [...keys].map((k) => this.store.get(k)!).filter(Boolean);
+  }
+
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  waitForSync(): Promise<void> {
+    if (this.synced) return Promise.resolve();
+    return new Promise((resolve) => this.syncWaiters.push(resolve));
+  }
+
+  /** Runs list+watch until the signal aborts. Transport errors are retried with capped backoff. */
+  async run(signal: AbortSignal): Promise<void> {
+    if (this.started) throw new Error(`informer for ${this.type.plural} already started`);
+    this.started = true;
+    let failures = 0;
+    let needList = true;
+    while (!signal.aborted) {
+      try {
+        if (needList) {
+          await this.relist();
+          needList = false;
+        }
+        await this.client.watch<T>(
+          this.type,
+          {
+            namespace: this.options.namespace,
+            labelSelector: this.options.labelSelector,
+            resourceVersion: this.resourceVersion,
+            timeoutSeconds: 240 + Math.floor(Math.random() * 120),
+            signal,
+          },
+          (event) => this.apply(event),
+        );
+        failures = 0;
+      } catch (err) {
+        if (signal.aborted) break;
+        if (isGone(err)) {
+          // Our resourceVersion fell out of the server's window: start over from a fresh list.
+          metrics.informerRelists.inc({ resource: this.type.plural });
+          needList = true;
+          continue;
+        }
+        failures++;
+        const delay = Math.min(30_000, 200 * 2 ** Math.min(failures, 8));
+        this.options.logger?.warn(
+          { resource: this.type.plural, err: String(err), retryInMs: delay },
+          'watch failed',
+        );
+        await sleep(delay, undefined, { signal }).catch(() => {});
+        // A failed list leaves needList set; a failed watch resumes from the last version we saw.
+      }
+    }
+  }
+
+  private async relist(): Promise<void> {
+    const list = await this.client.listAll<T>(this.type, {
+      namespace: this.options.namespace,
+      labelSelector: this.options.labelSelector,
+    });
+    const seen = new Set<string>();
+    for (const object of list.items) {
+      const key = objectKey(object.metadata);
+      seen.add(key);
+      this.upsert(key, object);
+    }
+    for (const [key, object] of [...this.store]) {
+      if (!seen.has(key)) this.remove(key, object);
+    }
+    this.resourceVersion = list.metadata.resourceVersion ?? '';
+    if (!this.synced) {
+      this.synced = true;
+      for (const resolve of this.syncWaiters.splice(0)) resolve();
+    }
+  }
+
+  private apply(event: WatchEvent<T>): void {
+    const version = event.object.metadata?.resourceVersion;
+    if (version) this.resourceVersion = version;
+    if (event.type === 'BOOKMARK') return;
+    const key = objectKey(event.object.metadata);
+    if (event.type === 'DELETED') {
+      const previous = this.store.get(key);
+      if (previous) this.remove(key, event.object);
+      return;
+    }
+    this.upsert(key, event.object);
+  }
+
+  private upsert(key: string, object: T): void {
+    const previous = this.store.get(key);
+    if (previous?.metadata.resourceVersion === object.metadata.resourceVersion) return;
+    if (previous) this.reindex(key, previous, 'remove');
+    this.store.set(key, object);
+    this.reindex(key, object, 'add');
+    for (const h of this.handlers) {
+      if (previous) h.onUpdate?.(previous, object);
+      else h.onAdd?.(object);
+    }
+  }
+
+  private remove(key: string, object: T): void {
+    const previous = this.store.get(key);
+    if (previous) this.reindex(key, previous, 'remove');
+    this.store.delete(key);
+    for (const h of this.handlers) h.onDelete?.(object);
+  }
+
+  private reindex(key: string, object: T, op: 'add' | 'remove'): void {
+    for (const [name, fn] of this.indexFuncs) this.indexOne(name, fn, key, object, op);
+  }
+
+  private indexOne(name: string, fn: IndexFunc<T>, key: string, object: T, op: 'add' | 'remove'): void {
+    const index = this.indexes.get(name)!;
+    for (const value of fn(object)) {
+      let keys = index.get(value);
+      if (op === 'add') {
+        if (!keys) {
+          keys = new Set();
+          index.set(value, keys);
+        }
+        keys.add(key);
+      } else if (keys) {
+        keys.delete(key);
+        if (keys.size === 0) index.delete(value);
+      }
+    }
+  }
+}

@@ -1,0 +1,139 @@
+// The manager owns what controllers share: one client, one informer per resource type, an event
+// recorder, and leader election. Informers run on every replica (a standby has a warm cache and takes
+// over fast); controllers run only on the leader.
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import type { KubeClient } from './client.ts';
+import { ControllerBuilder, ControllerRunner, type ControllerSpec } from './controller.ts';
+import { createEventRecorder, type EventRecorder } from './events.ts';
+import { Informer } from './informer.ts';
+import { LeaderElector } from './leader.ts';
+import type { KubeObject, ResourceType } from './resources.ts';
+
+export interface ManagerOptions {
+  client: KubeClient;
+  logger: Logger;
+  /** Names the reporting controller in Events, e.g. "tenantkit.io/controllers". */
+  component: string;
+  /** This replica's identity; defaults to hostname + pid. */
+  identity?: string;
+  /** Lease to campaign for before running controllers; omit to run them unconditionally. */
+  leaderElection?: {
+    namespace: string;
+    name: string;
+    leaseDurationMs?: number;
+    renewDeadlineMs?: number;
+    retryPeriodMs?: number;
+  };
+}
+
+/** Runs while the manager runs; `leader` ones only on the elected replica. */
+export interface Runnable {
+  name: string;
+  leader: boolean;
+  run(signal: AbortSignal): Promise<void>;
+}
+
+export class LeadershipLostError extends Error {
+  constructor() {
+    super('leadership lost: stopping so that a fresh process campaigns again');
+  }
+}
+
+export class Manager {
+  readonly client: KubeClient;
+  readonly logger: Logger;
+  readonly events: EventRecorder;
+  readonly identity: string;
+  private readonly options: ManagerOptions;
+  private readonly informers = new Map<string, Informer<KubeObject>>();
+  private readonly informerRuns: Promise<void>[] = [];
+  private readonly controllers: ControllerRunner[] = [];
+  private readonly runnables: Runnable[] = [];
+  private informerSignal?: AbortSignal;
+  private elector?: LeaderElector;
+
+  constructor(options: ManagerOptions) {
+    this.options = options;
+    this.client = options.client;
+    this.logger = options.logger;
+    this.identity = options.identity ?? `${hostname()}_${process.pid}`;
+    this.events = createEventRecorder(options.client, options.component, this.identity, options.logger);
+  }
+
+  /** The shared informer for a resource type (created on first use; started with the manager). */
+  informer<T extends KubeObject>(type: ResourceType): Informer<T> {
+    const key = `${type.group}/${type.version}/${type.plural}`;
+    let informer = this.informers.get(key);
+    if (!informer) {
+      informer = new Informer<KubeObject>(this.client, type, { logger: this.logger });
+      this.informers.set(key, informer);
+      if (this.informerSignal) this.informerRuns.push(informer.run(this.informerSignal));
+    }
+    return informer as unknown as Informer<T>;
+  }
+
+  controller(name: string): ControllerBuilder {
+    return new ControllerBuilder(name, (spec: ControllerSpec) => {
+      const runner = new ControllerRunner(spec, this.logger);
+      runner.wire((type) => this.informer(type));
+      this.controllers.push(runner);
+    });
+  }
+
+  add(runnable: Runnable): void {
+    this.runnables.push(runnable);
+  }
+
+  isLeader(): boolean {
+    return this.elector ? this.elector.isLeader() : true;
+  }
+
+  /**
+   * Runs until `signal` aborts (resolves after in-flight reconciles finished and the lease is released),
+   * or until leadership is lost (rejects with {@link LeadershipLostError}).
+   */
+  async start(signal: AbortSignal): Promise<void> {
+    const informerStop = new AbortController();
+    this.informerSignal = informerStop.signal;
+    for (const informer of this.informers.values()) this.informerRuns.push(informer.run(informerStop.signal));
+    const always = this.runnables.filter((r) => !r.leader).map((r) => r.run(signal));
+    try {
+      await Promise.race([
+        Promise.all([...this.informers.values()].map((i) => i.waitForSync())),
+        new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true })),
+      ]);
+      this.logger.info({ informers: this.informers.size }, 'caches synced');
+      const le = this.options.leaderElection;
+      if (!le) {
+        await this.runLeaderWork(signal);
+      } else {
+        this.elector = new LeaderElector(this.client, {
+          ...le,
+          identity: this.identity,
+          logger: this.logger,
+        });
+        await this.elector.run(signal, (leading) => this.runLeaderWork(leading));
+        if (!signal.aborted) throw new LeadershipLostError();
+      }
+      await Promise.all(always);
+    } finally {
+      informerStop.abort();
+      await Promise.allSettled(this.informerRuns);
+      await this.events.flush();
+    }
+  }
+
+  private async runLeaderWork(signal: AbortSignal): Promise<void> {
+    const ctx = {
+      client: this.client,
+      events: this.events,
+      signal,
+      informer: <T extends KubeObject>(type: ResourceType) => this.informer<T>(type),
+    };
+    await Promise.all([
+      ...this.controllers.map((c) => c.run(ctx)),
+      ...this.runnables.filter((r) => r.leader).map((r) => r.run(signal)),
+    ]);
+  }
+}

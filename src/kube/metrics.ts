@@ -1,0 +1,61 @@
+// Prometheus metrics of the runtime. One registry per process; the webhook server and `tenantkit
+// controllers` expose it on /metrics.
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: 'tenantkit_' });
+
+const durationBuckets = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export const metrics = {
+  reconcileTotal: new Counter({
+    name: 'tenantkit_reconcile_total',
+    help: 'Reconciliations by controller and result (success, error, requeue).',
+    labelNames: ['controller', 'result'],
+    registers: [registry],
+  }),
+  reconcileDuration: new Histogram({
+    name: 'tenantkit_reconcile_duration_seconds',
+    help: 'Time spent in one reconcile call.',
+    labelNames: ['controller'],
+    buckets: durationBuckets,
+    registers: [registry],
+  }),
+  queueDepth: new Gauge({
+    name: 'tenantkit_workqueue_depth',
+    help: 'Keys waiting in a controller work queue.',
+    labelNames: ['controller'],
+    registers: [registry],
+  }),
+  queueRetries: new Counter({
+    name: 'tenantkit_workqueue_retries_total',
+    help: 'Keys re-queued with backoff after an error.',
+    labelNames: ['controller'],
+    registers: [registry],
+  }),
+  informerRelists: new Counter({
+    name: 'tenantkit_informer_relists_total',
+    help: 'Full relists after a watch expired (410 Gone).',
+    labelNames: ['resource'],
+    registers: [registry],
+  }),
+  leader: new Gauge({
+    name: 'tenantkit_leader',
+    help: '1 while this process holds the leader lease.',
+    labelNames: ['lease'],
+    registers: [registry],
+  }),
+  webhookDuration: new Histogram({
+    name: 'tenantkit_webhook_duration_seconds',
+    help: 'Admission review handling time by webhook and verdict.',
+    labelNames: ['webhook', 'allowed'],
+    buckets: durationBuckets,
+    registers: [registry],
+  }),
+  webhookErrors: new Counter({
+    name: 'tenantkit_webhook_errors_total',
+    help: 'Admission reviews that failed inside tenantkit (bad request, handler error, timeout).',
+    labelNames: ['webhook', 'reason'],
+    registers: [registry],
+  }),
+};

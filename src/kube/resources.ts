@@ -1,0 +1,145 @@
+// Resource types the runtime talks to, and the shape every Kubernetes object shares.
+
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+export interface ObjectMeta {
+  name?: string;
+  generateName?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  ownerReferences?: OwnerReference[];
+  finalizers?: string[];
+}
+
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+}
+
+/** Identifies a REST resource: where it lives and what kind it serves. */
+export interface ResourceType {
+  group: string;
+  version: string;
+  /** Plural resource name, as in the URL. */
+  plural: string;
+  kind: string;
+  namespaced: boolean;
+}
+
+export function resourcePath(
+  type: ResourceType,
+  namespace?: string,
+  name?: string,
+  subresource?: string,
+): string {
+  let path = type.group ? `/apis/${type.group}/${type.version}` : `/api/${type.version}`;
+  if (type.namespaced && namespace) path += `/namespaces/${encodeURIComponent(namespace)}`;
+  path += `/${type.plural}`;
+  if (name) path += `/${encodeURIComponent(name)}`;
+  if (subresource) path += `/${subresource}`;
+  return path;
+}
+
+/** The cache key of an object: `namespace/name`, or `name` for cluster-scoped objects. */
+export function objectKey(meta: { namespace?: string | undefined; name?: string | undefined }): string {
+  return meta.namespace ? `${meta.namespace}/${meta.name}` : (meta.name ?? '');
+}
+
+export function parseKey(key: string): { namespace?: string; name: string } {
+  const slash = key.indexOf('/');
+  return slash < 0 ? { name: key } : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+}
+
+const core = (plural: string, kind: string, namespaced = true): ResourceType => ({
+  group: '',
+  version: 'v1',
+  plural,
+  kind,
+  namespaced,
+});
+const of = (
+  group: string,
+  version: string,
+  plural: string,
+  kind: string,
+  namespaced = true,
+): ResourceType => ({
+  group,
+  version,
+  plural,
+  kind,
+  namespaced,
+});
+
+export const Resources = {
+  namespaces: core('namespaces', 'Namespace', false),
+  configMaps: core('configmaps', 'ConfigMap'),
+  secrets: core('secrets', 'Secret'),
+  serviceAccounts: core('serviceaccounts', 'ServiceAccount'),
+  pods: core('pods', 'Pod'),
+  resourceQuotas: core('resourcequotas', 'ResourceQuota'),
+  limitRanges: core('limitranges', 'LimitRange'),
+  coreEvents: core('events', 'Event'),
+  events: of('events.k8s.io', 'v1', 'events', 'Event'),
+  leases: of('coordination.k8s.io', 'v1', 'leases', 'Lease'),
+  roles: of('rbac.authorization.k8s.io', 'v1', 'roles', 'Role'),
+  roleBindings: of('rbac.authorization.k8s.io', 'v1', 'rolebindings', 'RoleBinding'),
+  clusterRoles: of('rbac.authorization.k8s.io', 'v1', 'clusterroles', 'ClusterRole', false),
+  clusterRoleBindings: of(
+    'rbac.authorization.k8s.io',
+    'v1',
+    'clusterrolebindings',
+    'ClusterRoleBinding',
+    false,
+  ),
+  customResourceDefinitions: of(
+    'apiextensions.k8s.io',
+    'v1',
+    'customresourcedefinitions',
+    'CustomResourceDefinition',
+    false,
+  ),
+  validatingWebhookConfigurations: of(
+    'admissionregistration.k8s.io',
+    'v1',
+    'validatingwebhookconfigurations',
+    'ValidatingWebhookConfiguration',
+    false,
+  ),
+  mutatingWebhookConfigurations: of(
+    'admissionregistration.k8s.io',
+    'v1',
+    'mutatingwebhookconfigurations',
+    'MutatingWebhookConfiguration',
+    false,
+  ),
+  subjectAccessReviews: of(
+    'authorization.k8s.io',
+    'v1',
+    'subjectaccessreviews',
+    'SubjectAccessReview',
+    false,
+  ),
+  selfSubjectAccessReviews: of(
+    'authorization.k8s.io',
+    'v1',
+    'selfsubjectaccessreviews',
+    'SelfSubjectAccessReview',
+    false,
+  ),
+  tokenReviews: of('authentication.k8s.io', 'v1', 'tokenreviews', 'TokenReview', false),
+} satisfies Record<string, ResourceType>;
