@@ -1,0 +1,5 @@
+// Every CRD tenantkit owns. `npm run generate` writes them to config/crd/; a unit test fails when the
+// checked-in YAML differs from what these definitions produce.
+import { ScopeInstanceCrd, ScopeTemplateCrd } from './scopes.ts';
+
+export const allCrds = [ScopeTemplateCrd, ScopeInstanceCrd];

@@ -1,0 +1,123 @@
+// What a test file uses to talk to the shared control plane: an admin client, clients for non-admin
+// users (client certificates issued on demand, or the static token users), a fresh namespace per test,
+// and polling helpers. Everything a test creates through it is removed by cleanup().
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { inject } from 'vitest';
+import { renderKubeconfig } from '../../src/controlplane/kubeconfig.ts';
+import type { TokenUser } from '../../src/controlplane/launch.ts';
+import { KubeClient } from '../../src/kube/client.ts';
+import { Resources } from '../../src/kube/resources.ts';
+import { type CertificateAuthority, loadCA } from '../../src/pki/certs.ts';
+
+/** Users the API server authenticates by static token (--token-auth-file). */
+export const testTokenUsers: TokenUser[] = [{ name: 'token-tenant', groups: ['tenantkit:tenants'] }];
+
+export class TestCluster {
+  readonly admin: KubeClient;
+  readonly server: string;
+  readonly dir: string;
+  private readonly ca: CertificateAuthority;
+  private readonly caPem: string;
+  private readonly cleanups: (() => Promise<unknown>)[] = [];
+
+  private constructor(dir: string, server: string, admin: KubeClient, ca: CertificateAuthority) {
+    this.dir = dir;
+    this.server = server;
+    this.admin = admin;
+    this.ca = ca;
+    this.caPem = ca.certPem;
+  }
+
+  static async connect(): Promise<TestCluster> {
+    const info = inject('cluster');
+    const pki = join(info.dir, 'pki');
+    const ca = await loadCA({
+      certPem: await readFile(join(pki, 'ca.crt'), 'utf8'),
+      keyPem: await readFile(join(pki, 'ca.key'), 'utf8'),
+    });
+    return new TestCluster(
+      info.dir,
+      info.server,
+      KubeClient.fromKubeconfig({ path: info.adminKubeconfigPath }),
+      ca,
+    );
+  }
+
+  /** A kubeconfig for `user` in `groups`, authenticated by a client certificate from the cluster CA. */
+  async userKubeconfig(user: string, groups: string[] = []): Promise<string> {
+    const pair = await this.ca.issue({
+      commonName: user,
+      organizations: groups,
+      usage: 'client',
+      validDays: 1,
+    });
+    return renderKubeconfig({
+      server: this.server,
+      caPem: this.caPem,
+      user,
+      credentials: { clientCertPem: pair.certPem, clientKeyPem: pair.keyPem },
+    });
+  }
+
+  /** A client acting as a non-admin user (no permissions unless a test grants them). */
+  async user(user: string, groups: string[] = []): Promise<KubeClient> {
+    return KubeClient.fromKubeconfig({ yaml: await this.userKubeconfig(user, groups) });
+  }
+
+  /** A client for one of {@link testTokenUsers}, authenticated by its bearer token. */
+  tokenUser(name: string): KubeClient {
+    return KubeClient.fromKubeconfig({ path: join(this.dir, `${name}.kubeconfig`) });
+  }
+
+  /** A unique name, safe as a namespace or object name. */
+  unique(prefix = 't'): string {
+    return `${prefix}-${randomBytes(4).toString('hex')}`;
+  }
+
+  /** Creates a fresh namespace that cleanup() deletes. */
+  async namespace(prefix = 't', labels: Record<string, string> = {}): Promise<string> {
+    const name = this.unique(prefix);
+    await this.admin.create(Resources.namespaces, { metadata: { name, labels } });
+    this.defer(() => this.admin.delete(Resources.namespaces, name));
+    return name;
+  }
+
+  /** Registers work for cleanup(), run in reverse order. */
+  defer(fn: () => Promise<unknown>): void {
+    this.cleanups.push(fn);
+  }
+
+  async cleanup(): Promise<void> {
+    for (const fn of this.cleanups.splice(0).reverse()) await fn().catch(() => {});
+  }
+}
+
+/**
+ * Polls `probe` until it returns a value other than undefined/false, or throws the last failure after
+ * `timeoutMs`. For asserting on eventually-consistent controller results.
+ */
+export async function eventually<T>(
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  options: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+): Promise<T> {
+  const deadline = Date.now() + (options.timeoutMs ?? 20_000);
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined && value !== false) return value;
+      last = new Error(`${options.what ?? 'condition'} not met yet`);
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `timed out waiting for ${options.what ?? 'condition'}: ${last instanceof Error ? last.message : String(last)}`,
+      );
+    }
+    await sleep(options.intervalMs ?? 100);
+  }
+}

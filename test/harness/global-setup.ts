@@ -1,0 +1,49 @@
+// Starts one real control plane for the whole integration run, installs CRDs, and hands the
+// connection details to test files (inject('cluster')). Stops it, and everything it started, at the end.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { allCrds } from '../../src/api/index.ts';
+import { crdManifest } from '../../src/api/schema.ts';
+import { startControlPlane } from '../../src/controlplane/launch.ts';
+import { KubeClient } from '../../src/kube/client.ts';
+import { installCrds } from '../../src/kube/crds.ts';
+import type { KubeObject } from '../../src/kube/resources.ts';
+import { testTokenUsers } from './cluster.ts';
+import { veleroCrds } from './reference.ts';
+
+export default async function setup(project: TestProject) {
+  const started = Date.now();
+  const dir = await mkdtemp(join(tmpdir(), 'tenantkit-test-'));
+  const controlPlane = await startControlPlane({
+    dir,
+    unsafeNoFsync: true,
+    tokenUsers: testTokenUsers,
+    progress: (line) => console.log(`[control plane] ${line}`),
+  });
+  const admin = KubeClient.fromKubeconfig({ yaml: controlPlane.adminKubeconfig });
+  const crds: KubeObject[] = [
+    ...allCrds.map((d) => crdManifest(d) as unknown as KubeObject),
+    ...(await veleroCrds()),
+  ];
+  await installCrds(admin, crds);
+  console.log(
+    `[control plane] ready with ${crds.length} CRDs in ${Date.now() - started} ms at ${controlPlane.server}`,
+  );
+  project.provide('cluster', {
+    dir,
+    server: controlPlane.server,
+    adminKubeconfigPath: controlPlane.adminKubeconfigPath,
+  });
+  return async () => {
+    await controlPlane.stop();
+    await rm(dir, { recursive: true, force: true });
+  };
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    cluster: { dir: string; server: string; adminKubeconfigPath: string };
+  }
+}
