@@ -222,14 +222,14 @@ export class KubeClient {
     options: { fieldManager?: string } = {},
   ): Promise<T> {
     return this.request<T>('POST', resourcePath(type, object.metadata.namespace), {
-      body: object,
+      body: withTypeMeta(type, object),
       query: { fieldManager: options.fieldManager },
     });
   }
 
   async replace<T extends KubeObject>(type: ResourceType, object: T, subresource?: 'status'): Promise<T> {
     const path = resourcePath(type, object.metadata.namespace, object.metadata.name, subresource);
-    return this.request<T>('PUT', path, { body: object });
+    return this.request<T>('PUT', path, { body: withTypeMeta(type, object) });
   }
 
   async patch<T extends KubeObject>(
@@ -254,7 +254,7 @@ export class KubeClient {
   ): Promise<T> {
     const name = object.metadata.name;
     if (!name) throw new Error('server-side apply needs metadata.name');
-    const body = { ...object, apiVersion: apiVersionOf(type), kind: type.kind };
+    const body = withTypeMeta(type, object);
     return this.request<T>(
       'PATCH',
       resourcePath(type, object.metadata.namespace, name, options.subresource),
@@ -355,4 +355,9 @@ export class KubeClient {
 
 export function apiVersionOf(type: ResourceType): string {
   return type.group ? `${type.group}/${type.version}` : type.version;
+}
+
+/** Custom resources must name their apiVersion and kind in every write; fill them from the type. */
+function withTypeMeta<T extends KubeObject>(type: ResourceType, object: T): T {
+  return { ...object, apiVersion: object.apiVersion ?? apiVersionOf(type), kind: object.kind ?? type.kind };
 }

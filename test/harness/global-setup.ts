@@ -10,6 +10,7 @@ import { startControlPlane } from '../../src/controlplane/launch.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { installCrds } from '../../src/kube/crds.ts';
 import type { KubeObject } from '../../src/kube/resources.ts';
+import { SampleCrd } from '../fixtures/sample.ts';
 import { testTokenUsers } from './cluster.ts';
 import { veleroCrds } from './reference.ts';
 
