@@ -1,4 +1,5 @@
 // AdmissionReview v1 types and the verdict helpers handlers return.
+import type { KubeObject } from '../kube/resources.ts';
 import { diff, type JsonPatchOp } from './jsonpatch.ts';
 
 export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
@@ -10,7 +11,7 @@ export interface UserInfo {
   extra?: Record<string, string[]>;
 }
 
-export interface AdmissionRequest<T = Record<string, unknown>> {
+export interface AdmissionRequest<T extends KubeObject = KubeObject> {
   uid: string;
   kind: { group: string; version: string; kind: string };
   resource: { group: string; version: string; resource: string };
