@@ -24,8 +24,9 @@ export default async function setup(project: TestProject) {
     progress: (line) => console.log(`[control plane] ${line}`),
   });
   const admin = KubeClient.fromKubeconfig({ yaml: controlPlane.adminKubeconfig });
+  // Test-only CRDs are installed up front too: the garbage collector discovers new types every 30 s.
   const crds: KubeObject[] = [
-    ...allCrds.map((d) => crdManifest(d) as unknown as KubeObject),
+    ...[...allCrds, SampleCrd].map((d) => crdManifest(d) as unknown as KubeObject),
     ...(await veleroCrds()),
   ];
   await installCrds(admin, crds);
