@@ -1,0 +1,116 @@
+// The webhook server over real HTTPS: certificate reload without restart, request validation, deadlines.
+import { X509Certificate } from 'node:crypto';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { silentLogger } from '../../src/kube/log.ts';
+import { createCA } from '../../src/pki/certs.ts';
+import { allow } from '../../src/webhook/admission.ts';
+import { WebhookServer } from '../../src/webhook/server.ts';
+
+const servers: WebhookServer[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) await s.stop();
+});
+
+function call(port: number, path: string, body?: unknown) {
+  return new Promise<{ status: number; text: string; serial: string }>((resolve, reject) => {
+    const req = request(
+      { host: '127.0.0.1', port, path, method: body === undefined ? 'GET' : 'POST', rejectUnauthorized: false, agent: false },
+      (res) => {
+        const serial = new X509Certificate(
+          (res.socket as unknown as { getPeerX509Certificate(): X509Certificate }).getPeerX509Certificate().raw,
+        ).serialNumber;
+        let text = '';
+        res.on('data', (c) => {
+          text += c;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text, serial }));
+      },
+    );
+    req.on('error', reject);
+    if (body !== undefined) req.write(typeof body === 'string' ? body : JSON.stringify(body));
+    req.end();
+  });
+}
+
+const review = (uid: string) => ({
+  apiVersion: 'admission.k8s.io/v1',
+  kind: 'AdmissionReview',
+  request: {
+    uid,
+    kind: { group: '', version: 'v1', kind: 'ConfigMap' },
+    resource: { group: '', version: 'v1', resource: 'configmaps' },
+    operation: 'CREATE',
+    userInfo: { username: 'u' },
+    object: { metadata: { name: 'x' } },
+  },
+});
+
+describe('webhook server', () => {
+  it('picks up a rotated serving certificate from disk without a restart', async () => {
+    const ca = await createCA('reload-ca');
+    const dir = await mkdtemp(join(tmpdir(), 'wh-cert-'));
+    const certFile = join(dir, 'tls.crt');
+    const keyFile = join(dir, 'tls.key');
+    const first = await ca.issue({ commonName: 'one', usage: 'server', ipAddresses: ['127.0.0.1'] });
+    await writeFile(certFile, first.certPem);
+    await writeFile(keyFile, first.keyPem);
+    const server = new WebhookServer({ logger: silentLogger, certificate: { certFile, keyFile } });
+    servers.push(server);
+    const port = await server.start();
+    const before = await call(port, '/healthz');
+    expect(before.serial).toBe(new X509Certificate(first.certPem).serialNumber);
+
+    const second = await ca.issue({ commonName: 'two', usage: 'server', ipAddresses: ['127.0.0.1'] });
+    await writeFile(keyFile, second.keyPem);
+    await writeFile(certFile, second.certPem);
+    const expected = new X509Certificate(second.certPem).serialNumber;
+    const deadline = Date.now() + 10_000;
+    let serial = before.serial;
+    while (serial !== expected && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      serial = (await call(port, '/healthz')).serial;
+    }
+    expect(serial).toBe(expected);
+  });
+
+  it('answers a review with the same uid, and rejects what is not a review', async () => {
+    const ca = await createCA('ca');
+    const server = new WebhookServer({
+      logger: silentLogger,
+      certificate: await ca.issue({ commonName: 'x', usage: 'server', ipAddresses: ['127.0.0.1'] }),
+    });
+    servers.push(server);
+    server.register({ name: 'ok', type: 'validating', failurePolicy: 'Fail', rules: [], handler: () => allow(['note']) });
+    const port = await server.start();
+    const ok = await call(port, '/ok', review('abc'));
+    expect(JSON.parse(ok.text).response).toEqual({ uid: 'abc', allowed: true, warnings: ['note'] });
+    expect((await call(port, '/ok', 'not json')).status).toBe(400);
+    expect((await call(port, '/ok', { kind: 'AdmissionReview' })).status).toBe(400);
+    expect((await call(port, '/missing', review('x'))).status).toBe(404);
+  });
+
+  it('answers within the webhook timeout when a handler hangs: deny if Fail, allow with a warning if Ignore', async () => {
+    const ca = await createCA('ca');
+    const server = new WebhookServer({
+      logger: silentLogger,
+      certificate: await ca.issue({ commonName: 'x', usage: 'server', ipAddresses: ['127.0.0.1'] }),
+    });
+    servers.push(server);
+    const hang = () => new Promise<never>(() => {});
+    server.register(
+      { name: 'closed', type: 'validating', failurePolicy: 'Fail', timeoutSeconds: 1, rules: [], handler: hang },
+      { name: 'open', type: 'validating', failurePolicy: 'Ignore', timeoutSeconds: 1, rules: [], handler: hang },
+    );
+    const port = await server.start();
+    const started = Date.now();
+    const [closed, open] = await Promise.all([call(port, '/closed', review('c')), call(port, '/open', review('o'))]);
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(JSON.parse(closed.text).response).toMatchObject({ allowed: false, status: { code: 500 } });
+    expect(JSON.parse(open.text).response).toMatchObject({ allowed: true });
+    expect(JSON.parse(open.text).response.warnings[0]).toContain('could not check');
+  });
+});
