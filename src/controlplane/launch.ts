@@ -20,6 +20,8 @@ import { renderKubeconfig } from './kubeconfig.ts';
 export interface TokenUser {
   name: string;
   groups: string[];
+  /** Default namespace of the user's kubeconfig context. */
+  namespace?: string;
 }
 
 export interface ControlPlaneOptions {
@@ -220,7 +222,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   for (const user of tokenUsers) {
     await writeFile(
       join(dir, `${user.name}.kubeconfig`),
-      kubeconfig(user.name, { token: tokens.get(user.name)! }),
+      kubeconfig(user.name, { token: tokens.get(user.name)! }, user.namespace),
       {
         mode: 0o600,
       },

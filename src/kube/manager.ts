@@ -52,6 +52,7 @@ export class Manager {
   private readonly runnables: Runnable[] = [];
   private informerSignal?: AbortSignal;
   private elector?: LeaderElector;
+  private synced = false;
 
   constructor(options: ManagerOptions) {
     this.options = options;
@@ -85,6 +86,11 @@ export class Manager {
     this.runnables.push(runnable);
   }
 
+  /** True once every informer filled its cache (readiness). */
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
   isLeader(): boolean {
     return this.elector ? this.elector.isLeader() : true;
   }
@@ -103,6 +109,7 @@ export class Manager {
         Promise.all([...this.informers.values()].map((i) => i.waitForSync())),
         new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true })),
       ]);
+      this.synced = !signal.aborted;
       this.logger.info({ informers: this.informers.size }, 'caches synced');
       const le = this.options.leaderElection;
       if (!le) {
@@ -134,6 +141,10 @@ export class Manager {
     await Promise.all([
       ...this.controllers.map((c) => c.run(ctx)),
       ...this.runnables.filter((r) => r.leader).map((r) => r.run(signal)),
+      // Leading lasts until the signal says otherwise, even with nothing to run.
+      new Promise((resolve) =>
+        signal.aborted ? resolve(undefined) : signal.addEventListener('abort', resolve, { once: true }),
+      ),
     ]);
   }
 }

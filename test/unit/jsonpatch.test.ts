@@ -4,7 +4,10 @@ import { diff } from '../../src/webhook/jsonpatch.ts';
 function applyPatch(doc: unknown, ops: ReturnType<typeof diff>): unknown {
   let root = structuredClone(doc);
   for (const op of ops) {
-    const parts = op.path.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const parts = op.path
+      .split('/')
+      .slice(1)
+      .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
     if (parts.length === 0) {
       root = op.op === 'remove' ? undefined : structuredClone(op.value);
       continue;

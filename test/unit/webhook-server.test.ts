@@ -18,10 +18,18 @@ afterEach(async () => {
 function call(port: number, path: string, body?: unknown) {
   return new Promise<{ status: number; text: string; serial: string }>((resolve, reject) => {
     const req = request(
-      { host: '127.0.0.1', port, path, method: body === undefined ? 'GET' : 'POST', rejectUnauthorized: false, agent: false },
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: body === undefined ? 'GET' : 'POST',
+        rejectUnauthorized: false,
+        agent: false,
+      },
       (res) => {
         const serial = new X509Certificate(
-          (res.socket as unknown as { getPeerX509Certificate(): X509Certificate }).getPeerX509Certificate().raw,
+          (res.socket as unknown as { getPeerX509Certificate(): X509Certificate }).getPeerX509Certificate()
+            .raw,
         ).serialNumber;
         let text = '';
         res.on('data', (c) => {
@@ -84,7 +92,13 @@ describe('webhook server', () => {
       certificate: await ca.issue({ commonName: 'x', usage: 'server', ipAddresses: ['127.0.0.1'] }),
     });
     servers.push(server);
-    server.register({ name: 'ok', type: 'validating', failurePolicy: 'Fail', rules: [], handler: () => allow(['note']) });
+    server.register({
+      name: 'ok',
+      type: 'validating',
+      failurePolicy: 'Fail',
+      rules: [],
+      handler: () => allow(['note']),
+    });
     const port = await server.start();
     const ok = await call(port, '/ok', review('abc'));
     expect(JSON.parse(ok.text).response).toEqual({ uid: 'abc', allowed: true, warnings: ['note'] });
@@ -102,12 +116,29 @@ describe('webhook server', () => {
     servers.push(server);
     const hang = () => new Promise<never>(() => {});
     server.register(
-      { name: 'closed', type: 'validating', failurePolicy: 'Fail', timeoutSeconds: 1, rules: [], handler: hang },
-      { name: 'open', type: 'validating', failurePolicy: 'Ignore', timeoutSeconds: 1, rules: [], handler: hang },
+      {
+        name: 'closed',
+        type: 'validating',
+        failurePolicy: 'Fail',
+        timeoutSeconds: 1,
+        rules: [],
+        handler: hang,
+      },
+      {
+        name: 'open',
+        type: 'validating',
+        failurePolicy: 'Ignore',
+        timeoutSeconds: 1,
+        rules: [],
+        handler: hang,
+      },
     );
     const port = await server.start();
     const started = Date.now();
-    const [closed, open] = await Promise.all([call(port, '/closed', review('c')), call(port, '/open', review('o'))]);
+    const [closed, open] = await Promise.all([
+      call(port, '/closed', review('c')),
+      call(port, '/open', review('o')),
+    ]);
     expect(Date.now() - started).toBeLessThan(1000);
     expect(JSON.parse(closed.text).response).toMatchObject({ allowed: false, status: { code: 500 } });
     expect(JSON.parse(open.text).response).toMatchObject({ allowed: true });

@@ -1,0 +1,131 @@
+// `tenantkit dev`: a local control plane with every tenantkit component, ready to try as admin and as
+// two example tenants. Data lives in ./.tenantkit/ and is reused by the next run.
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { allCrds } from '../api/index.ts';
+import { crdManifest } from '../api/schema.ts';
+import { startControlPlane } from '../controlplane/launch.ts';
+import { KubeClient } from '../kube/client.ts';
+import { installCrds } from '../kube/crds.ts';
+import { createLogger } from '../kube/log.ts';
+import { Manager } from '../kube/manager.ts';
+import { type KubeObject, Resources } from '../kube/resources.ts';
+import { type CertificateAuthority, createCA, loadCA } from '../pki/certs.ts';
+import { registerWebhooks } from '../webhook/registration.ts';
+import { WebhookServer } from '../webhook/server.ts';
+import { type CapabilityContext, capabilities } from './capabilities.ts';
+
+/** Two example tenants: each owns one namespace through their group. */
+export const exampleTenants = [
+  { name: 'alice', groups: ['team-a'], namespace: 'team-a' },
+  { name: 'bob', groups: ['team-b'], namespace: 'team-b' },
+];
+
+const systemNamespace = 'tenantkit-system';
+const webhookConfigName = 'tenantkit-dev';
+const fieldManager = 'tenantkit-dev';
+
+async function devCA(dir: string): Promise<CertificateAuthority> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const cert = join(dir, 'ca.crt');
+  const key = join(dir, 'ca.key');
+  if (existsSync(cert) && existsSync(key)) {
+    return loadCA({ certPem: await readFile(cert, 'utf8'), keyPem: await readFile(key, 'utf8') });
+  }
+  const ca = await createCA('tenantkit-dev-webhook-ca');
+  await writeFile(cert, ca.certPem);
+  await writeFile(key, ca.keyPem, { mode: 0o600 });
+  return ca;
+}
+
+/** Namespaces for the example tenants, each administered by its tenant's group. */
+async function seedTenants(client: KubeClient): Promise<void> {
+  const apply = { fieldManager, force: true };
+  await client.apply(Resources.namespaces, { metadata: { name: systemNamespace } }, apply);
+  for (const tenant of exampleTenants) {
+    await client.apply(Resources.namespaces, { metadata: { name: tenant.namespace } }, apply);
+    await client.apply(
+      Resources.roleBindings,
+      {
+        metadata: { name: `${tenant.groups[0]}-admin`, namespace: tenant.namespace },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: tenant.groups[0] }],
+      } as KubeObject,
+      apply,
+    );
+  }
+}
+
+export async function runDev(args: string[], stop: AbortController): Promise<void> {
+  const { values } = parseArgs({ args, options: { dir: { type: 'string', default: '.tenantkit' } } });
+  const dir = resolve(values.dir!);
+  const logger = createLogger('tenantkit-dev');
+  const say = (line: string) => process.stderr.write(`${line}\n`);
+
+  const controlPlane = await startControlPlane({ dir, tokenUsers: exampleTenants, progress: say });
+  const stopControlPlane = () => controlPlane.stop();
+  try {
+    const client = KubeClient.fromKubeconfig({ path: controlPlane.adminKubeconfigPath });
+    await installCrds(
+      client,
+      allCrds.map((d) => crdManifest(d) as unknown as KubeObject),
+    );
+    await seedTenants(client);
+
+    const manager = new Manager({
+      client,
+      logger,
+      component: 'tenantkit.io/dev',
+      leaderElection: { namespace: systemNamespace, name: 'tenantkit-controllers' },
+    });
+    const ctx: CapabilityContext = { client, manager, namespace: systemNamespace };
+    const ca = await devCA(join(dir, 'webhook-pki'));
+    const serving = await ca.issue({ commonName: '127.0.0.1', usage: 'server', ipAddresses: ['127.0.0.1'] });
+    const server = new WebhookServer({ logger, certificate: serving, ready: () => manager.hasSynced() });
+    for (const c of capabilities) {
+      c.controllers?.(ctx);
+      server.register(...(c.webhooks?.(ctx) ?? []));
+    }
+    const port = await server.start();
+    await registerWebhooks(
+      client,
+      webhookConfigName,
+      server.definitions(),
+      { url: `https://127.0.0.1:${port}` },
+      ca.certPem,
+    );
+
+    const running = manager.start(stop.signal);
+    const tenants = exampleTenants
+      .map(
+        (t) =>
+          `  ${t.name} (namespace ${t.namespace}): export KUBECONFIG=${controlPlane.tokenKubeconfigPath(t.name)}`,
+      )
+      .join('\n');
+    say(`
+tenantkit dev is running (${capabilities.length} capabilities, webhooks on https://127.0.0.1:${port}).
+
+Admin:   export KUBECONFIG=${controlPlane.adminKubeconfigPath}
+Tenants:
+${tenants}
+
+Try first:
+  KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl get pods            # allowed in team-a
+  KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl get pods -n team-b  # forbidden
+  KUBECONFIG=${controlPlane.adminKubeconfigPath} kubectl get crds -l app.kubernetes.io/part-of=tenantkit
+
+Ctrl-C stops everything; the next run reuses ${dir}.
+`);
+    await running;
+    // Fail-closed webhooks must not outlive their server, or the next start could be blocked by them.
+    await client.delete(Resources.validatingWebhookConfigurations, webhookConfigName).catch(() => {});
+    await client.delete(Resources.mutatingWebhookConfigurations, webhookConfigName).catch(() => {});
+    await server.stop();
+    say('tenantkit dev: components stopped');
+  } finally {
+    await stopControlPlane();
+    say('tenantkit dev: control plane stopped');
+  }
+}

@@ -1,0 +1,142 @@
+// The tenantkit command. Run modes: `dev` (everything on a local control plane), `controllers`,
+// `webhooks`; tools: `crds`, `controlplane build`, `version`.
+import { parseArgs } from 'node:util';
+import { stringify } from 'yaml';
+import { allCrds } from '../api/index.ts';
+import { crdManifest } from '../api/schema.ts';
+import { ensureControlPlaneBinary } from '../controlplane/build.ts';
+import { KubeClient } from '../kube/client.ts';
+import { startHealthServer } from '../kube/health.ts';
+import { createLogger } from '../kube/log.ts';
+import { LeadershipLostError, Manager } from '../kube/manager.ts';
+import { WebhookServer } from '../webhook/server.ts';
+import { type CapabilityContext, capabilities } from './capabilities.ts';
+import { runDev } from './dev.ts';
+
+const usage = `tenantkit: safe self-service multi-tenancy for a shared Kubernetes cluster
+
+Usage:
+  tenantkit dev [--dir .tenantkit]          run a local control plane with every tenantkit component
+  tenantkit controllers [--namespace NS] [--metrics-port 8080]
+                                            run the controllers (leader-elected) against $KUBECONFIG or in-cluster
+  tenantkit webhooks --cert-dir DIR [--port 9443] [--namespace NS]
+                                            serve the admission webhooks (tls.crt/tls.key in DIR, reloaded on change)
+  tenantkit crds                            print tenantkit's CustomResourceDefinitions as YAML
+  tenantkit controlplane build              build the local control plane binary (done by dev on first use)
+  tenantkit version
+`;
+
+/** Resolves on SIGINT/SIGTERM, aborting the returned signal. */
+function shutdownSignal(): AbortController {
+  const stop = new AbortController();
+  const onSignal = (sig: string) => {
+    if (stop.signal.aborted) {
+      process.stderr.write(`second ${sig}: exiting now\n`);
+      process.exit(130);
+    }
+    stop.abort();
+  };
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  return stop;
+}
+
+async function controllers(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: { namespace: { type: 'string' }, 'metrics-port': { type: 'string', default: '8080' } },
+  });
+  const namespace = values.namespace ?? process.env.POD_NAMESPACE ?? 'tenantkit-system';
+  const logger = createLogger('tenantkit-controllers');
+  const client = KubeClient.fromDefault();
+  const manager = new Manager({
+    client,
+    logger,
+    component: 'tenantkit.io/controllers',
+    leaderElection: { namespace, name: 'tenantkit-controllers' },
+  });
+  const ctx: CapabilityContext = { client, manager, namespace };
+  for (const c of capabilities) c.controllers?.(ctx);
+  const health = await startHealthServer(Number(values['metrics-port']), () => true);
+  const stop = shutdownSignal();
+  try {
+    await manager.start(stop.signal);
+  } catch (err) {
+    if (err instanceof LeadershipLostError) logger.error(err.message);
+    throw err;
+  } finally {
+    health.close();
+  }
+}
+
+async function webhooks(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      'cert-dir': { type: 'string' },
+      port: { type: 'string', default: '9443' },
+      namespace: { type: 'string' },
+    },
+  });
+  if (!values['cert-dir']) throw new Error('--cert-dir is required (a directory with tls.crt and tls.key)');
+  const namespace = values.namespace ?? process.env.POD_NAMESPACE ?? 'tenantkit-system';
+  const logger = createLogger('tenantkit-webhooks');
+  const client = KubeClient.fromDefault();
+  // Webhooks read caches but never reconcile, so every replica serves: no leader election here.
+  const manager = new Manager({ client, logger, component: 'tenantkit.io/webhooks' });
+  const ctx: CapabilityContext = { client, manager, namespace };
+  const server = new WebhookServer({
+    logger,
+    host: '0.0.0.0',
+    port: Number(values.port),
+    certificate: { certFile: `${values['cert-dir']}/tls.crt`, keyFile: `${values['cert-dir']}/tls.key` },
+    ready: () => manager.hasSynced(),
+  });
+  for (const c of capabilities) server.register(...(c.webhooks?.(ctx) ?? []));
+  await server.start();
+  const stop = shutdownSignal();
+  await manager.start(stop.signal);
+  await server.stop();
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'dev':
+      return runDev(rest, shutdownSignal());
+    case 'controllers':
+      return controllers(rest);
+    case 'webhooks':
+      return webhooks(rest);
+    case 'crds':
+      for (const def of allCrds)
+        process.stdout.write(`---\n${stringify(crdManifest(def), { lineWidth: 0 })}`);
+      return;
+    case 'controlplane':
+      if (rest[0] !== 'build') break;
+      console.log(await ensureControlPlaneBinary((line) => console.log(line)));
+      return;
+    case 'version':
+      console.log('tenantkit 0.1.0');
+      return;
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(usage);
+      return;
+  }
+  process.stderr.write(`unknown command: ${argv.join(' ')}\n\n${usage}`);
+  process.exitCode = 2;
+}
+
+// `tenantkit crds | head` closes the pipe early; that is not an error.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  process.stderr.write(`tenantkit: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});
