@@ -64,10 +64,13 @@ export class Manager {
 
   /** The shared informer for a resource type (created on first use; started with the manager). */
   informer<T extends KubeObject>(type: ResourceType): Informer<T> {
-    const key = `${type.group}/${type.version}/${type.plural}`;
+    const key = `${type.group}/${type.version}/${type.plural}?${type.labelSelector ?? ''}`;
     let informer = this.informers.get(key);
     if (!informer) {
-      informer = new Informer<KubeObject>(this.client, type, { logger: this.logger });
+      informer = new Informer<KubeObject>(this.client, type, {
+        logger: this.logger,
+        ...(type.labelSelector ? { labelSelector: type.labelSelector } : {}),
+      });
       this.informers.set(key, informer);
       if (this.informerSignal) this.informerRuns.push(informer.run(this.informerSignal));
     }

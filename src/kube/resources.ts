@@ -38,6 +38,11 @@ export interface ResourceType {
   plural: string;
   kind: string;
   namespaced: boolean;
+  /**
+   * For informers only: cache just the objects with these labels (a label selector string), e.g. the
+   * objects a controller created, instead of every object of the type in the cluster.
+   */
+  labelSelector?: string;
 }
 
 export function resourcePath(
