@@ -2,6 +2,7 @@
 // (src/kube, src/webhook) never imports them, only the CLI wires them together here.
 import type { KubeClient } from '../kube/client.ts';
 import type { Manager } from '../kube/manager.ts';
+import { scopes } from '../scopes/index.ts';
 import type { WebhookDefinition } from '../webhook/registration.ts';
 
 export interface CapabilityContext {
@@ -11,12 +12,27 @@ export interface CapabilityContext {
   namespace: string;
 }
 
+export interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
 export interface Capability {
   name: string;
+  /** Exactly what the controllers of this capability need; rendered into the Helm chart's RBAC. */
+  controllerRules: PolicyRule[];
+  /** Exactly what its webhooks need. */
+  webhookRules: PolicyRule[];
   /** Adds controllers to the manager. */
   controllers?(ctx: CapabilityContext): void;
   /** Admission webhooks this capability serves. */
   webhooks?(ctx: CapabilityContext): WebhookDefinition[];
 }
 
-export const capabilities: Capability[] = [];
+export const capabilities: Capability[] = [scopes];
+
+/** What every controllers process needs whatever capabilities it runs (leases are granted by a Role). */
+export const baseControllerRules: PolicyRule[] = [
+  { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+];

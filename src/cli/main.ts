@@ -17,7 +17,7 @@ const usage = `tenantkit: safe self-service multi-tenancy for a shared Kubernete
 
 Usage:
   tenantkit dev [--dir .tenantkit]          run a local control plane with every tenantkit component
-  tenantkit controllers [--namespace NS] [--metrics-port 8080]
+  tenantkit controllers [--namespace NS] [--metrics-port 8080] [--no-leader-elect]
                                             run the controllers (leader-elected) against $KUBECONFIG or in-cluster
   tenantkit webhooks --cert-dir DIR [--port 9443] [--namespace NS]
                                             serve the admission webhooks (tls.crt/tls.key in DIR, reloaded on change)
@@ -44,7 +44,13 @@ function shutdownSignal(): AbortController {
 async function controllers(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
-    options: { namespace: { type: 'string' }, 'metrics-port': { type: 'string', default: '8080' } },
+    options: {
+      namespace: { type: 'string' },
+      'metrics-port': { type: 'string', default: '8080' },
+      // Only for a single replica (debugging, tests): without the lease two replicas would both write.
+      'leader-elect': { type: 'boolean', default: true },
+    },
+    allowNegative: true,
   });
   const namespace = values.namespace ?? process.env.POD_NAMESPACE ?? 'tenantkit-system';
   const logger = createLogger('tenantkit-controllers');
@@ -53,7 +59,7 @@ async function controllers(args: string[]): Promise<void> {
     client,
     logger,
     component: 'tenantkit.io/controllers',
-    leaderElection: { namespace, name: 'tenantkit-controllers' },
+    ...(values['leader-elect'] ? { leaderElection: { namespace, name: 'tenantkit-controllers' } } : {}),
   });
   const ctx: CapabilityContext = { client, manager, namespace };
   for (const c of capabilities) c.controllers?.(ctx);

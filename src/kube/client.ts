@@ -3,6 +3,7 @@
 // (client certificates, tokens, exec plugins) is delegated to @kubernetes/client-node's KubeConfig.
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
+import { metrics } from './metrics.ts';
 import { type KubeObject, type ResourceType, resourcePath } from './resources.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -111,6 +112,8 @@ export class KubeClient {
   readonly server: URL;
   /** The user name of the current context, for logs and messages. */
   readonly userName: string;
+  /** Non-GET requests this client sent (creates, updates, patches, deletes, reviews). */
+  writes = 0;
 
   constructor(config: KubeConfig) {
     const cluster = config.getCurrentCluster();
@@ -167,6 +170,8 @@ export class KubeClient {
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
           const status = res.statusCode ?? 0;
+          metrics.kubeRequests.inc({ method, code: status });
+          if (method !== 'GET') this.writes++;
           if (status < 200 || status >= 300) return reject(errorFrom(status, text));
           try {
             resolve((text ? JSON.parse(text) : {}) as T);

@@ -39,6 +39,12 @@ export const metrics = {
     labelNames: ['resource'],
     registers: [registry],
   }),
+  kubeRequests: new Counter({
+    name: 'tenantkit_kube_requests_total',
+    help: 'Requests to the Kubernetes API by method and status code (watches excluded).',
+    labelNames: ['method', 'code'],
+    registers: [registry],
+  }),
   leader: new Gauge({
     name: 'tenantkit_leader',
     help: '1 while this process holds the leader lease.',

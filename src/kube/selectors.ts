@@ -1,0 +1,70 @@
+// Label selectors (metav1.LabelSelector) evaluated locally against cached objects, with the API
+// server's semantics: all matchLabels and all matchExpressions must hold; an empty selector matches all.
+
+export interface LabelSelectorRequirement {
+  key: string;
+  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+  values?: string[];
+}
+
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: LabelSelectorRequirement[];
+}
+
+export type Matcher = (labels: Record<string, string> | undefined) => boolean;
+
+/** Compiles a selector, or explains why it is invalid (the error text is meant for status messages). */
+export function compileSelector(
+  selector: LabelSelector,
+): { ok: true; matches: Matcher } | { ok: false; error: string } {
+  const expressions = selector.matchExpressions ?? [];
+  for (const [i, e] of expressions.entries()) {
+    const values = e.values ?? [];
+    if ((e.operator === 'In' || e.operator === 'NotIn') && values.length === 0) {
+      return {
+        ok: false,
+        error: `matchExpressions[${i}] (key ${e.key}): operator ${e.operator} needs at least one value`,
+      };
+    }
+    if ((e.operator === 'Exists' || e.operator === 'DoesNotExist') && values.length > 0) {
+      return {
+        ok: false,
+        error: `matchExpressions[${i}] (key ${e.key}): operator ${e.operator} takes no values`,
+      };
+    }
+    if (!['In', 'NotIn', 'Exists', 'DoesNotExist'].includes(e.operator)) {
+      return {
+        ok: false,
+        error: `matchExpressions[${i}] (key ${e.key}): unknown operator ${String(e.operator)}`,
+      };
+    }
+  }
+  const required = Object.entries(selector.matchLabels ?? {});
+  return {
+    ok: true,
+    matches: (labels = {}) =>
+      required.every(([k, v]) => labels[k] === v) &&
+      expressions.every((e) => {
+        const has = Object.hasOwn(labels, e.key);
+        switch (e.operator) {
+          case 'In':
+            return has && (e.values ?? []).includes(labels[e.key]!);
+          case 'NotIn':
+            return !has || !(e.values ?? []).includes(labels[e.key]!);
+          case 'Exists':
+            return has;
+          case 'DoesNotExist':
+            return !has;
+        }
+        return false;
+      }),
+  };
+}
+
+export function isEmptySelector(selector: LabelSelector | undefined): boolean {
+  return (
+    !selector ||
+    (Object.keys(selector.matchLabels ?? {}).length === 0 && (selector.matchExpressions ?? []).length === 0)
+  );
+}

@@ -1,0 +1,29 @@
+// The cached views the scopes controllers share: only objects labelled as ours are cached, so memory
+// follows what tenantkit created, not the size of the cluster's RBAC.
+import type { ScopeInstance } from '../api/scopes.ts';
+import type { Informer } from '../kube/informer.ts';
+import { type KubeObject, Resources, type ResourceType } from '../kube/resources.ts';
+import type { Binding } from './desired.ts';
+import { managedBy, managedByLabel } from './names.ts';
+
+const ours = `${managedByLabel}=${managedBy}`;
+export const scopedClusterRoles: ResourceType = { ...Resources.clusterRoles, labelSelector: ours };
+export const scopedRoleBindings: ResourceType = { ...Resources.roleBindings, labelSelector: ours };
+export const scopedClusterRoleBindings: ResourceType = {
+  ...Resources.clusterRoleBindings,
+  labelSelector: ours,
+};
+export const scopedBindingTypes = [scopedRoleBindings, scopedClusterRoleBindings] as const;
+
+/** Index names. */
+export const ByTemplate = 'scopes.template';
+export const ByRoleRef = 'scopes.roleRef';
+export const ByListedNamespace = 'scopes.listedNamespace';
+export const BySelector = 'scopes.hasSelector';
+
+export const templateOf = (o: KubeObject): string => (o as ScopeInstance).spec?.scopeTemplateName ?? '';
+
+/** Bindings of ours that point at a ClusterRole. */
+export function boundBindings(informers: Informer<Binding>[], roleName: string): Binding[] {
+  return informers.flatMap((i) => i.byIndex(ByRoleRef, roleName));
+}

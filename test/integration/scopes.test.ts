@@ -1,0 +1,524 @@
+// Scoped RBAC end to end: controllers and the escalation guard run as their own least-privilege
+// identities; access is checked by acting as the bound service account through the API server.
+import { spawn } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type ScopeInstance,
+  ScopeInstanceCrd,
+  type ScopeTemplate,
+  ScopeTemplateCrd,
+} from '../../src/api/scopes.ts';
+import { ApiError, KubeClient } from '../../src/kube/client.ts';
+import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { scopes } from '../../src/scopes/index.ts';
+import { bindingName, clusterRoleName, managedBy, managedByLabel } from '../../src/scopes/names.ts';
+import { eventually, TestCluster } from '../harness/cluster.ts';
+import { type RunningCapability, runCapability } from '../harness/components.ts';
+
+const cluster = await TestCluster.connect();
+let running: RunningCapability;
+beforeAll(async () => {
+  running = await runCapability(cluster, scopes);
+});
+afterAll(() => cluster.cleanup());
+
+const ours = `${managedByLabel}=${managedBy}`;
+
+async function serviceAccountClient(namespace: string, name: string): Promise<KubeClient> {
+  await cluster.admin.create(Resources.serviceAccounts, { metadata: { name, namespace } });
+  const token = await cluster.admin.request<{ status: { token: string } }>(
+    'POST',
+    `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`,
+    {
+      body: {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        spec: { expirationSeconds: 3600 },
+      },
+    },
+  );
+  const yaml = (await cluster.userKubeconfig('placeholder')).replace(
+    /client-certificate-data: .*\n\s*client-key-data: .*\n/,
+    `token: ${token.status.token}\n`,
+  );
+  return KubeClient.fromKubeconfig({ yaml });
+}
+
+async function canList(client: KubeClient, namespace?: string): Promise<boolean> {
+  try {
+    await client.list(Resources.pods, namespace ? { namespace, limit: 1 } : { limit: 1 });
+    return true;
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 403) return false;
+    throw err;
+  }
+}
+
+function template(
+  name: string,
+  subject: { namespace: string; name: string },
+  rules?: unknown[],
+): ScopeTemplate {
+  return {
+    metadata: { name },
+    spec: {
+      clusterRoles: [
+        {
+          generateName: 'pod-reader-',
+          rules: (rules ?? [
+            { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] },
+          ]) as ScopeTemplate['spec']['clusterRoles'][0]['rules'],
+          subjects: [{ kind: 'ServiceAccount', ...subject }],
+        },
+      ],
+    },
+  } as ScopeTemplate;
+}
+
+const createInstance = (name: string, spec: ScopeInstance['spec'], client = cluster.admin) =>
+  client.create<ScopeInstance>(ScopeInstanceCrd.type, { metadata: { name }, spec } as ScopeInstance);
+
+async function instanceReady(name: string) {
+  const i = await cluster.admin.get<ScopeInstance>(ScopeInstanceCrd.type, name);
+  const ready = i?.status?.conditions?.find((c) => c.type === 'Ready');
+  return ready?.status === 'True' && ready.observedGeneration === i?.metadata.generation ? i : undefined;
+}
+
+async function ourBindings(instance: string) {
+  const [rbs, crbs] = await Promise.all([
+    cluster.admin.listAll<KubeObject>(Resources.roleBindings, { labelSelector: ours }),
+    cluster.admin.listAll<KubeObject>(Resources.clusterRoleBindings, { labelSelector: ours }),
+  ]);
+  return [...rbs.items, ...crbs.items].filter(
+    (b) => b.metadata.annotations?.['scopes.tenantkit.io/instance'] === instance,
+  );
+}
+
+async function ourRoles(templateName: string) {
+  const roles = await cluster.admin.listAll<KubeObject>(Resources.clusterRoles, { labelSelector: ours });
+  return roles.items.filter((r) => r.metadata.annotations?.['scopes.tenantkit.io/template'] === templateName);
+}
+
+describe('ScopeTemplate and ScopeInstance', () => {
+  it('grants exactly the listed namespaces, cluster-wide when cleared, and cleans up on delete', async () => {
+    const [a, b, c] = [
+      await cluster.namespace('sa'),
+      await cluster.namespace('sb'),
+      await cluster.namespace('sc'),
+    ];
+    const operator = await serviceAccountClient(a, 'operator');
+    const tpl = cluster.unique('tpl');
+    const inst = cluster.unique('inst');
+    await cluster.admin.create(ScopeTemplateCrd.type, template(tpl, { namespace: a, name: 'operator' }));
+    expect(await ourRoles(tpl)).toHaveLength(0); // no instance references it yet
+
+    await createInstance(inst, { scopeTemplateName: tpl, namespaces: [a, b] });
+    await eventually(() => instanceReady(inst), { what: 'instance ready' });
+    await eventually(async () => (await canList(operator, a)) && (await canList(operator, b)), {
+      what: 'access in a and b',
+    });
+    expect(await canList(operator, c)).toBe(false);
+    expect(await canList(operator)).toBe(false);
+    const status = (await instanceReady(inst))!.status!;
+    expect(status.namespaceCount).toBe(2);
+    expect(status.bindingCount).toBe(2);
+    expect(await ourRoles(tpl)).toHaveLength(1);
+
+    await cluster.admin.patch(ScopeInstanceCrd.type, inst, undefined, { spec: { namespaces: null } });
+    await eventually(async () => (await canList(operator)) && (await canList(operator, c)), {
+      what: 'cluster-wide access',
+    });
+    await eventually(
+      async () => {
+        const bindings = await ourBindings(inst);
+        return bindings.length === 1 && !bindings[0]!.metadata.namespace;
+      },
+      { what: 'RoleBindings replaced by one ClusterRoleBinding' },
+    );
+
+    await cluster.admin.delete(ScopeInstanceCrd.type, inst, undefined, { propagationPolicy: 'Background' });
+    await eventually(async () => (await ourBindings(inst)).length === 0, {
+      what: 'bindings collected',
+      timeoutMs: 30_000,
+    });
+    await eventually(async () => (await ourRoles(tpl)).length === 0, {
+      what: 'ClusterRoles removed with the last instance',
+      timeoutMs: 30_000,
+    });
+    expect(await canList(operator)).toBe(false);
+    expect(await canList(operator, a)).toBe(false);
+  });
+
+  it('follows a namespace selector as labels come and go', async () => {
+    const home = await cluster.namespace('sel-home');
+    const target = await cluster.namespace('sel-target');
+    const operator = await serviceAccountClient(home, 'operator');
+    const key = `scope-test-${cluster.unique('k')}`;
+    const tpl = cluster.unique('tpl');
+    await cluster.admin.create(ScopeTemplateCrd.type, template(tpl, { namespace: home, name: 'operator' }));
+    const inst = cluster.unique('inst');
+    await createInstance(inst, {
+      scopeTemplateName: tpl,
+      namespaceSelector: { matchLabels: { [key]: 'yes' } },
+    });
+    await eventually(() => instanceReady(inst), { what: 'instance ready' });
+    // A selector matching nothing means nowhere, never cluster-wide.
+    expect(await canList(operator)).toBe(false);
+    expect(await canList(operator, target)).toBe(false);
+
+    await cluster.admin.patch(Resources.namespaces, target, undefined, {
+      metadata: { labels: { [key]: 'yes' } },
+    });
+    const labelled = Date.now();
+    await eventually(() => canList(operator, target), { what: 'access after labelling', timeoutMs: 10_000 });
+    console.log(`selector grant took ${Date.now() - labelled} ms`);
+    await cluster.admin.patch(Resources.namespaces, target, undefined, {
+      metadata: { labels: { [key]: null } },
+    });
+    await eventually(async () => !(await canList(operator, target)), {
+      what: 'access revoked after unlabelling',
+      timeoutMs: 10_000,
+    });
+  });
+
+  it('updates roles on a template edit without a moment of lost access', async () => {
+    const ns = await cluster.namespace('edit');
+    const operator = await serviceAccountClient(ns, 'operator');
+    const tpl = cluster.unique('tpl');
+    await cluster.admin.create(ScopeTemplateCrd.type, template(tpl, { namespace: ns, name: 'operator' }));
+    const inst = cluster.unique('inst');
+    await createInstance(inst, { scopeTemplateName: tpl, namespaces: [ns] });
+    await eventually(() => canList(operator, ns), { what: 'initial access' });
+
+    // Probe continuously while the template changes twice: a rule edit, then a role rename.
+    let lost = 0;
+    let probes = 0;
+    let probing = true;
+    const probe = (async () => {
+      while (probing) {
+        probes++;
+        if (!(await canList(operator, ns))) lost++;
+      }
+    })();
+    await cluster.admin.patch(ScopeTemplateCrd.type, tpl, undefined, {
+      spec: {
+        clusterRoles: [
+          {
+            generateName: 'pod-reader-',
+            rules: [
+              { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] },
+              { apiGroups: [''], resources: ['configmaps'], verbs: ['list'] },
+            ],
+            subjects: [{ kind: 'ServiceAccount', namespace: ns, name: 'operator' }],
+          },
+        ],
+      },
+    });
+    await eventually(
+      async () => {
+        try {
+          await operator.list(Resources.configMaps, { namespace: ns });
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      { what: 'new rule effective' },
+    );
+    const renamed: ScopeTemplate['spec'] = {
+      clusterRoles: [
+        {
+          generateName: 'reader-v2-',
+          rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] }],
+          subjects: [{ kind: 'ServiceAccount', namespace: ns, name: 'operator' }],
+        },
+      ],
+    };
+    await cluster.admin.patch(ScopeTemplateCrd.type, tpl, undefined, { spec: renamed });
+    await eventually(
+      async () => {
+        const roles = await ourRoles(tpl);
+        const bindings = await ourBindings(inst);
+        return (
+          roles.length === 1 &&
+          roles[0]!.metadata.name === clusterRoleName(tpl, 'reader-v2-') &&
+          bindings.length === 1 &&
+          (bindings[0] as KubeObject & { roleRef: { name: string } }).roleRef.name === roles[0]!.metadata.name
+        );
+      },
+      { what: 'renamed role and rebound', timeoutMs: 30_000 },
+    );
+    probing = false;
+    await probe;
+    expect(probes).toBeGreaterThan(5);
+    expect(lost).toBe(0);
+  });
+
+  it('reports missing namespaces and name clashes instead of failing or overwriting', async () => {
+    const ns = await cluster.namespace('clash');
+    const tpl = cluster.unique('tpl');
+    // Someone else's ClusterRole already has the name the template would generate.
+    const taken = clusterRoleName(tpl, 'pod-reader-');
+    await cluster.admin.create(Resources.clusterRoles, {
+      metadata: { name: taken, labels: { [managedByLabel]: managedBy } },
+      rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }],
+    } as KubeObject);
+    cluster.defer(() => cluster.admin.delete(Resources.clusterRoles, taken));
+    await cluster.admin.create(ScopeTemplateCrd.type, template(tpl, { namespace: ns, name: 'x' }));
+    const inst = cluster.unique('inst');
+    await createInstance(inst, { scopeTemplateName: tpl, namespaces: [ns, 'does-not-exist-ns'] });
+    const conflicted = await eventually(
+      async () => {
+        const t = await cluster.admin.get<ScopeTemplate>(ScopeTemplateCrd.type, tpl);
+        const ready = t?.status?.conditions?.find((c) => c.type === 'Ready');
+        return ready?.reason === 'NameConflict' ? ready : undefined;
+      },
+      { what: 'template reports the clash' },
+    );
+    expect(conflicted.message).toContain(
+      `ClusterRole ${taken} already exists and is not managed by tenantkit`,
+    );
+    const role = await cluster.admin.get<KubeObject & { rules: { resources: string[] }[] }>(
+      Resources.clusterRoles,
+      taken,
+    );
+    expect(role?.rules[0]?.resources).toEqual(['secrets']);
+    expect(role?.metadata.ownerReferences).toBeUndefined();
+
+    const instance = await eventually(
+      async () => {
+        const i = await cluster.admin.get<ScopeInstance>(ScopeInstanceCrd.type, inst);
+        return i?.status?.failedNamespaces?.length ? i : undefined;
+      },
+      { what: 'instance reports the missing namespace' },
+    );
+    expect(instance.status?.failedNamespaces).toContainEqual({
+      namespace: 'does-not-exist-ns',
+      reason: 'NamespaceNotFound',
+      message: 'namespace does-not-exist-ns does not exist',
+    });
+    expect(instance.status?.namespaceCount).toBe(1);
+    expect(instance.status?.conditions?.find((c) => c.type === 'Ready')?.reason).toBe('PartiallyBound');
+  });
+
+  it('repairs drift: an edited or deleted binding comes back', async () => {
+    const ns = await cluster.namespace('drift');
+    const tpl = cluster.unique('tpl');
+    await cluster.admin.create(ScopeTemplateCrd.type, template(tpl, { namespace: ns, name: 'op' }));
+    const inst = cluster.unique('inst');
+    await createInstance(inst, { scopeTemplateName: tpl, namespaces: [ns] });
+    const [binding] = await eventually(
+      async () => {
+        const b = await ourBindings(inst);
+        return b.length === 1 ? b : undefined;
+      },
+      { what: 'binding created' },
+    );
+    const name = binding!.metadata.name!;
+    await cluster.admin.patch(Resources.roleBindings, name, ns, {
+      subjects: [{ kind: 'User', name: 'intruder', apiGroup: 'rbac.authorization.k8s.io' }],
+    });
+    await eventually(
+      async () => {
+        const b = await cluster.admin.get<KubeObject & { subjects: { name: string }[] }>(
+          Resources.roleBindings,
+          name,
+          ns,
+        );
+        return b?.subjects.length === 1 && b.subjects[0]!.name === 'op';
+      },
+      { what: 'edited binding restored' },
+    );
+    await cluster.admin.delete(Resources.roleBindings, name, ns);
+    await eventually(async () => (await cluster.admin.get(Resources.roleBindings, name, ns)) !== undefined, {
+      what: 'deleted binding recreated',
+    });
+  });
+
+  it('denies a tenant who may create instances but does not hold the permissions, and says why', async () => {
+    const ns = await cluster.namespace('esc');
+    const other = await cluster.namespace('esc-other');
+    const tpl = cluster.unique('tpl');
+    await cluster.admin.create(
+      ScopeTemplateCrd.type,
+      template(tpl, { namespace: ns, name: 'op' }, [
+        { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list'] },
+      ]),
+    );
+    const user = cluster.unique('mallory');
+    await cluster.admin.create(Resources.clusterRoles, {
+      metadata: { name: user },
+      rules: [
+        {
+          apiGroups: ['operators.coreos.com'],
+          resources: ['scopeinstances', 'scopetemplates'],
+          verbs: ['create', 'get', 'list'],
+        },
+      ],
+    } as KubeObject);
+    cluster.defer(() => cluster.admin.delete(Resources.clusterRoles, user));
+    await cluster.admin.create(Resources.clusterRoleBindings, {
+      metadata: { name: user },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: user },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    } as KubeObject);
+    cluster.defer(() => cluster.admin.delete(Resources.clusterRoleBindings, user));
+    // She may read secrets in her own namespace only.
+    await cluster.admin.create(Resources.roles, {
+      metadata: { name: 'secrets', namespace: ns },
+      rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list'] }],
+    } as KubeObject);
+    await cluster.admin.create(Resources.roleBindings, {
+      metadata: { name: 'secrets', namespace: ns },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'secrets' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    } as KubeObject);
+    const mallory = await cluster.user(user);
+    const denial = async (promise: Promise<unknown>) =>
+      promise.then(
+        () => undefined,
+        (e: unknown) => e as ApiError,
+      );
+
+    // Escape attempt 1: another namespace.
+    const intoOther = await denial(
+      createInstance(cluster.unique('i'), { scopeTemplateName: tpl, namespaces: [other] }, mallory),
+    );
+    expect(intoOther?.status).toBe(403);
+    expect(intoOther?.message).toContain(`in namespace ${other}: missing get secrets`);
+    expect(intoOther?.message).toContain("You need 'bind' on the ClusterRole");
+    // Escape attempt 2: cluster-wide (no namespaces) and a selector (could match any namespace later).
+    const clusterWide = await denial(
+      createInstance(cluster.unique('i'), { scopeTemplateName: tpl }, mallory),
+    );
+    expect(clusterWide?.message).toContain('no namespaces are listed, so it binds cluster-wide');
+    const bySelector = await denial(
+      createInstance(
+        cluster.unique('i'),
+        { scopeTemplateName: tpl, namespaceSelector: { matchLabels: { a: 'b' } } },
+        mallory,
+      ),
+    );
+    expect(bySelector?.message).toContain('a namespaceSelector can match namespaces created later');
+    // Escape attempt 3: a template with rules she does not hold, or that escalate RBAC.
+    const bigTemplate = await denial(
+      mallory.create(
+        ScopeTemplateCrd.type,
+        template(cluster.unique('t'), { namespace: ns, name: 'op' }, [
+          { apiGroups: [''], resources: ['nodes'], verbs: ['delete'] },
+        ]),
+      ),
+    );
+    expect(bigTemplate?.message).toContain('delete nodes');
+    const escalating = await denial(
+      mallory.create(
+        ScopeTemplateCrd.type,
+        template(cluster.unique('t'), { namespace: ns, name: 'op' }, [
+          {
+            apiGroups: ['rbac.authorization.k8s.io'],
+            resources: ['clusterroles'],
+            verbs: ['bind', 'escalate'],
+          },
+        ]),
+      ),
+    );
+    expect(escalating?.message).toContain('only a cluster admin may grant RBAC-escalating permissions');
+    // A template naming a missing ScopeTemplate cannot be checked, so it is refused.
+    const missing = await denial(
+      createInstance(
+        cluster.unique('i'),
+        { scopeTemplateName: 'no-such-template', namespaces: [ns] },
+        mallory,
+      ),
+    );
+    expect(missing?.message).toContain('ScopeTemplate no-such-template does not exist');
+
+    // Within her own namespace she holds the rules: allowed.
+    const allowed = cluster.unique('i');
+    await createInstance(allowed, { scopeTemplateName: tpl, namespaces: [ns] }, mallory);
+    await eventually(() => instanceReady(allowed), { what: 'her instance is bound' });
+    for (const name of [allowed]) cluster.defer(() => cluster.admin.delete(ScopeInstanceCrd.type, name));
+  });
+
+  it('ends exact, without duplicates or orphans, when the controller process is killed at random points', async () => {
+    await running.stopControllers();
+    const label = cluster.unique('bulk');
+    const namespaces: string[] = [];
+    for (let i = 0; i < 40; i++) namespaces.push(await cluster.namespace('bulk', { [label]: 'yes' }));
+    const tpl = cluster.unique('tpl');
+    const role = (generateName: string) => ({
+      generateName,
+      rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get'] }],
+      subjects: [{ kind: 'ServiceAccount' as const, namespace: namespaces[0]!, name: 'op' }],
+    });
+    await cluster.admin.create(ScopeTemplateCrd.type, {
+      metadata: { name: tpl },
+      spec: { clusterRoles: [role('a-'), role('b-'), role('c-')] },
+    } as ScopeTemplate);
+    const inst = cluster.unique('inst');
+    await createInstance(inst, {
+      scopeTemplateName: tpl,
+      namespaceSelector: { matchLabels: { [label]: 'yes' } },
+    });
+
+    const cli = join(dirname(fileURLToPath(import.meta.url)), '../../src/cli/main.ts');
+    const startProcess = () =>
+      spawn(process.execPath, [cli, 'controllers', '--no-leader-elect', '--metrics-port=0'], {
+        env: { ...process.env, KUBECONFIG: running.controllerKubeconfig, LOG_LEVEL: 'warn' },
+        stdio: 'ignore',
+      });
+    for (let round = 0; round < 5; round++) {
+      const child = startProcess();
+      await new Promise((r) => setTimeout(r, 700 + Math.floor(Math.random() * 1500)));
+      child.kill('SIGKILL');
+      await new Promise((r) => child.once('exit', r));
+      // Change the desired state between crashes: rename a role, then move half the namespaces out.
+      if (round === 1) {
+        await cluster.admin.patch(ScopeTemplateCrd.type, tpl, undefined, {
+          spec: { clusterRoles: [role('a-'), role('b2-'), role('c-')] },
+        });
+      }
+      if (round === 3) {
+        for (const ns of namespaces.slice(20))
+          await cluster.admin.patch(Resources.namespaces, ns, undefined, {
+            metadata: { labels: { [label]: null } },
+          });
+      }
+    }
+    const final = startProcess();
+    cluster.defer(async () => {
+      final.kill('SIGKILL');
+    });
+    await eventually(() => instanceReady(inst), {
+      what: 'instance converged after crashes',
+      timeoutMs: 60_000,
+    });
+    const expectedRoles = ['a-', 'b2-', 'c-'].map((g) => clusterRoleName(tpl, g)).sort();
+    await eventually(
+      async () =>
+        JSON.stringify((await ourRoles(tpl)).map((r) => r.metadata.name).sort()) ===
+        JSON.stringify(expectedRoles),
+      {
+        what: 'exactly the three current roles',
+        timeoutMs: 30_000,
+      },
+    );
+    const expectedBindings = namespaces
+      .slice(0, 20)
+      .flatMap((ns) => expectedRoles.map((r) => `${ns}/${bindingName(inst, r)}`))
+      .sort();
+    await eventually(
+      async () => {
+        const actual = (await ourBindings(inst))
+          .map((b) => `${b.metadata.namespace}/${b.metadata.name}`)
+          .sort();
+        return JSON.stringify(actual) === JSON.stringify(expectedBindings);
+      },
+      { what: 'exactly 60 bindings: 20 namespaces x 3 roles', timeoutMs: 30_000 },
+    );
+    final.kill('SIGKILL');
+    running.startControllers();
+  }, 120_000);
+});
