@@ -136,6 +136,16 @@ export class ControllerRunner {
     });
   }
 
+  /** Queues every primary object again (a periodic resync catches anything an event could not). */
+  resync(primary: Informer<KubeObject>): void {
+    for (const object of primary.list()) this.queue.add(objectKey(object.metadata));
+  }
+
+  /** Resolves once the queue is empty and no key is being processed (for benchmarks and tests). */
+  async idle(pollMs = 20): Promise<void> {
+    while (!this.queue.isIdle()) await new Promise((r) => setTimeout(r, pollMs));
+  }
+
   /** Connects watch events to the queue. Call before the informers sync so no event is missed. */
   wire(informer: (type: ResourceType) => Informer<KubeObject>): void {
     for (const watch of this.spec.watches) {

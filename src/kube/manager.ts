@@ -25,6 +25,8 @@ export interface ManagerOptions {
     renewDeadlineMs?: number;
     retryPeriodMs?: number;
   };
+  /** Re-queue every primary object this often (default 10 h, as controller-runtime); 0 disables. */
+  resyncPeriodMs?: number;
 }
 
 /** Runs while the manager runs; `leader` ones only on the elected replica. */
@@ -134,7 +136,21 @@ export class Manager {
     }
   }
 
+  /** Re-queues every primary object of every controller now. */
+  resync(): void {
+    for (const c of this.controllers) c.resync(this.informer(c.spec.forType));
+  }
+
+  /** Resolves when every controller's queue is drained (nothing queued, in flight or scheduled). */
+  async idle(): Promise<void> {
+    for (const c of this.controllers) await c.idle();
+  }
+
   private async runLeaderWork(signal: AbortSignal): Promise<void> {
+    const period = this.options.resyncPeriodMs ?? 10 * 60 * 60 * 1000;
+    const timer = period > 0 ? setInterval(() => this.resync(), period) : undefined;
+    timer?.unref();
+    signal.addEventListener('abort', () => clearInterval(timer), { once: true });
     const ctx = {
       client: this.client,
       events: this.events,

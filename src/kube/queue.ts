@@ -31,6 +31,11 @@ export class WorkQueue {
     return this.queue.length;
   }
 
+  /** Nothing queued, nothing in flight, nothing scheduled. */
+  isIdle(): boolean {
+    return this.queue.length === 0 && this.processing.size === 0 && this.timers.size === 0;
+  }
+
   add(key: string): void {
     if (this.shuttingDown || this.dirty.has(key)) return;
     this.dirty.add(key);

@@ -1,5 +1,6 @@
 // The objects a template or instance should produce, as pure functions of the specs.
 import type { ScopeInstance, ScopeTemplate } from '../api/scopes.ts';
+import { stableJson } from '../kube/equality.ts';
 import type { KubeObject, OwnerReference } from '../kube/resources.ts';
 import {
   bindingName,
@@ -94,7 +95,7 @@ export function ownedBy(object: KubeObject, uid: string | undefined): boolean {
   return Boolean(uid) && (object.metadata.ownerReferences ?? []).some((r) => r.uid === uid && r.controller);
 }
 
-const canonical = (v: unknown) => JSON.stringify(v ?? null);
+const canonical = (v: unknown) => stableJson(v ?? null);
 
 /** True when `actual` already carries everything `desired` sets (so no write is needed). */
 export function bindingUpToDate(actual: Binding, desired: Binding): boolean {
