@@ -31,7 +31,14 @@ function startControllers() {
   scopes.controllers?.({ client, manager, namespace: 'default' });
   const stop = new AbortController();
   const done = manager.start(stop.signal);
-  return { client, manager, stop: async () => (stop.abort(), await done) };
+  return {
+    client,
+    manager,
+    stop: async () => {
+      stop.abort();
+      await done;
+    },
+  };
 }
 
 async function waitFor(probe: () => Promise<boolean>, pollMs = 50): Promise<void> {

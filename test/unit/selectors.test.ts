@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { semanticEqual, stableJson } from '../../src/kube/equality.ts';
+import { compileSelector, isEmptySelector } from '../../src/kube/selectors.ts';
+
+describe('label selectors', () => {
+  const match = (selector: Parameters<typeof compileSelector>[0], labels: Record<string, string>) => {
+    const c = compileSelector(selector);
+    if (!c.ok) throw new Error(c.error);
+    return c.matches(labels);
+  };
+
+  it('applies matchLabels and every operator as the API server does', () => {
+    expect(match({ matchLabels: { a: '1' } }, { a: '1', b: '2' })).toBe(true);
+    expect(match({ matchLabels: { a: '1' } }, { a: '2' })).toBe(false);
+    expect(match({ matchExpressions: [{ key: 'a', operator: 'In', values: ['1', '2'] }] }, { a: '2' })).toBe(
+      true,
+    );
+    expect(match({ matchExpressions: [{ key: 'a', operator: 'NotIn', values: ['1'] }] }, {})).toBe(true);
+    expect(match({ matchExpressions: [{ key: 'a', operator: 'Exists' }] }, { a: '' })).toBe(true);
+    expect(match({ matchExpressions: [{ key: 'a', operator: 'DoesNotExist' }] }, { a: 'x' })).toBe(false);
+    expect(match({}, {})).toBe(true);
+    expect(isEmptySelector({ matchLabels: {} })).toBe(true);
+  });
+
+  it('explains invalid selectors instead of throwing', () => {
+    const c = compileSelector({ matchExpressions: [{ key: 'team', operator: 'In', values: [] }] });
+    expect(c).toEqual({
+      ok: false,
+      error: 'matchExpressions[0] (key team): operator In needs at least one value',
+    });
+  });
+});
+
+describe('stableJson', () => {
+  it('ignores key order but not array order', () => {
+    expect(semanticEqual({ a: 1, b: { c: 2, d: 3 } }, { b: { d: 3, c: 2 }, a: 1 })).toBe(true);
+    expect(semanticEqual([1, 2], [2, 1])).toBe(false);
+    expect(stableJson({ t: 'x', keep: 1 }, new Set(['t']))).toBe('{"keep":1}');
+  });
+});
