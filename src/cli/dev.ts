@@ -74,12 +74,8 @@ export async function runDev(args: string[], stop: AbortController): Promise<voi
     );
     await seedTenants(client);
 
-    const manager = new Manager({
-      client,
-      logger,
-      component: 'tenantkit.io/dev',
-      leaderElection: { namespace: systemNamespace, name: 'tenantkit-controllers' },
-    });
+    // One process runs everything here, so there is nobody to elect: controllers start at once.
+    const manager = new Manager({ client, logger, component: 'tenantkit.io/dev' });
     const ctx: CapabilityContext = { client, manager, namespace: systemNamespace };
     const ca = await devCA(join(dir, 'webhook-pki'));
     const serving = await ca.issue({ commonName: '127.0.0.1', usage: 'server', ipAddresses: ['127.0.0.1'] });
