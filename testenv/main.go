@@ -44,13 +44,14 @@ var controllers = []string{
 }
 
 type options struct {
-	dataDir        string
-	pkiDir         string
-	etcdClientPort int
-	etcdPeerPort   int
-	securePort     int
-	noFsync        bool
-	extraAPIFlags  string
+	dataDir         string
+	pkiDir          string
+	etcdClientPort  int
+	etcdPeerPort    int
+	securePort      int
+	noFsync         bool
+	extraAPIFlags   string
+	controllersGate string
 }
 
 func main() {
@@ -62,6 +63,7 @@ func main() {
 	flag.IntVar(&o.securePort, "secure-port", 0, "loopback HTTPS port of kube-apiserver")
 	flag.BoolVar(&o.noFsync, "unsafe-no-fsync", false, "skip fsync in etcd (tests only: fast, not crash-safe)")
 	flag.StringVar(&o.extraAPIFlags, "apiserver-extra-flags", "", "space-separated extra kube-apiserver flags")
+	flag.StringVar(&o.controllersGate, "start-controllers-after", "", "start kube-controller-manager only once this file exists (lets the caller install CRDs first, so the garbage collector knows them from its first discovery)")
 	flag.Parse()
 	if o.dataDir == "" || o.pkiDir == "" || o.etcdClientPort == 0 || o.etcdPeerPort == 0 || o.securePort == 0 {
 		fmt.Fprintln(os.Stderr, "controlplane: --data-dir, --pki-dir, --etcd-client-port, --etcd-peer-port and --secure-port are required")
@@ -88,6 +90,10 @@ func run(o options) error {
 	go func() {
 		// The controller-manager exits if it cannot reach the API server, so start it once /readyz answers.
 		if err := waitForAPIServer(o); err != nil {
+			kcmErr <- err
+			return
+		}
+		if err := waitForFile(o.controllersGate); err != nil {
 			kcmErr <- err
 			return
 		}
@@ -254,4 +260,18 @@ func watchParent(orphaned chan<- struct{}) {
 			return
 		}
 	}
+}
+
+func waitForFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("%s did not appear within 10 minutes", path)
 }

@@ -64,7 +64,13 @@ export async function runDev(args: string[], stop: AbortController): Promise<voi
   const logger = createLogger('tenantkit-dev');
   const say = (line: string) => process.stderr.write(`${line}\n`);
 
-  const controlPlane = await startControlPlane({ dir, tokenUsers: exampleTenants, progress: say });
+  const crds = allCrds.map((d) => crdManifest(d) as unknown as KubeObject);
+  const controlPlane = await startControlPlane({
+    dir,
+    tokenUsers: exampleTenants,
+    progress: say,
+    beforeControllers: (kubeconfig) => installCrds(KubeClient.fromKubeconfig({ yaml: kubeconfig }), crds),
+  });
   const stopControlPlane = () => controlPlane.stop();
   try {
     const client = KubeClient.fromKubeconfig({ path: controlPlane.adminKubeconfigPath });

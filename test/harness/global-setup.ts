@@ -17,19 +17,19 @@ import { veleroCrds } from './reference.ts';
 export default async function setup(project: TestProject) {
   const started = Date.now();
   const dir = await mkdtemp(join(tmpdir(), 'tenantkit-test-'));
+  // Every CRD, test-only ones included, is installed before kube-controller-manager starts, so the
+  // garbage collector knows them all from its first discovery.
+  const crds: KubeObject[] = [
+    ...[...allCrds, SampleCrd].map((d) => crdManifest(d) as unknown as KubeObject),
+    ...(await veleroCrds()),
+  ];
   const controlPlane = await startControlPlane({
     dir,
     unsafeNoFsync: true,
     tokenUsers: testTokenUsers,
     progress: (line) => console.log(`[control plane] ${line}`),
+    beforeControllers: (kubeconfig) => installCrds(KubeClient.fromKubeconfig({ yaml: kubeconfig }), crds),
   });
-  const admin = KubeClient.fromKubeconfig({ yaml: controlPlane.adminKubeconfig });
-  // Test-only CRDs are installed up front too: the garbage collector discovers new types every 30 s.
-  const crds: KubeObject[] = [
-    ...[...allCrds, SampleCrd].map((d) => crdManifest(d) as unknown as KubeObject),
-    ...(await veleroCrds()),
-  ];
-  await installCrds(admin, crds);
   console.log(
     `[control plane] ready with ${crds.length} CRDs in ${Date.now() - started} ms at ${controlPlane.server}`,
   );
