@@ -1,6 +1,8 @@
 // Status conditions in the Kubernetes convention (metav1.Condition): one entry per type, with
 // lastTransitionTime moving only when the status flips and observedGeneration naming the spec it judged.
 
+import { timestamp } from './time.ts';
+
 export type ConditionStatus = 'True' | 'False' | 'Unknown';
 
 export interface Condition {
@@ -13,11 +15,6 @@ export interface Condition {
 }
 
 export type ConditionInput = Omit<Condition, 'lastTransitionTime'>;
-
-/** RFC 3339 with seconds precision, as metav1.Time serializes. */
-export function timestamp(date = new Date()): string {
-  return `${date.toISOString().slice(0, 19)}Z`;
-}
 
 /** Returns a new condition list with `input` set; other types are kept as they are. */
 export function setCondition(

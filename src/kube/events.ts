@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { type KubeClient, PatchType } from './client.ts';
 import { type KubeObject, Resources } from './resources.ts';
+import { microTime } from './time.ts';
 
 export type EventType = 'Normal' | 'Warning';
 
@@ -12,10 +13,6 @@ export interface EventRecorder {
   record(regarding: KubeObject, type: EventType, reason: string, action: string, note: string): void;
   /** Resolves when every event recorded so far was written (or failed). For tests and shutdown. */
   flush(): Promise<void>;
-}
-
-function microTime(date = new Date()): string {
-  return `${date.toISOString().slice(0, 23)}000Z`;
 }
 
 interface Series {

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { isAlreadyExists, isConflict, type KubeClient } from './client.ts';
 import { metrics } from './metrics.ts';
 import { type KubeObject, Resources } from './resources.ts';
+import { microTime } from './time.ts';
 
 interface LeaseSpec {
   holderIdentity?: string;
@@ -31,10 +32,6 @@ export interface LeaderElectionOptions {
   /** Give the lease up on a clean stop so a successor need not wait for it to expire. */
   releaseOnStop?: boolean;
   logger: Logger;
-}
-
-function microTime(date = new Date()): string {
-  return `${date.toISOString().slice(0, 23)}000Z`;
 }
 
 export class LeaderElector {

@@ -67,6 +67,34 @@ export class TestCluster {
     return KubeClient.fromKubeconfig({ yaml: await this.userKubeconfig(user, groups) });
   }
 
+  /** Creates a ServiceAccount and returns a client that acts as it, with a TokenRequest token. */
+  async serviceAccount(namespace: string, name: string): Promise<{ client: KubeClient; token: string }> {
+    await this.admin.apply(
+      Resources.serviceAccounts,
+      { metadata: { name, namespace } },
+      { fieldManager: 'tenantkit-test' },
+    );
+    const request = await this.admin.request<{ status: { token: string } }>(
+      'POST',
+      `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`,
+      {
+        body: {
+          apiVersion: 'authentication.k8s.io/v1',
+          kind: 'TokenRequest',
+          spec: { expirationSeconds: 3600 },
+        },
+      },
+    );
+    const token = request.status.token;
+    const yaml = renderKubeconfig({
+      server: this.server,
+      caPem: this.caPem,
+      user: name,
+      credentials: { token },
+    });
+    return { client: KubeClient.fromKubeconfig({ yaml }), token };
+  }
+
   /** A client for one of {@link testTokenUsers}, authenticated by its bearer token. */
   tokenUser(name: string): KubeClient {
     return KubeClient.fromKubeconfig({ path: join(this.dir, `${name}.kubeconfig`) });

@@ -1,7 +1,7 @@
 // The control plane is real: RBAC, authentication (certificates, tokens, service-account tokens) and the
 // controller-manager loops behave as in a production cluster.
 import { afterAll, describe, expect, it } from 'vitest';
-import { ApiError, KubeClient } from '../../src/kube/client.ts';
+import { ApiError } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 
@@ -64,36 +64,21 @@ describe('control plane', () => {
     await eventually(() => cluster.admin.get(Resources.serviceAccounts, 'default', ns), {
       what: 'default service account',
     });
-    const request = await cluster.admin.request<{ status: { token: string } }>(
-      'POST',
-      `/api/v1/namespaces/${ns}/serviceaccounts/default/token`,
-      {
-        body: {
-          apiVersion: 'authentication.k8s.io/v1',
-          kind: 'TokenRequest',
-          spec: { expirationSeconds: 600 },
-        },
-      },
-    );
+    // The harness asks for a token with TokenRequest, as a workload would get one.
+    const { client: sa, token } = await cluster.serviceAccount(ns, 'default');
     const review = await cluster.admin.create<
       KubeObject & { status?: { authenticated?: boolean; user?: { username: string; groups: string[] } } }
     >(Resources.tokenReviews, {
       apiVersion: 'authentication.k8s.io/v1',
       kind: 'TokenReview',
       metadata: {},
-      spec: { token: request.status.token },
+      spec: { token },
     } as KubeObject);
     expect(review.status?.authenticated).toBe(true);
     expect(review.status?.user?.username).toBe(`system:serviceaccount:${ns}:default`);
     expect(review.status?.user?.groups).toContain(`system:serviceaccounts:${ns}`);
 
     // The token works as a credential, and RBAC applies to it like to any user.
-    const sa = KubeClient.fromKubeconfig({
-      yaml: (await cluster.userKubeconfig('unused')).replace(
-        /client-certificate-data: .*\n\s*client-key-data: .*\n/,
-        `token: ${request.status.token}\n`,
-      ),
-    });
     expect(await status(sa.list(Resources.secrets, { namespace: ns }))).toBe(403);
   });
 

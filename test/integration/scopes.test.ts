@@ -10,7 +10,7 @@ import {
   type ScopeTemplate,
   ScopeTemplateCrd,
 } from '../../src/api/scopes.ts';
-import { ApiError, KubeClient } from '../../src/kube/client.ts';
+import { ApiError, type KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { scopes } from '../../src/scopes/index.ts';
 import { bindingName, clusterRoleName, managedBy, managedByLabel } from '../../src/scopes/names.ts';
@@ -27,23 +27,7 @@ afterAll(() => cluster.cleanup());
 const ours = `${managedByLabel}=${managedBy}`;
 
 async function serviceAccountClient(namespace: string, name: string): Promise<KubeClient> {
-  await cluster.admin.create(Resources.serviceAccounts, { metadata: { name, namespace } });
-  const token = await cluster.admin.request<{ status: { token: string } }>(
-    'POST',
-    `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`,
-    {
-      body: {
-        apiVersion: 'authentication.k8s.io/v1',
-        kind: 'TokenRequest',
-        spec: { expirationSeconds: 3600 },
-      },
-    },
-  );
-  const yaml = (await cluster.userKubeconfig('placeholder')).replace(
-    /client-certificate-data: .*\n\s*client-key-data: .*\n/,
-    `token: ${token.status.token}\n`,
-  );
-  return KubeClient.fromKubeconfig({ yaml });
+  return (await cluster.serviceAccount(namespace, name)).client;
 }
 
 async function canList(client: KubeClient, namespace?: string): Promise<boolean> {
