@@ -3,6 +3,7 @@
 import type { KubeClient } from '../kube/client.ts';
 import type { Manager } from '../kube/manager.ts';
 import { scopes } from '../scopes/index.ts';
+import { tenancy } from '../tenancy/index.ts';
 import type { WebhookDefinition } from '../webhook/registration.ts';
 
 export interface CapabilityContext {
@@ -30,7 +31,7 @@ export interface Capability {
   webhooks?(ctx: CapabilityContext): WebhookDefinition[];
 }
 
-export const capabilities: Capability[] = [scopes];
+export const capabilities: Capability[] = [scopes, tenancy];
 
 /** What every controllers process needs whatever capabilities it runs (leases are granted by a Role). */
 export const baseControllerRules: PolicyRule[] = [

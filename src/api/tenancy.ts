@@ -1,0 +1,136 @@
+// Namespace ownership API (tenancy.tenantkit.io/v1alpha1): organizations own namespaces; a TenantUser
+// records a user's default organization (vanilla Kubernetes has no User objects); TenancyConfig is the
+// one live configuration of the namespace policies.
+import { Type } from '@sinclair/typebox';
+import { ConditionsSchema, defineCrd, type ObjectOf } from './schema.ts';
+
+const group = 'tenancy.tenantkit.io';
+const version = 'v1alpha1';
+const patterns = (description: string) =>
+  Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description, maxItems: 256 }));
+
+export const OrganizationCrd = defineCrd({
+  group,
+  version,
+  kind: 'Organization',
+  plural: 'organizations',
+  singular: 'organization',
+  scope: 'Cluster',
+  shortNames: ['org'],
+  categories: ['tenantkit'],
+  description: 'An organization: it owns namespaces labelled with its name, and its members administer them.',
+  spec: Type.Object({
+    displayName: Type.Optional(Type.String({ maxLength: 256 })),
+    members: Type.Optional(
+      Type.Object({
+        users: Type.Optional(
+          Type.Array(Type.String({ minLength: 1 }), { maxItems: 10000, 'x-kubernetes-list-type': 'set' }),
+        ),
+        groups: Type.Optional(
+          Type.Array(Type.String({ minLength: 1 }), { maxItems: 1000, 'x-kubernetes-list-type': 'set' }),
+        ),
+      }),
+    ),
+    namespaceQuota: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description: 'Overrides the default number of namespaces this organization may own.',
+      }),
+    ),
+  }),
+  status: Type.Object({
+    observedGeneration: Type.Optional(Type.Integer()),
+    conditions: Type.Optional(ConditionsSchema),
+    namespaceCount: Type.Optional(Type.Integer()),
+  }),
+  printerColumns: [
+    { name: 'Display Name', type: 'string', jsonPath: '.spec.displayName' },
+    { name: 'Quota', type: 'integer', jsonPath: '.spec.namespaceQuota' },
+  ],
+});
+
+export const TenantUserCrd = defineCrd({
+  group,
+  version,
+  kind: 'TenantUser',
+  plural: 'tenantusers',
+  singular: 'tenantuser',
+  scope: 'Cluster',
+  categories: ['tenantkit'],
+  description: "A user's tenancy settings: the organization their new namespaces belong to by default.",
+  spec: Type.Object({
+    username: Type.String({ minLength: 1, description: 'The user name as the API server authenticates it.' }),
+    defaultOrganization: Type.String({ minLength: 1 }),
+  }),
+  status: Type.Object({ conditions: Type.Optional(ConditionsSchema) }),
+  printerColumns: [
+    { name: 'User', type: 'string', jsonPath: '.spec.username' },
+    { name: 'Default Organization', type: 'string', jsonPath: '.spec.defaultOrganization' },
+  ],
+});
+
+export const tenancyConfigKeys = [
+  'organizationLabel',
+  'privilegedUsers',
+  'privilegedGroups',
+  'privilegedClusterRoles',
+  'reservedNamespaces',
+  'allowedLabels',
+  'allowedAnnotations',
+  'defaultOrganizationClusterRoles',
+  'defaultNamespaceQuota',
+  'quotaNamespace',
+] as const;
+
+export const TenancyConfigCrd = defineCrd({
+  group,
+  version,
+  kind: 'TenancyConfig',
+  plural: 'tenancyconfigs',
+  singular: 'tenancyconfig',
+  scope: 'Cluster',
+  categories: ['tenantkit'],
+  description:
+    'The configuration of the namespace ownership policies; only the object named "cluster" is used.',
+  spec: Type.Object(
+    {
+      organizationLabel: Type.Optional(
+        Type.String({ minLength: 1, maxLength: 316, default: 'appuio.io/organization' }),
+      ),
+      privilegedUsers: patterns('User names (wildcard *) that bypass the namespace policies.'),
+      privilegedGroups: patterns('Groups (wildcard *) that bypass the namespace policies.'),
+      privilegedClusterRoles: patterns(
+        'ClusterRoles (wildcard *) whose subjects bypass the policies, when bound by a ClusterRoleBinding.',
+      ),
+      reservedNamespaces: patterns(
+        'Namespace name patterns (wildcard *) nobody but privileged users may create.',
+      ),
+      allowedLabels: patterns('Namespace label keys (wildcard *) tenants may set, change or remove.'),
+      allowedAnnotations: patterns(
+        'Namespace annotation keys (wildcard *) tenants may set, change or remove.',
+      ),
+      defaultOrganizationClusterRoles: patterns(
+        'ClusterRoles granted to members in every organization namespace.',
+      ),
+      defaultNamespaceQuota: Type.Optional(Type.Integer({ minimum: 0 })),
+      quotaNamespace: Type.Optional(
+        Type.String({
+          description: "Namespace that holds the namespace-quota reservations (tenantkit's own).",
+        }),
+      ),
+    },
+    {
+      // Unknown keys are kept (not pruned) so that the tenancy-config webhook can reject a typo
+      // instead of the API server silently dropping it.
+      'x-kubernetes-preserve-unknown-fields': true,
+    },
+  ),
+  status: Type.Object({ conditions: Type.Optional(ConditionsSchema) }),
+  validations: [
+    { rule: "self.metadata.name == 'cluster'", message: 'the TenancyConfig must be named "cluster"' },
+  ],
+});
+
+export type Organization = ObjectOf<typeof OrganizationCrd>;
+export type TenantUser = ObjectOf<typeof TenantUserCrd>;
+export type TenancyConfig = ObjectOf<typeof TenancyConfigCrd>;

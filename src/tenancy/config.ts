@@ -1,0 +1,63 @@
+// The effective tenancy configuration: the TenancyConfig named "cluster" with defaults filled in.
+// Read from the informer on every request, so an edit takes effect without a restart.
+import { type TenancyConfig, TenancyConfigCrd, tenancyConfigKeys } from '../api/tenancy.ts';
+import type { Informer } from '../kube/informer.ts';
+import type { Manager } from '../kube/manager.ts';
+
+export interface EffectiveConfig {
+  organizationLabel: string;
+  privilegedUsers: string[];
+  privilegedGroups: string[];
+  privilegedClusterRoles: string[];
+  reservedNamespaces: string[];
+  allowedLabels: string[];
+  allowedAnnotations: string[];
+  defaultOrganizationClusterRoles: string[];
+  defaultNamespaceQuota: number;
+  quotaNamespace: string;
+}
+
+export const defaults: EffectiveConfig = {
+  organizationLabel: 'appuio.io/organization',
+  // tenantkit's own service accounts, whatever the release is called.
+  privilegedUsers: ['system:serviceaccount:tenantkit-system:*'],
+  privilegedGroups: ['system:masters'],
+  privilegedClusterRoles: ['cluster-admin'],
+  reservedNamespaces: ['kube-*', 'openshift*', 'default', 'tenantkit-*', 'system-*'],
+  allowedLabels: [],
+  allowedAnnotations: [],
+  defaultOrganizationClusterRoles: ['admin'],
+  defaultNamespaceQuota: 25,
+  quotaNamespace: 'tenantkit-system',
+};
+
+export function effective(config: TenancyConfig | undefined): EffectiveConfig {
+  const spec = (config?.spec ?? {}) as Partial<EffectiveConfig>;
+  const out = { ...defaults };
+  for (const key of Object.keys(defaults) as (keyof EffectiveConfig)[]) {
+    if (spec[key] !== undefined) (out as Record<string, unknown>)[key] = spec[key];
+  }
+  return out;
+}
+
+export type ConfigSource = () => EffectiveConfig;
+
+export function configSource(manager: Manager): ConfigSource {
+  const informer: Informer<TenancyConfig> = manager.informer(TenancyConfigCrd.type);
+  return () => effective(informer.get('cluster'));
+}
+
+/** Shell-style wildcard match where `*` stands for any run of characters. */
+export function wildcard(pattern: string, value: string): boolean {
+  if (!pattern.includes('*')) return pattern === value;
+  const parts = pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'));
+  return new RegExp(`^${parts.join('.*')}$`).test(value);
+}
+
+export const matchesAny = (patterns: readonly string[], value: string) =>
+  patterns.some((p) => wildcard(p, value));
+
+/** Admission check for TenancyConfig: unknown keys are mistakes, and mistakes are rejected loudly. */
+export function unknownConfigKeys(spec: Record<string, unknown> | undefined): string[] {
+  return Object.keys(spec ?? {}).filter((k) => !(tenancyConfigKeys as readonly string[]).includes(k));
+}

@@ -1,0 +1,50 @@
+// Organizations, their members and users' default organizations, from caches.
+import { type Organization, OrganizationCrd, type TenantUser, TenantUserCrd } from '../api/tenancy.ts';
+import type { Informer } from '../kube/informer.ts';
+import type { Manager } from '../kube/manager.ts';
+import { type KubeObject, Resources } from '../kube/resources.ts';
+import type { UserInfo } from '../webhook/admission.ts';
+
+export interface Namespace extends KubeObject {
+  status?: { phase?: string };
+}
+
+const ByUsername = 'tenancy.username';
+
+export interface Directory {
+  organization(name: string): Organization | undefined;
+  isMember(organization: Organization, user: UserInfo): boolean;
+  defaultOrganization(username: string): string | undefined;
+  namespace(name: string): Namespace | undefined;
+  namespaces: Informer<Namespace>;
+}
+
+export function directory(manager: Manager): Directory {
+  const organizations = manager.informer<Organization>(OrganizationCrd.type);
+  const users = manager.informer<TenantUser>(TenantUserCrd.type);
+  const namespaces = manager.informer<Namespace>(Resources.namespaces);
+  users.addIndex(ByUsername, (u) => [u.spec.username]);
+  return {
+    organization: (name) => organizations.get(name),
+    isMember(organization, user) {
+      const members = organization.spec.members ?? {};
+      if ((members.users ?? []).includes(user.username)) return true;
+      const groups = new Set(user.groups ?? []);
+      return (members.groups ?? []).some((g) => groups.has(g));
+    },
+    defaultOrganization(username) {
+      // Several TenantUsers for one user would be ambiguous: the oldest one wins, deterministically.
+      const [first] = users
+        .byIndex(ByUsername, username)
+        .sort((a, b) =>
+          (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''),
+        );
+      return first?.spec.defaultOrganization;
+    },
+    namespace: (name) => namespaces.get(name),
+    namespaces,
+  };
+}
+
+export const isTerminating = (ns: Namespace) =>
+  Boolean(ns.metadata.deletionTimestamp) || ns.status?.phase === 'Terminating';

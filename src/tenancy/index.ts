@@ -1,0 +1,117 @@
+// Namespace ownership by organizations: admission policies for namespaces and reserved guardrails.
+
+import { tenancyConfigKeys } from '../api/tenancy.ts';
+import type { Capability } from '../cli/capabilities.ts';
+import { allow, deny } from '../webhook/admission.ts';
+import { configSource, unknownConfigKeys } from './config.ts';
+import { directory } from './directory.ts';
+import { privilegeChecker } from './identity.ts';
+import { mutateNamespace, validateNamespace } from './namespace-policy.ts';
+import { registerOrgRbacController } from './org-rbac-controller.ts';
+import { QuotaLedger } from './quota.ts';
+import { reservedLabel, validateReservedObject } from './reserved-objects.ts';
+
+const group = 'tenancy.tenantkit.io';
+
+export const tenancy: Capability = {
+  name: 'tenancy',
+  controllerRules: [
+    { apiGroups: [group], resources: ['organizations', 'tenancyconfigs'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
+    {
+      apiGroups: ['rbac.authorization.k8s.io'],
+      resources: ['rolebindings'],
+      verbs: ['get', 'list', 'watch', 'create', 'update', 'patch'],
+    },
+    // The organization RoleBindings grant the configured ClusterRoles (default admin), which the
+    // controller itself does not hold in those namespaces.
+    { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], verbs: ['bind'] },
+  ],
+  controllers({ manager }) {
+    registerOrgRbacController(manager, configSource(manager));
+  },
+  webhookRules: [
+    {
+      apiGroups: [group],
+      resources: ['organizations', 'tenantusers', 'tenancyconfigs'],
+      verbs: ['get', 'list', 'watch'],
+    },
+    { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
+    // Privileged bypass is granted through ClusterRoleBindings only, read from a cache.
+    {
+      apiGroups: ['rbac.authorization.k8s.io'],
+      resources: ['clusterrolebindings'],
+      verbs: ['get', 'list', 'watch'],
+    },
+    // The namespace-quota ledger (one ConfigMap per organization in tenantkit's namespace).
+    { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create', 'update'] },
+  ],
+  webhooks({ client, manager }) {
+    const config = configSource(manager);
+    const privileged = privilegeChecker(manager);
+    const dir = directory(manager);
+    const deps = { config, privileged, directory: dir, quota: new QuotaLedger(client, dir) };
+    const namespaces = (operations: ('CREATE' | 'UPDATE')[]) => [
+      { operations, apiGroups: [''], apiVersions: ['v1'], resources: ['namespaces'] },
+    ];
+    return [
+      {
+        name: 'namespace-organization',
+        type: 'mutating',
+        // Fail closed: without the label the validating policy would deny anyway, with a worse message.
+        failurePolicy: 'Fail',
+        timeoutSeconds: 5,
+        rules: namespaces(['CREATE']),
+        handler: (req) => mutateNamespace(deps, req),
+      },
+      {
+        name: 'namespace-policy',
+        type: 'validating',
+        // Fail closed: ownership and quota are exactly what a tenant would gain from an outage.
+        failurePolicy: 'Fail',
+        timeoutSeconds: 10,
+        rules: namespaces(['CREATE', 'UPDATE']),
+        handler: (req) => validateNamespace(deps, req),
+      },
+      {
+        name: 'tenancy-config',
+        type: 'validating',
+        failurePolicy: 'Fail',
+        timeoutSeconds: 5,
+        rules: [
+          {
+            operations: ['CREATE', 'UPDATE'],
+            apiGroups: [group],
+            apiVersions: ['v1alpha1'],
+            resources: ['tenancyconfigs'],
+          },
+        ],
+        handler: (req) => {
+          const unknown = unknownConfigKeys((req.object as { spec?: Record<string, unknown> }).spec);
+          if (unknown.length === 0) return allow();
+          return deny(
+            `TenancyConfig: unknown key in spec: ${unknown.join(', ')}; allowed keys: ${tenancyConfigKeys.join(', ')}`,
+            422,
+            'Invalid',
+          );
+        },
+      },
+      {
+        name: 'reserved-quota',
+        type: 'validating',
+        failurePolicy: 'Fail',
+        timeoutSeconds: 5,
+        rules: [
+          {
+            operations: ['UPDATE', 'DELETE'],
+            apiGroups: [''],
+            apiVersions: ['v1'],
+            resources: ['resourcequotas', 'limitranges'],
+          },
+        ],
+        objectSelector: { matchLabels: { [reservedLabel]: 'true' } },
+        handler: (req) => validateReservedObject(config, privileged, req),
+      },
+    ];
+  },
+};

@@ -1,0 +1,189 @@
+// Namespace policies for unprivileged users and service accounts:
+// - reserved names; only allowed labels and annotations may be set, changed or removed;
+// - every namespace belongs to an organization the requester belongs to (a service account: the
+//   organization of its own namespace); a missing organization label is filled in by the mutating
+//   webhook from the user's default organization;
+// - changing the organization label transfers the namespace and needs membership in both;
+// - an organization owns at most its quota of namespaces, checked on create and on transfer.
+import type { Organization } from '../api/tenancy.ts';
+import type { KubeObject } from '../kube/resources.ts';
+import {
+  type AdmissionRequest,
+  allow,
+  deny,
+  mutate,
+  type UserInfo,
+  type Verdict,
+} from '../webhook/admission.ts';
+import { type ConfigSource, type EffectiveConfig, matchesAny } from './config.ts';
+import type { Directory } from './directory.ts';
+import { type PrivilegeCheck, serviceAccountNamespace } from './identity.ts';
+import type { QuotaLedger } from './quota.ts';
+
+export interface NamespacePolicyDeps {
+  config: ConfigSource;
+  privileged: PrivilegeCheck;
+  directory: Directory;
+  quota: QuotaLedger;
+}
+
+/** Metadata the API server or kubectl set on their own; never a tenant's choice to police. */
+const builtinLabels = ['kubernetes.io/metadata.name'];
+const builtinAnnotations = ['kubectl.kubernetes.io/last-applied-configuration'];
+
+function changedKeys(before: Record<string, string> = {}, after: Record<string, string> = {}): string[] {
+  const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
+  return [...keys].filter((k) => before[k] !== after[k]).sort();
+}
+
+function metadataProblems(
+  config: EffectiveConfig,
+  before: KubeObject | undefined,
+  after: KubeObject,
+): string[] {
+  const problems: string[] = [];
+  const labels = changedKeys(before?.metadata.labels, after.metadata.labels).filter(
+    (k) =>
+      k !== config.organizationLabel && !builtinLabels.includes(k) && !matchesAny(config.allowedLabels, k),
+  );
+  const annotations = changedKeys(before?.metadata.annotations, after.metadata.annotations).filter(
+    (k) => !builtinAnnotations.includes(k) && !matchesAny(config.allowedAnnotations, k),
+  );
+  if (labels.length)
+    problems.push(`labels ${labels.join(', ')} may not be set, changed or removed by tenants`);
+  if (annotations.length)
+    problems.push(`annotations ${annotations.join(', ')} may not be set, changed or removed by tenants`);
+  return problems;
+}
+
+type OrgCheck = { ok: true; organization: Organization } | { ok: false; message: string };
+
+/** May `user` put a namespace into organization `name`? */
+function checkOrganization(
+  deps: NamespacePolicyDeps,
+  config: EffectiveConfig,
+  user: UserInfo,
+  name: string,
+): OrgCheck {
+  const organization = deps.directory.organization(name);
+  if (!organization) {
+    return {
+      ok: false,
+      message: `organization "${name}" does not exist; set label ${config.organizationLabel} to an organization you belong to`,
+    };
+  }
+  const saNamespace = serviceAccountNamespace(user.username);
+  if (saNamespace !== undefined) {
+    const own = deps.directory.namespace(saNamespace)?.metadata.labels?.[config.organizationLabel];
+    if (own !== name) {
+      return {
+        ok: false,
+        message: `service account ${user.username} belongs to organization "${own ?? '(none)'}" (the organization of namespace ${saNamespace}) and may only create namespaces for it, not for "${name}"`,
+      };
+    }
+    return { ok: true, organization };
+  }
+  if (!deps.directory.isMember(organization, user)) {
+    return {
+      ok: false,
+      message: `you (${user.username}) are not a member of organization "${name}"; ask one of its members to add you, or choose an organization you belong to`,
+    };
+  }
+  return { ok: true, organization };
+}
+
+async function checkQuota(
+  deps: NamespacePolicyDeps,
+  config: EffectiveConfig,
+  organization: Organization,
+  namespace: string,
+  dryRun: boolean,
+): Promise<string | undefined> {
+  const limit = organization.spec.namespaceQuota ?? config.defaultNamespaceQuota;
+  const decision = await deps.quota.reserve({
+    organization: organization.metadata.name!,
+    namespace,
+    label: config.organizationLabel,
+    limit,
+    ledgerNamespace: config.quotaNamespace,
+    dryRun,
+  });
+  if (decision.ok) return undefined;
+  return `organization "${organization.metadata.name}" already owns ${decision.used} of its ${limit} namespaces (namespace quota); delete a namespace it no longer needs, or ask a cluster admin to raise spec.namespaceQuota of the Organization`;
+}
+
+const denial = (rule: string, problems: string[]) => deny(`namespace policy ${rule}: ${problems.join('; ')}`);
+
+export async function validateNamespace(deps: NamespacePolicyDeps, req: AdmissionRequest): Promise<Verdict> {
+  if (req.operation !== 'CREATE' && req.operation !== 'UPDATE') return allow();
+  const config = deps.config();
+  if (deps.privileged(req.userInfo, config)) return allow();
+  const namespace = req.object as KubeObject;
+  const name = namespace.metadata.name ?? req.name ?? '';
+  const previous = req.operation === 'UPDATE' ? (req.oldObject as KubeObject) : undefined;
+
+  if (!previous) {
+    const reserved = config.reservedNamespaces.find((p) => matchesAny([p], name));
+    if (reserved) {
+      return denial('reserved-names', [
+        `the name "${name}" is reserved (pattern "${reserved}"); choose another name`,
+      ]);
+    }
+  }
+  const metadata = metadataProblems(config, previous, namespace);
+  if (metadata.length) {
+    return denial('namespace-metadata', [
+      ...metadata,
+      `allowed labels: ${[config.organizationLabel, ...config.allowedLabels].join(', ')}; allowed annotations: ${config.allowedAnnotations.join(', ') || '(none)'}`,
+    ]);
+  }
+
+  const target = namespace.metadata.labels?.[config.organizationLabel];
+  const source = previous?.metadata.labels?.[config.organizationLabel];
+  if (!target) {
+    return denial('organization', [
+      previous
+        ? `label ${config.organizationLabel} may not be removed: every namespace belongs to an organization`
+        : `set label ${config.organizationLabel} to your organization (you have no default organization to fill in)`,
+    ]);
+  }
+  if (previous && source) {
+    // Any change to a namespace needs a say in the organization that owns it.
+    const owner = checkOrganization(deps, config, req.userInfo, source);
+    if (!owner.ok)
+      return denial('organization', [`namespace ${name} belongs to "${source}": ${owner.message}`]);
+  }
+  if (previous && target === source) return allow();
+
+  const into = checkOrganization(deps, config, req.userInfo, target);
+  if (!into.ok) return denial('organization', [into.message]);
+  if (previous && source) {
+    // A transfer needs a say on both sides.
+    const from = checkOrganization(deps, config, req.userInfo, source);
+    if (!from.ok)
+      return denial('organization-transfer', [
+        `to move namespace ${name} out of "${source}": ${from.message}`,
+      ]);
+  }
+  const overQuota = await checkQuota(deps, config, into.organization, name, req.dryRun === true);
+  if (overQuota) return denial('namespace-quota', [overQuota]);
+  return allow();
+}
+
+/** Fills in the organization label of a new namespace from the requester's default organization. */
+export function mutateNamespace(deps: NamespacePolicyDeps, req: AdmissionRequest): Verdict {
+  if (req.operation !== 'CREATE') return allow();
+  const config = deps.config();
+  if (deps.privileged(req.userInfo, config)) return allow();
+  const namespace = req.object as KubeObject;
+  if (namespace.metadata.labels?.[config.organizationLabel]) return allow();
+  const saNamespace = serviceAccountNamespace(req.userInfo.username);
+  const organization =
+    saNamespace !== undefined
+      ? deps.directory.namespace(saNamespace)?.metadata.labels?.[config.organizationLabel]
+      : deps.directory.defaultOrganization(req.userInfo.username);
+  if (!organization) return allow();
+  const mutated = structuredClone(namespace);
+  mutated.metadata.labels = { ...mutated.metadata.labels, [config.organizationLabel]: organization };
+  return mutate(namespace, mutated);
+}

@@ -1,0 +1,113 @@
+// Organization RBAC: in every namespace of an organization, a RoleBinding per configured ClusterRole
+// (default `admin`) for the organization's members. A binding tenantkit created keeps following the
+// membership; once an organization takes it over (removes the managed-by label) it is left alone,
+// unless marked `tenancy.tenantkit.io/uninitialized: "true"`. Namespaces labelled
+// `tenancy.tenantkit.io/skip-organization-rbac: "true"` are skipped.
+import { createHash } from 'node:crypto';
+import { type Organization, OrganizationCrd } from '../api/tenancy.ts';
+import { isAlreadyExists } from '../kube/client.ts';
+import { semanticEqual } from '../kube/equality.ts';
+import type { Manager } from '../kube/manager.ts';
+import { type KubeObject, Resources } from '../kube/resources.ts';
+import type { ConfigSource } from './config.ts';
+import { isTerminating, type Namespace } from './directory.ts';
+
+export const skipLabel = 'tenancy.tenantkit.io/skip-organization-rbac';
+export const uninitializedAnnotation = 'tenancy.tenantkit.io/uninitialized';
+const managedBy = 'tenantkit-tenancy';
+const fieldManager = 'tenantkit-tenancy';
+
+interface RoleBinding extends KubeObject {
+  roleRef: { apiGroup: string; kind: string; name: string };
+  subjects?: { apiGroup?: string; kind: string; name: string }[];
+}
+
+export const organizationBindingName = (clusterRole: string) =>
+  `organization-${clusterRole.replace(/[^a-z0-9-]/g, '-').slice(0, 40)}-${createHash('sha256').update(clusterRole).digest('hex').slice(0, 6)}`;
+
+function subjectsOf(organization: Organization): RoleBinding['subjects'] {
+  const members = organization.spec.members ?? {};
+  return [
+    ...(members.users ?? []).map((name) => ({ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name })),
+    ...(members.groups ?? []).map((name) => ({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name })),
+  ];
+}
+
+export function registerOrgRbacController(manager: Manager, config: ConfigSource): void {
+  const namespaces = manager.informer<Namespace>(Resources.namespaces);
+  const organizations = manager.informer<Organization>(OrganizationCrd.type);
+  const bindings = manager.informer<RoleBinding>({
+    ...Resources.roleBindings,
+    labelSelector: `app.kubernetes.io/managed-by=${managedBy}`,
+  });
+
+  manager
+    .controller('organization-rbac')
+    .for(Resources.namespaces)
+    .watches(OrganizationCrd.type, (org) =>
+      namespaces
+        .byIndex('label', `${config().organizationLabel}=${org.metadata.name}`)
+        .map((n) => n.metadata.name!),
+    )
+    .watches(bindings.type, (b) => (b.metadata.namespace ? [b.metadata.namespace] : []))
+    .complete(async (name, { client, events }) => {
+      const ns = namespaces.get(name);
+      const cfg = config();
+      const orgName = ns?.metadata.labels?.[cfg.organizationLabel];
+      if (!ns || isTerminating(ns) || !orgName || ns.metadata.labels?.[skipLabel] === 'true')
+        return undefined;
+      const organization = organizations.get(orgName);
+      if (!organization) return undefined;
+      const subjects = subjectsOf(organization);
+      for (const role of cfg.defaultOrganizationClusterRoles) {
+        const bindingName = organizationBindingName(role);
+        const desired: RoleBinding = {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'RoleBinding',
+          metadata: {
+            name: bindingName,
+            namespace: name,
+            labels: { 'app.kubernetes.io/managed-by': managedBy },
+            annotations: { 'tenancy.tenantkit.io/organization': orgName },
+          },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+          subjects,
+        };
+        const cached = bindings.get(`${name}/${bindingName}`);
+        if (cached) {
+          if (
+            semanticEqual(cached.subjects ?? [], subjects) &&
+            cached.metadata.annotations?.[uninitializedAnnotation] !== 'true'
+          )
+            continue;
+          await client.apply(Resources.roleBindings, desired, { fieldManager, force: true });
+          events.record(
+            ns,
+            'Normal',
+            'OrganizationAccessUpdated',
+            'Reconcile',
+            `RoleBinding ${bindingName} follows the members of ${orgName}`,
+          );
+          continue;
+        }
+        try {
+          await client.create(Resources.roleBindings, desired, { fieldManager });
+          events.record(
+            ns,
+            'Normal',
+            'OrganizationAccessGranted',
+            'Reconcile',
+            `members of ${orgName} get ClusterRole ${role} here`,
+          );
+        } catch (err) {
+          if (!isAlreadyExists(err)) throw err;
+          // Not ours (the organization took it over): adopt it only when explicitly marked uninitialized.
+          const existing = await client.get<RoleBinding>(Resources.roleBindings, bindingName, name);
+          if (existing?.metadata.annotations?.[uninitializedAnnotation] === 'true') {
+            await client.apply(Resources.roleBindings, desired, { fieldManager, force: true });
+          }
+        }
+      }
+      return undefined;
+    });
+}

@@ -1,0 +1,429 @@
+// Namespace ownership by organizations, exercised by tenants with their own credentials through the
+// real API server: creation, transfer, quota under concurrency, metadata rules, service accounts,
+// privileged bypass, reserved guardrails, organization RBAC and live configuration.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type Organization,
+  OrganizationCrd,
+  TenancyConfigCrd,
+  TenantUserCrd,
+} from '../../src/api/tenancy.ts';
+import type { ApiError, KubeClient } from '../../src/kube/client.ts';
+import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { tenancy } from '../../src/tenancy/index.ts';
+import { organizationBindingName } from '../../src/tenancy/org-rbac-controller.ts';
+import { reservedLabel } from '../../src/tenancy/reserved-objects.ts';
+import { eventually, TestCluster } from '../harness/cluster.ts';
+import { runCapability } from '../harness/components.ts';
+
+const cluster = await TestCluster.connect();
+const orgLabel = 'appuio.io/organization';
+const tenantsGroup = 'tenancy-tenants';
+const apply = { fieldManager: 'tenancy-test', force: true };
+
+const id = cluster.unique('o');
+const orgA = `${id}-a`;
+const orgB = `${id}-b`;
+const orgFull = `${id}-full`;
+const alice = `alice-${id}`; // member of A (by name) and B (by group)
+const bob = `bob-${id}`; // member of B only
+const carol = `carol-${id}`; // member of nothing, no default organization
+const teamB = `team-b-${id}`;
+
+let aliceClient: KubeClient;
+let bobClient: KubeClient;
+let carolClient: KubeClient;
+
+async function rejection(promise: Promise<unknown>): Promise<ApiError | undefined> {
+  return promise.then(
+    () => undefined,
+    (e: unknown) => e as ApiError,
+  );
+}
+
+const createNamespace = (
+  client: KubeClient,
+  name: string,
+  labels: Record<string, string> = {},
+  annotations?: Record<string, string>,
+) =>
+  client.create<KubeObject>(Resources.namespaces, {
+    metadata: { name, labels, ...(annotations ? { annotations } : {}) },
+  });
+
+async function organization(name: string, users: string[], groups: string[], namespaceQuota?: number) {
+  await cluster.admin.apply(
+    OrganizationCrd.type,
+    {
+      metadata: { name },
+      spec: {
+        displayName: name,
+        members: { users, groups },
+        ...(namespaceQuota !== undefined ? { namespaceQuota } : {}),
+      },
+    } as Organization,
+    apply,
+  );
+  cluster.defer(() => cluster.admin.delete(OrganizationCrd.type, name));
+}
+
+/** Namespaces tenants create are deleted by the admin at the end. */
+function track(name: string) {
+  cluster.defer(() => cluster.admin.delete(Resources.namespaces, name));
+  return name;
+}
+
+beforeAll(async () => {
+  await cluster.admin.apply(Resources.namespaces, { metadata: { name: 'tenantkit-system' } }, apply);
+  await cluster.admin.apply(
+    TenancyConfigCrd.type,
+    {
+      metadata: { name: 'cluster' },
+      spec: {
+        organizationLabel: orgLabel,
+        allowedLabels: ['example.com/*'],
+        allowedAnnotations: ['example.com/*'],
+        defaultNamespaceQuota: 5,
+        privilegedClusterRoles: ['cluster-admin', `${id}-operator`],
+      },
+    } as KubeObject,
+    apply,
+  );
+  cluster.defer(() => cluster.admin.delete(TenancyConfigCrd.type, 'cluster'));
+  await organization(orgA, [alice], [], 50);
+  await organization(orgB, [bob], [teamB]);
+  await organization(orgFull, [alice], [], 1);
+  await cluster.admin.apply(
+    TenantUserCrd.type,
+    { metadata: { name: alice }, spec: { username: alice, defaultOrganization: orgA } } as KubeObject,
+    apply,
+  );
+  cluster.defer(() => cluster.admin.delete(TenantUserCrd.type, alice));
+  // Tenants may create and edit namespaces; the policies decide which.
+  await cluster.admin.apply(
+    Resources.clusterRoles,
+    {
+      metadata: { name: `${id}-namespace-creator` },
+      rules: [
+        {
+          apiGroups: [''],
+          resources: ['namespaces'],
+          verbs: ['create', 'get', 'list', 'watch', 'update', 'patch'],
+        },
+      ],
+    } as KubeObject,
+    apply,
+  );
+  await cluster.admin.apply(
+    Resources.clusterRoleBindings,
+    {
+      metadata: { name: `${id}-namespace-creator` },
+      roleRef: {
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'ClusterRole',
+        name: `${id}-namespace-creator`,
+      },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: tenantsGroup }],
+    } as KubeObject,
+    apply,
+  );
+  cluster.defer(() => cluster.admin.delete(Resources.clusterRoleBindings, `${id}-namespace-creator`));
+  cluster.defer(() => cluster.admin.delete(Resources.clusterRoles, `${id}-namespace-creator`));
+  aliceClient = await cluster.user(alice, [tenantsGroup, teamB]);
+  bobClient = await cluster.user(bob, [tenantsGroup]);
+  carolClient = await cluster.user(carol, [tenantsGroup]);
+  await runCapability(cluster, tenancy);
+  // Caches of the webhook hold the organizations once this namespace is admitted.
+  await eventually(
+    async () => {
+      const ns = await createNamespace(aliceClient, track(cluster.unique(`${id}-probe`)));
+      return ns.metadata.labels?.[orgLabel] === orgA;
+    },
+    { what: 'tenancy webhooks active', timeoutMs: 30_000 },
+  );
+});
+afterAll(() => cluster.cleanup());
+
+describe('namespace ownership', () => {
+  it('fills in the default organization, and the organization gets admin in the new namespace', async () => {
+    const name = track(cluster.unique('alice-ns'));
+    const ns = await createNamespace(aliceClient, name);
+    expect(ns.metadata.labels?.[orgLabel]).toBe(orgA);
+    // Organization RBAC: alice can work in her new namespace.
+    await eventually(
+      () => cluster.admin.get(Resources.roleBindings, organizationBindingName('admin'), name),
+      { what: 'org RoleBinding' },
+    );
+    await eventually(
+      async () => {
+        await aliceClient.create(Resources.configMaps, { metadata: { name: 'hello', namespace: name } });
+        return true;
+      },
+      { what: 'alice may create in her namespace' },
+    );
+    expect((await rejection(bobClient.list(Resources.configMaps, { namespace: name })))?.status).toBe(403);
+  });
+
+  it('denies an organization the user is not a member of, and a user without a default', async () => {
+    const err = await rejection(createNamespace(bobClient, cluster.unique('bob-ns'), { [orgLabel]: orgA }));
+    expect(err?.status).toBe(403);
+    expect(err?.message).toContain(`you (${bob}) are not a member of organization "${orgA}"`);
+    const noDefault = await rejection(createNamespace(carolClient, cluster.unique('carol-ns')));
+    expect(noDefault?.message).toContain(`set label ${orgLabel} to your organization`);
+    const missing = await rejection(
+      createNamespace(aliceClient, cluster.unique('x'), { [orgLabel]: 'no-such-org' }),
+    );
+    expect(missing?.message).toContain('organization "no-such-org" does not exist');
+  });
+
+  it('denies reserved names and labels or annotations tenants may not set', async () => {
+    const reserved = await rejection(createNamespace(aliceClient, `kube-${id}`));
+    expect(reserved?.message).toContain('is reserved (pattern "kube-*")');
+    // Forged privileged-looking metadata.
+    const forgedLabel = await rejection(
+      createNamespace(aliceClient, cluster.unique('forge'), {
+        'openshift.io/node-selector': 'x',
+        'tenantkit.io/privileged': 'true',
+      }),
+    );
+    expect(forgedLabel?.message).toContain(
+      'labels openshift.io/node-selector, tenantkit.io/privileged may not be set',
+    );
+    const forgedAnnotation = await rejection(
+      createNamespace(
+        aliceClient,
+        cluster.unique('forge'),
+        {},
+        { 'scheduler.alpha.kubernetes.io/node-selector': 'x' },
+      ),
+    );
+    expect(forgedAnnotation?.message).toContain(
+      'annotations scheduler.alpha.kubernetes.io/node-selector may not be set',
+    );
+    // Allowed keys pass, on create and on update.
+    const name = track(cluster.unique('allowed'));
+    await createNamespace(aliceClient, name, { 'example.com/team': 'x' }, { 'example.com/owner': 'alice' });
+    await aliceClient.patch(Resources.namespaces, name, undefined, {
+      metadata: { labels: { 'example.com/team': 'y' } },
+    });
+    const edit = await rejection(
+      aliceClient.patch(Resources.namespaces, name, undefined, {
+        metadata: { labels: { 'pod-security.kubernetes.io/enforce': 'privileged' } },
+      }),
+    );
+    expect(edit?.message).toContain(
+      'labels pod-security.kubernetes.io/enforce may not be set, changed or removed',
+    );
+    const removeOrg = await rejection(
+      aliceClient.patch(Resources.namespaces, name, undefined, {
+        metadata: { labels: { [orgLabel]: null } },
+      }),
+    );
+    expect(removeOrg?.message).toContain('may not be removed');
+  });
+
+  it('transfers a namespace only between organizations the user belongs to, within quota', async () => {
+    const name = track(cluster.unique('move'));
+    await createNamespace(aliceClient, name, { [orgLabel]: orgA });
+    // bob is not in A: he may not take it.
+    const steal = await rejection(
+      bobClient.patch(Resources.namespaces, name, undefined, { metadata: { labels: { [orgLabel]: orgB } } }),
+    );
+    expect(steal?.message).toContain(`belongs to "${orgA}"`);
+    // alice is in A and (by group) in B: she may move it.
+    await aliceClient.patch(Resources.namespaces, name, undefined, {
+      metadata: { labels: { [orgLabel]: orgB } },
+    });
+    expect((await cluster.admin.get(Resources.namespaces, name))?.metadata.labels?.[orgLabel]).toBe(orgB);
+    // orgFull has a quota of 1: one namespace fits, a transfer of a second does not.
+    track(`${id}-full-1`);
+    await createNamespace(aliceClient, `${id}-full-1`, { [orgLabel]: orgFull });
+    const full = await rejection(
+      aliceClient.patch(Resources.namespaces, name, undefined, {
+        metadata: { labels: { [orgLabel]: orgFull } },
+      }),
+    );
+    expect(full?.message).toContain(`organization "${orgFull}" already owns 1 of its 1 namespaces`);
+  });
+
+  it('lets exactly one of 20 parallel creates through at quota - 1', async () => {
+    const org = `${id}-race`;
+    await organization(org, [alice], [], 3);
+    for (let i = 0; i < 2; i++)
+      await createNamespace(aliceClient, track(`${org}-pre-${i}`), { [orgLabel]: org });
+    const names = Array.from({ length: 20 }, (_, i) => track(`${org}-par-${i}`));
+    const results = await Promise.allSettled(
+      names.map((n) => createNamespace(aliceClient, n, { [orgLabel]: org })),
+    );
+    const ok = results.filter((r) => r.status === 'fulfilled');
+    expect(ok).toHaveLength(1);
+    for (const r of results) {
+      if (r.status === 'rejected') expect((r.reason as ApiError).message).toContain('namespace quota');
+    }
+    const owned = await cluster.admin.list(Resources.namespaces, { labelSelector: `${orgLabel}=${org}` });
+    expect(owned.items).toHaveLength(3);
+  });
+
+  it('does not count terminating namespaces against the quota', async () => {
+    const org = `${id}-term`;
+    await organization(org, [alice], [], 1);
+    const first = `${org}-1`;
+    await createNamespace(aliceClient, first, { [orgLabel]: org });
+    // A finalizer keeps the namespace Terminating while the test runs.
+    await cluster.admin.create(Resources.configMaps, {
+      metadata: { name: 'hold', namespace: first, finalizers: ['example.com/hold'] },
+    });
+    await cluster.admin.delete(Resources.namespaces, first);
+    await eventually(
+      async () =>
+        (await cluster.admin.get<KubeObject & { status?: { phase?: string } }>(Resources.namespaces, first))
+          ?.status?.phase === 'Terminating',
+    );
+    const second = track(`${org}-2`);
+    await eventually(
+      async () => {
+        await createNamespace(aliceClient, second, { [orgLabel]: org });
+        return true;
+      },
+      { what: 'a new namespace fits once the old one is terminating' },
+    );
+    await cluster.admin.patch(Resources.configMaps, 'hold', first, { metadata: { finalizers: null } });
+  });
+
+  it("confines a service account to its own namespace's organization", async () => {
+    const home = track(cluster.unique('sa-home'));
+    await createNamespace(aliceClient, home, { [orgLabel]: orgA });
+    const { client: sa } = await cluster.serviceAccount(home, 'builder');
+    await cluster.admin.create(Resources.clusterRoleBindings, {
+      metadata: { name: `${home}-builder` },
+      roleRef: {
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'ClusterRole',
+        name: `${id}-namespace-creator`,
+      },
+      subjects: [{ kind: 'ServiceAccount', name: 'builder', namespace: home }],
+    } as KubeObject);
+    cluster.defer(() => cluster.admin.delete(Resources.clusterRoleBindings, `${home}-builder`));
+    const other = await rejection(createNamespace(sa, cluster.unique('sa-other'), { [orgLabel]: orgB }));
+    expect(other?.message).toContain(`belongs to organization "${orgA}"`);
+    const name = track(cluster.unique('sa-made'));
+    const made = await eventually(() => createNamespace(sa, name), {
+      what: 'service account creates a namespace',
+    });
+    expect(made.metadata.labels?.[orgLabel]).toBe(orgA);
+  });
+
+  it('grants bypass through ClusterRoleBindings only, never through a RoleBinding a tenant made', async () => {
+    const name = track(cluster.unique('mine'));
+    await createNamespace(aliceClient, name, { [orgLabel]: orgA });
+    await cluster.admin.apply(
+      Resources.clusterRoles,
+      { metadata: { name: `${id}-operator` }, rules: [] } as KubeObject,
+      apply,
+    );
+    cluster.defer(() => cluster.admin.delete(Resources.clusterRoles, `${id}-operator`));
+    // alice, admin of her namespace, binds the privileged-listed role to herself there: no bypass.
+    await eventually(
+      async () => {
+        await aliceClient.create(Resources.roleBindings, {
+          metadata: { name: 'self-promotion', namespace: name },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${id}-operator` },
+          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: alice }],
+        } as KubeObject);
+        return true;
+      },
+      { what: 'alice binds a role in her namespace' },
+    );
+    expect((await rejection(createNamespace(aliceClient, `kube-${id}-x`)))?.message).toContain('is reserved');
+    // The same role through a ClusterRoleBinding (which only an admin can make) does bypass.
+    await cluster.admin.create(Resources.clusterRoleBindings, {
+      metadata: { name: `${id}-operator` },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${id}-operator` },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: carol }],
+    } as KubeObject);
+    cluster.defer(() => cluster.admin.delete(Resources.clusterRoleBindings, `${id}-operator`));
+    await eventually(
+      async () => {
+        await createNamespace(carolClient, track(`kube-${id}-op`));
+        return true;
+      },
+      { what: 'privileged operator bypasses the policies' },
+    );
+  });
+
+  it("keeps reserved ResourceQuotas out of tenants' hands", async () => {
+    const name = track(cluster.unique('rq'));
+    await createNamespace(aliceClient, name, { [orgLabel]: orgA });
+    await cluster.admin.create(Resources.resourceQuotas, {
+      metadata: { name: 'organization-compute', namespace: name, labels: { [reservedLabel]: 'true' } },
+      spec: { hard: { 'requests.cpu': '4' } },
+    } as KubeObject);
+    await eventually(
+      () => cluster.admin.get(Resources.roleBindings, organizationBindingName('admin'), name),
+      { what: 'alice is admin' },
+    );
+    // The built-in admin role cannot touch quotas at all; give alice a role that can, as some
+    // organizations' roles do, so that the guardrail itself is what stops her.
+    await cluster.admin.create(Resources.roles, {
+      metadata: { name: 'quota-editor', namespace: name },
+      rules: [{ apiGroups: [''], resources: ['resourcequotas', 'limitranges'], verbs: ['*'] }],
+    } as KubeObject);
+    await cluster.admin.create(Resources.roleBindings, {
+      metadata: { name: 'quota-editor', namespace: name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'quota-editor' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: alice }],
+    } as KubeObject);
+    await eventually(
+      async () =>
+        (await rejection(aliceClient.list(Resources.resourceQuotas, { namespace: name }))) === undefined,
+    );
+    // Wait until RBAC lets her try, so that the denial below is the guardrail's and not RBAC's.
+    const del = await eventually(
+      async () => {
+        const e = await rejection(aliceClient.delete(Resources.resourceQuotas, 'organization-compute', name));
+        return e?.message.includes('guardrail') ? e : undefined;
+      },
+      { what: 'guardrail denies the delete' },
+    );
+    expect(del?.message).toContain('is a guardrail managed by tenantkit and cannot be deleted');
+    const edit = await rejection(
+      aliceClient.patch(Resources.resourceQuotas, 'organization-compute', name, {
+        spec: { hard: { 'requests.cpu': '400' } },
+      }),
+    );
+    expect(edit?.message).toContain('cannot be changed');
+    const unlabel = await rejection(
+      aliceClient.patch(Resources.resourceQuotas, 'organization-compute', name, {
+        metadata: { labels: { [reservedLabel]: null } },
+      }),
+    );
+    expect(unlabel?.status).toBe(403);
+    // Her own quotas stay hers.
+    await aliceClient.create(Resources.resourceQuotas, {
+      metadata: { name: 'mine', namespace: name },
+      spec: { hard: { pods: '10' } },
+    } as KubeObject);
+    expect(await aliceClient.delete(Resources.resourceQuotas, 'mine', name)).toBe(true);
+  });
+
+  it('applies configuration changes live and rejects unknown configuration keys', async () => {
+    const name = track(cluster.unique('live'));
+    await createNamespace(aliceClient, name, { [orgLabel]: orgA });
+    const add = () =>
+      aliceClient.patch(Resources.namespaces, name, undefined, {
+        metadata: { labels: { 'team.example.org/cost-center': '42' } },
+      });
+    expect((await rejection(add()))?.status).toBe(403);
+    await cluster.admin.patch(TenancyConfigCrd.type, 'cluster', undefined, {
+      spec: { allowedLabels: ['example.com/*', 'team.example.org/*'] },
+    });
+    await eventually(async () => (await rejection(add())) === undefined, {
+      what: 'new allowed label effective',
+    });
+    const typo = await rejection(
+      cluster.admin.patch(TenancyConfigCrd.type, 'cluster', undefined, { spec: { allowedLabel: ['x'] } }),
+    );
+    expect(typo?.status).toBe(422);
+    expect(typo?.message).toContain('unknown key in spec');
+  });
+});
