@@ -80,6 +80,12 @@ export const tenancyConfigKeys = [
   'defaultOrganizationClusterRoles',
   'defaultNamespaceQuota',
   'quotaNamespace',
+  'runOnceActiveDeadlineSeconds',
+  'runOnceActiveDeadlineMaxSeconds',
+  'runOnceActiveDeadlineAnnotation',
+  'defaultNodeSelector',
+  'nodeSelectorAnnotation',
+  'fairUseRatios',
 ] as const;
 
 export const TenancyConfigCrd = defineCrd({
@@ -113,6 +119,36 @@ export const TenancyConfigCrd = defineCrd({
         'ClusterRoles granted to members in every organization namespace.',
       ),
       defaultNamespaceQuota: Type.Optional(Type.Integer({ minimum: 0 })),
+      runOnceActiveDeadlineSeconds: Type.Optional(
+        Type.Integer({
+          minimum: 1,
+          description: 'Default activeDeadlineSeconds for run-once pods that set none.',
+        }),
+      ),
+      runOnceActiveDeadlineMaxSeconds: Type.Optional(
+        Type.Integer({ minimum: 1, description: 'Upper bound for the per-namespace override.' }),
+      ),
+      runOnceActiveDeadlineAnnotation: Type.Optional(
+        Type.String({
+          description: 'Namespace annotation with which tenants override the default (seconds).',
+        }),
+      ),
+      defaultNodeSelector: Type.Optional(Type.Record(Type.String(), Type.String())),
+      nodeSelectorAnnotation: Type.Optional(
+        Type.String({
+          description:
+            'Namespace annotation (key=value,...) with which tenants choose their default node class.',
+        }),
+      ),
+      fairUseRatios: Type.Optional(
+        Type.Array(
+          Type.Object({
+            nodeSelector: Type.Optional(Type.Record(Type.String(), Type.String())),
+            memoryPerCpu: Type.String({ description: 'Fair-use memory per CPU requested, e.g. 4Gi.' }),
+          }),
+          { maxItems: 32 },
+        ),
+      ),
       quotaNamespace: Type.Optional(
         Type.String({
           description: "Namespace that holds the namespace-quota reservations (tenantkit's own).",

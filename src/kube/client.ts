@@ -114,6 +114,8 @@ export class KubeClient {
   readonly userName: string;
   /** Non-GET requests this client sent (creates, updates, patches, deletes, reviews). */
   writes = 0;
+  /** Receives the API server's warnings (Warning headers, e.g. from admission webhooks), as kubectl shows them. */
+  onWarning: (warning: string) => void = () => {};
 
   constructor(config: KubeConfig) {
     const cluster = config.getCurrentCluster();
@@ -171,6 +173,7 @@ export class KubeClient {
           const text = Buffer.concat(chunks).toString('utf8');
           const status = res.statusCode ?? 0;
           metrics.kubeRequests.inc({ method, code: status });
+          for (const warning of parseWarnings(res.headers.warning)) this.onWarning(warning);
           if (method !== 'GET') this.writes++;
           if (status < 200 || status >= 300) return reject(errorFrom(status, text));
           try {
@@ -365,4 +368,15 @@ export function apiVersionOf(type: ResourceType): string {
 /** Custom resources must name their apiVersion and kind in every write; fill them from the type. */
 function withTypeMeta<T extends KubeObject>(type: ResourceType, object: T): T {
   return { ...object, apiVersion: object.apiVersion ?? apiVersionOf(type), kind: object.kind ?? type.kind };
+}
+
+/** Warning headers look like `299 - "text"`; several may arrive, joined by commas. */
+function parseWarnings(header: string | string[] | undefined): string[] {
+  const values = Array.isArray(header) ? header : header ? [header] : [];
+  const out: string[] = [];
+  for (const value of values) {
+    for (const match of value.matchAll(/\d{3} \S+ "((?:[^"\\]|\\.)*)"/g))
+      out.push(match[1]!.replace(/\\(.)/g, '$1'));
+  }
+  return out;
 }

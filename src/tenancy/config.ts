@@ -15,6 +15,12 @@ export interface EffectiveConfig {
   defaultOrganizationClusterRoles: string[];
   defaultNamespaceQuota: number;
   quotaNamespace: string;
+  runOnceActiveDeadlineSeconds: number;
+  runOnceActiveDeadlineMaxSeconds: number;
+  runOnceActiveDeadlineAnnotation: string;
+  defaultNodeSelector: Record<string, string>;
+  nodeSelectorAnnotation: string;
+  fairUseRatios: { nodeSelector?: Record<string, string>; memoryPerCpu: string }[];
 }
 
 export const defaults: EffectiveConfig = {
@@ -29,6 +35,12 @@ export const defaults: EffectiveConfig = {
   defaultOrganizationClusterRoles: ['admin'],
   defaultNamespaceQuota: 25,
   quotaNamespace: 'tenantkit-system',
+  runOnceActiveDeadlineSeconds: 1800,
+  runOnceActiveDeadlineMaxSeconds: 86400,
+  runOnceActiveDeadlineAnnotation: 'appuio.io/active-deadline-seconds-override',
+  defaultNodeSelector: {},
+  nodeSelectorAnnotation: 'appuio.io/default-node-selector',
+  fairUseRatios: [],
 };
 
 export function effective(config: TenancyConfig | undefined): EffectiveConfig {

@@ -2,12 +2,14 @@
 
 import { tenancyConfigKeys } from '../api/tenancy.ts';
 import type { Capability } from '../cli/capabilities.ts';
+import { type KubeObject, Resources } from '../kube/resources.ts';
 import { allow, deny } from '../webhook/admission.ts';
 import { configSource, unknownConfigKeys } from './config.ts';
 import { directory } from './directory.ts';
 import { privilegeChecker } from './identity.ts';
 import { mutateNamespace, validateNamespace } from './namespace-policy.ts';
 import { registerOrgRbacController } from './org-rbac-controller.ts';
+import { checkFairUse, mutatePod } from './pod-policy.ts';
 import { QuotaLedger } from './quota.ts';
 import { reservedLabel, validateReservedObject } from './reserved-objects.ts';
 
@@ -43,6 +45,8 @@ export const tenancy: Capability = {
       resources: ['clusterrolebindings'],
       verbs: ['get', 'list', 'watch'],
     },
+    // Fair-use advice reads what namespaces' quotas report as used.
+    { apiGroups: [''], resources: ['resourcequotas'], verbs: ['get', 'list', 'watch'] },
     // The namespace-quota ledger (one ConfigMap per organization in tenantkit's namespace).
     { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create', 'update'] },
   ],
@@ -51,6 +55,25 @@ export const tenancy: Capability = {
     const privileged = privilegeChecker(manager);
     const dir = directory(manager);
     const deps = { config, privileged, directory: dir, quota: new QuotaLedger(client, dir) };
+    const podDeps = {
+      config,
+      privileged,
+      directory: dir,
+      quotas: manager.informer<KubeObject>(Resources.resourceQuotas),
+    };
+    const pods = [
+      { operations: ['CREATE' as const], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] },
+    ];
+    // Pods of the control plane's and tenantkit's own namespaces never wait for these webhooks.
+    const notSystem = {
+      matchExpressions: [
+        {
+          key: 'kubernetes.io/metadata.name',
+          operator: 'NotIn' as const,
+          values: ['kube-system', 'kube-public', 'kube-node-lease', 'tenantkit-system'],
+        },
+      ],
+    };
     const namespaces = (operations: ('CREATE' | 'UPDATE')[]) => [
       { operations, apiGroups: [''], apiVersions: ['v1'], resources: ['namespaces'] },
     ];
@@ -72,6 +95,27 @@ export const tenancy: Capability = {
         timeoutSeconds: 10,
         rules: namespaces(['CREATE', 'UPDATE']),
         handler: (req) => validateNamespace(deps, req),
+      },
+      {
+        name: 'pod-defaults',
+        type: 'mutating',
+        // Fail open: an outage must not stop every workload in the cluster; it only skips defaults.
+        failurePolicy: 'Ignore',
+        timeoutSeconds: 3,
+        rules: pods,
+        namespaceSelector: notSystem,
+        reinvocationPolicy: 'IfNeeded',
+        handler: (req) => mutatePod(podDeps, req),
+      },
+      {
+        name: 'pod-fair-use',
+        type: 'validating',
+        // Advice only: fail open, never deny.
+        failurePolicy: 'Ignore',
+        timeoutSeconds: 3,
+        rules: pods,
+        namespaceSelector: notSystem,
+        handler: (req) => checkFairUse(podDeps, req),
       },
       {
         name: 'tenancy-config',

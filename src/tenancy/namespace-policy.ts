@@ -46,8 +46,11 @@ function metadataProblems(
     (k) =>
       k !== config.organizationLabel && !builtinLabels.includes(k) && !matchesAny(config.allowedLabels, k),
   );
+  // The pod-default overrides are the tenant's to choose (within the admin's bounds).
+  const overrides = [config.runOnceActiveDeadlineAnnotation, config.nodeSelectorAnnotation];
   const annotations = changedKeys(before?.metadata.annotations, after.metadata.annotations).filter(
-    (k) => !builtinAnnotations.includes(k) && !matchesAny(config.allowedAnnotations, k),
+    (k) =>
+      !builtinAnnotations.includes(k) && !overrides.includes(k) && !matchesAny(config.allowedAnnotations, k),
   );
   if (labels.length)
     problems.push(`labels ${labels.join(', ')} may not be set, changed or removed by tenants`);

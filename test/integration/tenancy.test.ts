@@ -426,4 +426,138 @@ describe('namespace ownership', () => {
     expect(typo?.status).toBe(422);
     expect(typo?.message).toContain('unknown key in spec');
   });
+
+  describe('pod defaults and fair use', () => {
+    const pod = (name: string, spec: Record<string, unknown> = {}) => ({
+      metadata: { name },
+      spec: {
+        restartPolicy: 'Never',
+        containers: [{ name: 'c', image: 'busybox', resources: { requests: { cpu: '1', memory: '1Gi' } } }],
+        ...spec,
+      },
+    });
+    type PodObject = KubeObject & {
+      spec: { activeDeadlineSeconds?: number; nodeSelector?: Record<string, string> };
+    };
+    const createPod = (namespace: string, body: ReturnType<typeof pod>) =>
+      aliceClient.create<PodObject>(Resources.pods, {
+        ...body,
+        metadata: { ...body.metadata, namespace },
+      } as PodObject);
+    let ns = '';
+    beforeAll(async () => {
+      ns = track(cluster.unique('pods'));
+      await createNamespace(aliceClient, ns, { [orgLabel]: orgA });
+      // Pods need the namespace's default service account and alice's admin binding.
+      await eventually(
+        async () =>
+          (await cluster.admin.get(Resources.serviceAccounts, 'default', ns)) !== undefined &&
+          (await cluster.admin.get(Resources.roleBindings, organizationBindingName('admin'), ns)) !==
+            undefined,
+      );
+      await eventually(
+        async () => (await rejection(aliceClient.list(Resources.pods, { namespace: ns }))) === undefined,
+      );
+    });
+
+    it('gives run-once pods the default deadline, or the namespace override capped at the maximum', async () => {
+      expect((await createPod(ns, pod('p1'))).spec.activeDeadlineSeconds).toBe(1800);
+      expect(
+        (await createPod(ns, pod('p2', { restartPolicy: 'Always' }))).spec.activeDeadlineSeconds,
+      ).toBeUndefined();
+      expect((await createPod(ns, pod('p3', { activeDeadlineSeconds: 5 }))).spec.activeDeadlineSeconds).toBe(
+        5,
+      );
+      // The tenant sets the override on their own namespace (an allowed annotation).
+      await aliceClient.patch(Resources.namespaces, ns, undefined, {
+        metadata: { annotations: { 'appuio.io/active-deadline-seconds-override': '120' } },
+      });
+      await eventually(
+        async () => (await createPod(ns, pod(cluster.unique('p')))).spec.activeDeadlineSeconds === 120,
+        { what: 'override applies' },
+      );
+      const warnings: string[] = [];
+      aliceClient.onWarning = (w) => warnings.push(w);
+      await aliceClient.patch(Resources.namespaces, ns, undefined, {
+        metadata: { annotations: { 'appuio.io/active-deadline-seconds-override': '999999' } },
+      });
+      const capped = await eventually(
+        async () => {
+          const p = await createPod(ns, pod(cluster.unique('p')));
+          return p.spec.activeDeadlineSeconds === 86400 ? p : undefined;
+        },
+        { what: 'override capped' },
+      );
+      expect(capped.spec.activeDeadlineSeconds).toBe(86400);
+      expect(warnings.join('\n')).toContain('exceeds the cluster maximum');
+      aliceClient.onWarning = () => {};
+    });
+
+    it('rejects a malformed override with a clear message, not a server error', async () => {
+      await aliceClient.patch(Resources.namespaces, ns, undefined, {
+        metadata: { annotations: { 'appuio.io/active-deadline-seconds-override': 'ten minutes' } },
+      });
+      const err = await eventually(
+        async () => {
+          const e = await rejection(createPod(ns, pod(cluster.unique('p'))));
+          return e?.message.includes('not a positive whole number') ? e : undefined;
+        },
+        { what: 'malformed override denied' },
+      );
+      expect(err.status).toBe(400);
+      await aliceClient.patch(Resources.namespaces, ns, undefined, {
+        metadata: { annotations: { 'appuio.io/active-deadline-seconds-override': null } },
+      });
+    });
+
+    it('fills in missing node-selector keys from the namespace annotation', async () => {
+      await aliceClient.patch(Resources.namespaces, ns, undefined, {
+        metadata: { annotations: { 'appuio.io/default-node-selector': 'node-class=flex,zone=a' } },
+      });
+      const p = await eventually(
+        async () => {
+          const created = await createPod(ns, pod(cluster.unique('p'), { nodeSelector: { zone: 'b' } }));
+          return created.spec.nodeSelector?.['node-class'] ? created : undefined;
+        },
+        { what: 'node selector default applies' },
+      );
+      expect(p.spec.nodeSelector).toEqual({ 'node-class': 'flex', zone: 'b' });
+      await aliceClient.patch(Resources.namespaces, ns, undefined, {
+        metadata: { annotations: { 'appuio.io/default-node-selector': 'nonsense' } },
+      });
+      const err = await eventually(
+        async () => {
+          const e = await rejection(createPod(ns, pod(cluster.unique('p'))));
+          return e?.message.includes('use key=value pairs') ? e : undefined;
+        },
+        { what: 'malformed selector denied' },
+      );
+      expect(err.message).toContain('"nonsense" is not key=value');
+      await aliceClient.patch(Resources.namespaces, ns, undefined, {
+        metadata: { annotations: { 'appuio.io/default-node-selector': null } },
+      });
+    });
+
+    it('warns, but never denies, below the fair-use memory per CPU', async () => {
+      await cluster.admin.patch(TenancyConfigCrd.type, 'cluster', undefined, {
+        spec: { fairUseRatios: [{ memoryPerCpu: '4Gi' }] },
+      });
+      const warnings: string[] = [];
+      aliceClient.onWarning = (w) => warnings.push(w);
+      await eventually(
+        async () => {
+          warnings.length = 0;
+          await createPod(ns, pod(cluster.unique('p')));
+          return warnings.some((w) => w.includes('below the fair-use ratio of 4.00 GiB per CPU'));
+        },
+        { what: 'fair-use warning' },
+      );
+      warnings.length = 0;
+      const fine = pod(cluster.unique('p'));
+      fine.spec.containers[0]!.resources.requests.memory = '8Gi';
+      await createPod(ns, fine);
+      expect(warnings.filter((w) => w.includes('fair use'))).toEqual([]);
+      aliceClient.onWarning = () => {};
+    });
+  });
 });

@@ -1,0 +1,153 @@
+// Pod defaults and fair-use advice, for pods in organization namespaces:
+// - run-once pods (restartPolicy Never/OnFailure) without activeDeadlineSeconds get the namespace's
+//   override annotation (bounded by the admin's maximum) or the configured default;
+// - missing nodeSelector keys come from the namespace annotation (key=value,...) or the default;
+// - a warning (never a denial) when the namespace's memory per requested CPU on a node class falls
+//   below the fair-use ratio, counting what its ResourceQuotas already report as used.
+import type { Informer } from '../kube/informer.ts';
+import { parseQuantity } from '../kube/quantity.ts';
+import type { KubeObject } from '../kube/resources.ts';
+import { type AdmissionRequest, allow, deny, mutate, type Verdict } from '../webhook/admission.ts';
+import type { ConfigSource, EffectiveConfig } from './config.ts';
+import type { Directory, Namespace } from './directory.ts';
+import type { PrivilegeCheck } from './identity.ts';
+
+interface Container {
+  name: string;
+  resources?: { requests?: Record<string, string> };
+}
+export interface Pod extends KubeObject {
+  spec: {
+    restartPolicy?: string;
+    activeDeadlineSeconds?: number;
+    nodeSelector?: Record<string, string>;
+    containers: Container[];
+    initContainers?: Container[];
+  };
+}
+interface ResourceQuota extends KubeObject {
+  status?: { used?: Record<string, string> };
+}
+
+export interface PodPolicyDeps {
+  config: ConfigSource;
+  privileged: PrivilegeCheck;
+  directory: Directory;
+  quotas: Informer<ResourceQuota>;
+}
+
+/** The organization namespace a pod request is for, or undefined for namespaces we leave alone. */
+function organizationNamespace(
+  deps: PodPolicyDeps,
+  config: EffectiveConfig,
+  req: AdmissionRequest,
+): Namespace | undefined {
+  const ns = req.namespace ? deps.directory.namespace(req.namespace) : undefined;
+  return ns?.metadata.labels?.[config.organizationLabel] ? ns : undefined;
+}
+
+function parseSelector(text: string): Record<string, string> | string {
+  const out: Record<string, string> = {};
+  for (const part of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
+    const [key, value, extra] = part.split('=');
+    if (!key || value === undefined || extra !== undefined) return `"${part}" is not key=value`;
+    out[key.trim()] = value.trim();
+  }
+  return out;
+}
+
+export function mutatePod(deps: PodPolicyDeps, req: AdmissionRequest): Verdict {
+  if (req.operation !== 'CREATE') return allow();
+  const config = deps.config();
+  const ns = organizationNamespace(deps, config, req);
+  if (!ns || deps.privileged(req.userInfo, config)) return allow();
+  const pod = req.object as Pod;
+  const mutated = structuredClone(pod);
+  const warnings: string[] = [];
+  const annotations = ns.metadata.annotations ?? {};
+
+  const runOnce = pod.spec.restartPolicy === 'Never' || pod.spec.restartPolicy === 'OnFailure';
+  if (runOnce && pod.spec.activeDeadlineSeconds === undefined) {
+    let deadline = config.runOnceActiveDeadlineSeconds;
+    const override = annotations[config.runOnceActiveDeadlineAnnotation];
+    if (override !== undefined) {
+      if (!/^\d+$/.test(override) || Number(override) < 1) {
+        return deny(
+          `pod defaults: namespace ${ns.metadata.name} has annotation ${config.runOnceActiveDeadlineAnnotation}="${override}", which is not a positive whole number of seconds; fix or remove the annotation, or set spec.activeDeadlineSeconds on the pod`,
+          400,
+          'BadRequest',
+        );
+      }
+      deadline = Number(override);
+      if (deadline > config.runOnceActiveDeadlineMaxSeconds) {
+        warnings.push(
+          `namespace override ${deadline}s for activeDeadlineSeconds exceeds the cluster maximum; using ${config.runOnceActiveDeadlineMaxSeconds}s`,
+        );
+        deadline = config.runOnceActiveDeadlineMaxSeconds;
+      }
+    }
+    mutated.spec.activeDeadlineSeconds = deadline;
+  }
+
+  let defaults = config.defaultNodeSelector;
+  const selectorText = annotations[config.nodeSelectorAnnotation];
+  if (selectorText !== undefined) {
+    const parsed = parseSelector(selectorText);
+    if (typeof parsed === 'string') {
+      return deny(
+        `pod defaults: namespace ${ns.metadata.name} has annotation ${config.nodeSelectorAnnotation}="${selectorText}": ${parsed}; use key=value pairs separated by commas`,
+        400,
+        'BadRequest',
+      );
+    }
+    defaults = parsed;
+  }
+  const missing = Object.entries(defaults).filter(([k]) => pod.spec.nodeSelector?.[k] === undefined);
+  if (missing.length > 0)
+    mutated.spec.nodeSelector = { ...pod.spec.nodeSelector, ...Object.fromEntries(missing) };
+  return mutate(pod, mutated, warnings);
+}
+
+function requests(pod: Pod, resource: 'cpu' | 'memory'): number {
+  const sum = (list: Container[] | undefined) =>
+    (list ?? []).reduce((total, c) => total + (parseQuantity(c.resources?.requests?.[resource]) ?? 0), 0);
+  // Init containers run one at a time before the others: the pod needs the larger of the two.
+  return Math.max(sum(pod.spec.containers), ...(pod.spec.initContainers ?? []).map((c) => sum([c])));
+}
+
+const gib = 2 ** 30;
+
+/** Fair-use advice; fail-open and never a denial. */
+export function checkFairUse(deps: PodPolicyDeps, req: AdmissionRequest): Verdict {
+  if (req.operation !== 'CREATE') return allow();
+  const config = deps.config();
+  const ns = organizationNamespace(deps, config, req);
+  if (!ns || config.fairUseRatios.length === 0) return allow();
+  const pod = req.object as Pod;
+  const selector = pod.spec.nodeSelector ?? {};
+  const rule =
+    config.fairUseRatios.find(
+      (r) =>
+        Object.keys(r.nodeSelector ?? {}).length > 0 &&
+        Object.entries(r.nodeSelector ?? {}).every(([k, v]) => selector[k] === v),
+    ) ?? config.fairUseRatios.find((r) => Object.keys(r.nodeSelector ?? {}).length === 0);
+  const ratio = parseQuantity(rule?.memoryPerCpu);
+  if (!rule || !ratio) return allow();
+  // What the namespace already requests, as its quotas count it, plus this pod.
+  let cpu = requests(pod, 'cpu');
+  let memory = requests(pod, 'memory');
+  const used = deps.quotas
+    .byIndex('namespace', ns.metadata.name!)
+    .find((q) => q.status?.used?.['requests.cpu'])?.status?.used;
+  cpu += parseQuantity(used?.['requests.cpu']) ?? 0;
+  memory += parseQuantity(used?.['requests.memory']) ?? 0;
+  if (cpu <= 0 || memory / cpu >= ratio) return allow();
+  const actual = (memory / cpu / gib).toFixed(2);
+  const expected = (ratio / gib).toFixed(2);
+  return allow([
+    `fair use: namespace ${ns.metadata.name} would request ${actual} GiB of memory per CPU, below the fair-use ratio of ${expected} GiB per CPU for this node class; CPU beyond the fair share may be billed extra`,
+  ]);
+}
