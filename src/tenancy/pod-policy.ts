@@ -46,7 +46,7 @@ function organizationNamespace(
   return ns?.metadata.labels?.[config.organizationLabel] ? ns : undefined;
 }
 
-function parseSelector(text: string): Record<string, string> | string {
+export function parseSelector(text: string): Record<string, string> | string {
   const out: Record<string, string> = {};
   for (const part of text
     .split(',')

@@ -1,0 +1,225 @@
+// Benchmarks for the namespace-ownership webhooks, on a real control plane:
+// 1. Namespace creation by a tenant through the API server, without and with tenantkit's webhooks:
+//    latency percentiles and the overhead ratio, measured in the same run.
+// 2. The webhook server alone, fed AdmissionReviews recorded from real API-server calls, over HTTPS at a
+//    fixed rate by a separate load process (bench/load.ts): p50/p99/max latency and errors.
+//   node bench/tenancy.ts [--rate 1000] [--seconds 60] [--namespaces 150]
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { allCrds } from '../src/api/index.ts';
+import { crdManifest } from '../src/api/schema.ts';
+import { OrganizationCrd, TenancyConfigCrd, TenantUserCrd } from '../src/api/tenancy.ts';
+import { startControlPlane } from '../src/controlplane/launch.ts';
+import { KubeClient } from '../src/kube/client.ts';
+import { installCrds } from '../src/kube/crds.ts';
+import { silentLogger } from '../src/kube/log.ts';
+import { Manager } from '../src/kube/manager.ts';
+import { type KubeObject, Resources } from '../src/kube/resources.ts';
+import { createCA } from '../src/pki/certs.ts';
+import { tenancy } from '../src/tenancy/index.ts';
+import type { AdmissionRequest } from '../src/webhook/admission.ts';
+import { registerWebhooks } from '../src/webhook/registration.ts';
+import { WebhookServer } from '../src/webhook/server.ts';
+
+const { values } = parseArgs({
+  options: {
+    rate: { type: 'string', default: '1000' },
+    seconds: { type: 'string', default: '60' },
+    namespaces: { type: 'string', default: '150' },
+  },
+});
+const here = dirname(fileURLToPath(import.meta.url));
+const dir = await mkdtemp(join(tmpdir(), 'tenantkit-bench-'));
+const crds = allCrds.map((d) => crdManifest(d) as unknown as KubeObject);
+const cp = await startControlPlane({
+  dir,
+  unsafeNoFsync: true,
+  progress: (l) => console.error(l),
+  beforeControllers: (kubeconfig) => installCrds(KubeClient.fromKubeconfig({ yaml: kubeconfig }), crds),
+});
+const admin = KubeClient.fromKubeconfig({ yaml: cp.adminKubeconfig });
+const apply = { fieldManager: 'bench', force: true };
+const stop = new AbortController();
+
+function percentiles(samples: number[]) {
+  const s = [...samples].sort((a, b) => a - b);
+  const at = (p: number) => s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0;
+  const mean = s.reduce((a, b) => a + b, 0) / Math.max(1, s.length);
+  return { mean, p50: at(50), p99: at(99), max: s.at(-1) ?? 0 };
+}
+
+async function timeCreates(client: KubeClient, prefix: string, count: number): Promise<number[]> {
+  const samples: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const started = performance.now();
+    await client.create(Resources.namespaces, {
+      metadata: { name: `${prefix}-${i}`, labels: { 'appuio.io/organization': 'bench-org' } },
+    });
+    samples.push(performance.now() - started);
+  }
+  return samples;
+}
+
+try {
+  await admin.apply(Resources.namespaces, { metadata: { name: 'tenantkit-system' } }, apply);
+  await admin.apply(
+    TenancyConfigCrd.type,
+    { metadata: { name: 'cluster' }, spec: { fairUseRatios: [{ memoryPerCpu: '4Gi' }] } } as KubeObject,
+    apply,
+  );
+  await admin.apply(
+    OrganizationCrd.type,
+    {
+      metadata: { name: 'bench-org' },
+      spec: { members: { users: ['alice'] }, namespaceQuota: 100000 },
+    } as KubeObject,
+    apply,
+  );
+  await admin.apply(
+    TenantUserCrd.type,
+    {
+      metadata: { name: 'alice' },
+      spec: { username: 'alice', defaultOrganization: 'bench-org' },
+    } as KubeObject,
+    apply,
+  );
+  await admin.apply(
+    Resources.clusterRoles,
+    {
+      metadata: { name: 'bench-tenant' },
+      rules: [{ apiGroups: [''], resources: ['namespaces', 'pods'], verbs: ['*'] }],
+    } as KubeObject,
+    apply,
+  );
+  await admin.apply(
+    Resources.clusterRoleBindings,
+    {
+      metadata: { name: 'bench-tenant' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'bench-tenant' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }],
+    } as KubeObject,
+    apply,
+  );
+  const alice = KubeClient.fromKubeconfig({ yaml: await cp.userKubeconfig('alice', ['tenants']) });
+  const count = Number(values.namespaces);
+
+  // Baseline: no tenantkit webhooks registered.
+  await timeCreates(alice, 'warmup', 10);
+  const without = await timeCreates(alice, 'plain', count);
+
+  // Webhooks in this process, recording every request they receive.
+  const manager = new Manager({ client: admin, logger: silentLogger, component: 'bench' });
+  const definitions = (
+    tenancy.webhooks?.({ client: admin, manager, namespace: 'tenantkit-system' }) ?? []
+  ).map((d) => ({
+    ...d,
+    handler: (req: AdmissionRequest, signal: AbortSignal) => {
+      if (recording) recorded.push({ path: `/${d.name}`, request: req });
+      return d.handler(req, signal);
+    },
+  }));
+  const recorded: { path: string; request: AdmissionRequest }[] = [];
+  let recording = true;
+  const running = manager.start(stop.signal);
+  while (!manager.hasSynced()) await new Promise((r) => setTimeout(r, 20));
+  const ca = await createCA('bench-ca');
+  const server = new WebhookServer({
+    logger: silentLogger,
+    certificate: await ca.issue({ commonName: '127.0.0.1', usage: 'server', ipAddresses: ['127.0.0.1'] }),
+  });
+  server.register(...definitions);
+  const port = await server.start();
+  await registerWebhooks(admin, 'bench', definitions, { url: `https://127.0.0.1:${port}` }, ca.certPem);
+  // Wait until the API server calls us.
+  for (let i = 0; recorded.length === 0; i++) {
+    await alice.create(Resources.namespaces, { metadata: { name: `probe-${i}` } });
+  }
+  await timeCreates(alice, 'warm', 10);
+  const withWebhooks = await timeCreates(alice, 'owned', count);
+
+  // Record the other reviews tenants cause: label edits and pods (with and without defaults).
+  while (!(await admin.get(Resources.serviceAccounts, 'default', 'owned-0')))
+    await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 20; i++) {
+    await alice.patch(Resources.namespaces, `owned-${i}`, undefined, {
+      metadata: { labels: { 'appuio.io/organization': 'bench-org' } },
+    });
+    await alice.create(Resources.pods, {
+      metadata: { name: `job-${i}`, namespace: 'owned-0' },
+      spec: {
+        restartPolicy: i % 2 ? 'Never' : 'Always',
+        containers: [{ name: 'c', image: 'busybox', resources: { requests: { cpu: '1', memory: '1Gi' } } }],
+      },
+    } as KubeObject);
+  }
+  // Steady-state mix: reviews answered from caches. Namespace CREATE validation is left out: it
+  // reserves quota through the API server on purpose (that is what makes it race-free), and its cost
+  // is in the end-to-end figure above.
+  const reviews = recorded
+    .filter((r) => !(r.path === '/namespace-policy' && r.request.operation === 'CREATE'))
+    .map((r) => ({
+      path: r.path,
+      body: JSON.stringify({
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        request: r.request,
+      }),
+    }));
+  recording = false;
+  const kinds = [...new Set(reviews.map((r) => r.path))].sort();
+  const file = join(dir, 'reviews.json');
+  await writeFile(file, JSON.stringify(reviews));
+
+  const a = percentiles(without);
+  const b = percentiles(withWebhooks);
+  console.log(`namespace creation by a tenant through the API server (${count} sequential creates each)`);
+  console.log(
+    `  without tenantkit webhooks: mean ${a.mean.toFixed(2)} ms, p50 ${a.p50.toFixed(2)} ms, p99 ${a.p99.toFixed(2)} ms`,
+  );
+  console.log(
+    `  with tenantkit webhooks:    mean ${b.mean.toFixed(2)} ms, p50 ${b.p50.toFixed(2)} ms, p99 ${b.p99.toFixed(2)} ms`,
+  );
+  console.log(`  overhead ratio (mean):      ${(b.mean / a.mean).toFixed(2)}x`);
+
+  const load = spawn(
+    process.execPath,
+    [
+      join(here, 'load.ts'),
+      `--port=${port}`,
+      `--reviews=${file}`,
+      `--rate=${values.rate}`,
+      `--seconds=${values.seconds}`,
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  let out = '';
+  load.stdout.on('data', (c) => {
+    out += c;
+  });
+  const rssBefore = process.memoryUsage().rss;
+  await new Promise((r) => load.once('exit', r));
+  const result = JSON.parse(out) as Record<string, number>;
+  console.log(
+    `webhook server alone: ${reviews.length} recorded reviews (${kinds.join(', ')}) at ${values.rate}/s for ${values.seconds} s`,
+  );
+  console.log(`  sent ${result.sent}, errors ${result.errors}, achieved ${result.achievedRate}/s`);
+  console.log(
+    `  latency p50 ${result.p50} ms, p90 ${result.p90} ms, p99 ${result.p99} ms, max ${result.max} ms`,
+  );
+  console.log(
+    `  server RSS ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB (growth during load ${((process.memoryUsage().rss - rssBefore) / 2 ** 20).toFixed(1)} MiB)`,
+  );
+  await server.stop();
+  stop.abort();
+  await running;
+} finally {
+  stop.abort();
+  await cp.stop();
+  await rm(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import type { TenancyConfig } from '../../src/api/tenancy.ts';
+import { parseQuantity } from '../../src/kube/quantity.ts';
+import { defaults, effective, matchesAny, unknownConfigKeys, wildcard } from '../../src/tenancy/config.ts';
+import { serviceAccountNamespace } from '../../src/tenancy/identity.ts';
+import { parseSelector } from '../../src/tenancy/pod-policy.ts';
+
+describe('tenancy configuration', () => {
+  it('matches wildcards against whole values only', () => {
+    expect(wildcard('kube-*', 'kube-system')).toBe(true);
+    expect(wildcard('kube-*', 'my-kube-system')).toBe(false);
+    expect(wildcard('*.example.com/*', 'a.example.com/x')).toBe(true);
+    expect(wildcard('a.b', 'axb')).toBe(false);
+    expect(
+      matchesAny(
+        ['x', 'system:serviceaccount:tenantkit-system:*'],
+        'system:serviceaccount:tenantkit-system:webhooks',
+      ),
+    ).toBe(true);
+  });
+
+  it('fills defaults and keeps what the admin set', () => {
+    const cfg = effective({
+      metadata: { name: 'cluster' },
+      spec: { defaultNamespaceQuota: 3, organizationLabel: 'example.org/owner' },
+    } as TenancyConfig);
+    expect(cfg.defaultNamespaceQuota).toBe(3);
+    expect(cfg.organizationLabel).toBe('example.org/owner');
+    expect(cfg.reservedNamespaces).toEqual(defaults.reservedNamespaces);
+    expect(effective(undefined)).toEqual(defaults);
+  });
+
+  it('names unknown configuration keys', () => {
+    expect(unknownConfigKeys({ allowedLabel: [], defaultNamespaceQuota: 1 })).toEqual(['allowedLabel']);
+    expect(unknownConfigKeys(undefined)).toEqual([]);
+  });
+
+  it('recognises service-account user names', () => {
+    expect(serviceAccountNamespace('system:serviceaccount:team-a:builder')).toBe('team-a');
+    expect(serviceAccountNamespace('alice')).toBeUndefined();
+  });
+});
+
+describe('pod policy parsing', () => {
+  it('parses Kubernetes quantities', () => {
+    expect(parseQuantity('500m')).toBe(0.5);
+    expect(parseQuantity('2Gi')).toBe(2 * 2 ** 30);
+    expect(parseQuantity('1e3')).toBe(1000);
+    expect(parseQuantity('128M')).toBe(128e6);
+    expect(parseQuantity('lots')).toBeUndefined();
+  });
+
+  it('parses node-selector annotations and explains bad ones', () => {
+    expect(parseSelector('a=b, c=d')).toEqual({ a: 'b', c: 'd' });
+    expect(parseSelector('')).toEqual({});
+    expect(parseSelector('a=b=c')).toBe('"a=b=c" is not key=value');
+    expect(parseSelector('flex')).toBe('"flex" is not key=value');
+  });
+});
