@@ -48,13 +48,13 @@ export const tenancy: Capability = {
     // Fair-use advice reads what namespaces' quotas report as used.
     { apiGroups: [''], resources: ['resourcequotas'], verbs: ['get', 'list', 'watch'] },
     // The namespace-quota ledger (one ConfigMap per organization in tenantkit's namespace).
-    { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create', 'update'] },
+    { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'update'] },
   ],
   webhooks({ client, manager }) {
     const config = configSource(manager);
     const privileged = privilegeChecker(manager);
     const dir = directory(manager);
-    const deps = { config, privileged, directory: dir, quota: new QuotaLedger(client, dir) };
+    const deps = { config, privileged, directory: dir, quota: new QuotaLedger(client, dir, manager) };
     const podDeps = {
       config,
       privileged,

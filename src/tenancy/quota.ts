@@ -6,6 +6,8 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isAlreadyExists, isConflict, type KubeClient } from '../kube/client.ts';
+import type { Informer } from '../kube/informer.ts';
+import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
 import { type Directory, isTerminating } from './directory.ts';
 
@@ -14,6 +16,9 @@ interface ConfigMap extends KubeObject {
 }
 
 const reservationMs = 60_000;
+const ledgerLabel = 'tenancy.tenantkit.io/ledger';
+const ledgerValue = 'namespace-quota';
+const ledgerSelector = `${ledgerLabel}=${ledgerValue}`;
 const maxAttempts = 50;
 
 export type QuotaDecision = { ok: true; used: number } | { ok: false; used: number };
@@ -21,10 +26,12 @@ export type QuotaDecision = { ok: true; used: number } | { ok: false; used: numb
 export class QuotaLedger {
   private readonly client: KubeClient;
   private readonly directory: Directory;
+  private readonly cache: Informer<ConfigMap>;
 
-  constructor(client: KubeClient, directory: Directory) {
+  constructor(client: KubeClient, directory: Directory, manager: Manager) {
     this.client = client;
     this.directory = directory;
+    this.cache = manager.informer<ConfigMap>({ ...Resources.configMaps, labelSelector: ledgerSelector });
   }
 
   /** Namespaces an organization owns now (terminating ones do not count). */
@@ -48,7 +55,11 @@ export class QuotaLedger {
   }): Promise<QuotaDecision> {
     const name = `tenantkit-nsquota-${createHash('sha256').update(options.organization).digest('hex').slice(0, 16)}`;
     for (let attempt = 0; attempt < maxAttempts; attempt++) {
-      const current = await this.client.get<ConfigMap>(Resources.configMaps, name, options.ledgerNamespace);
+      // The first attempt trusts the cache (usually current); a stale copy only costs a 409 and a re-read.
+      const current =
+        attempt === 0
+          ? this.cache.get(`${options.ledgerNamespace}/${name}`)
+          : await this.client.get<ConfigMap>(Resources.configMaps, name, options.ledgerNamespace);
       const owned = this.owned(options.organization, options.label);
       const now = Date.now();
       const reservations: Record<string, number> = JSON.parse(current?.data?.reservations ?? '{}');
@@ -66,7 +77,7 @@ export class QuotaLedger {
         metadata: {
           name,
           namespace: options.ledgerNamespace,
-          labels: { 'app.kubernetes.io/managed-by': 'tenantkit-tenancy' },
+          labels: { [ledgerLabel]: ledgerValue },
           annotations: { 'tenancy.tenantkit.io/organization': options.organization },
           ...(current ? { resourceVersion: current.metadata.resourceVersion } : {}),
         },
