@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { allCrds } from '../api/index.ts';
 import { crdManifest } from '../api/schema.ts';
+import { OrganizationCrd, TenantUserCrd } from '../api/tenancy.ts';
 import { startControlPlane } from '../controlplane/launch.ts';
 import { KubeClient } from '../kube/client.ts';
 import { installCrds } from '../kube/crds.ts';
@@ -40,18 +41,61 @@ async function devCA(dir: string): Promise<CertificateAuthority> {
   return ca;
 }
 
-/** Namespaces for the example tenants, each administered by its tenant's group. */
+/**
+ * Two organizations with one member each, their namespaces, and the right to create more namespaces
+ * (which the tenancy policies then assign to the creator's organization).
+ */
 async function seedTenants(client: KubeClient): Promise<void> {
   const apply = { fieldManager, force: true };
+  const orgLabel = 'appuio.io/organization';
   await client.apply(Resources.namespaces, { metadata: { name: systemNamespace } }, apply);
+  await client.apply(
+    Resources.clusterRoles,
+    {
+      metadata: { name: 'tenantkit:namespace-creator' },
+      rules: [
+        {
+          apiGroups: [''],
+          resources: ['namespaces'],
+          verbs: ['create', 'get', 'list', 'watch', 'update', 'patch'],
+        },
+      ],
+    } as KubeObject,
+    apply,
+  );
   for (const tenant of exampleTenants) {
-    await client.apply(Resources.namespaces, { metadata: { name: tenant.namespace } }, apply);
+    const org = tenant.groups[0]!;
     await client.apply(
-      Resources.roleBindings,
+      OrganizationCrd.type,
       {
-        metadata: { name: `${tenant.groups[0]}-admin`, namespace: tenant.namespace },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' },
-        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: tenant.groups[0] }],
+        metadata: { name: org },
+        spec: { displayName: `Team ${org}`, members: { groups: [org] } },
+      } as KubeObject,
+      apply,
+    );
+    await client.apply(
+      TenantUserCrd.type,
+      {
+        metadata: { name: tenant.name },
+        spec: { username: tenant.name, defaultOrganization: org },
+      } as KubeObject,
+      apply,
+    );
+    await client.apply(
+      Resources.namespaces,
+      { metadata: { name: tenant.namespace, labels: { [orgLabel]: org } } },
+      apply,
+    );
+    await client.apply(
+      Resources.clusterRoleBindings,
+      {
+        metadata: { name: `tenantkit:namespace-creator:${org}` },
+        roleRef: {
+          apiGroup: 'rbac.authorization.k8s.io',
+          kind: 'ClusterRole',
+          name: 'tenantkit:namespace-creator',
+        },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: org }],
       } as KubeObject,
       apply,
     );
@@ -116,6 +160,8 @@ ${tenants}
 Try first:
   KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl get pods            # allowed in team-a
   KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl get pods -n team-b  # forbidden
+  KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl create namespace alice-dev   # joins organization team-a
+  KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl create namespace kube-mine   # denied: reserved name
   KUBECONFIG=${controlPlane.adminKubeconfigPath} kubectl get crds -l app.kubernetes.io/part-of=tenantkit
 
 Ctrl-C stops everything; the next run reuses ${dir}.
