@@ -1,6 +1,13 @@
 // Every CRD tenantkit owns. `npm run generate` writes them to config/crd/; a unit test fails when the
 // checked-in YAML differs from what these definitions produce.
 import { ScopeInstanceCrd, ScopeTemplateCrd } from './scopes.ts';
-import { OrganizationCrd, TenancyConfigCrd, TenantUserCrd } from './tenancy.ts';
+import { OrganizationCrd, TenancyConfigCrd, TenantUserCrd, UsageProfileCrd } from './tenancy.ts';
 
-export const allCrds = [ScopeTemplateCrd, ScopeInstanceCrd, OrganizationCrd, TenantUserCrd, TenancyConfigCrd];
+export const allCrds = [
+  ScopeTemplateCrd,
+  ScopeInstanceCrd,
+  OrganizationCrd,
+  TenantUserCrd,
+  TenancyConfigCrd,
+  UsageProfileCrd,
+];

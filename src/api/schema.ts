@@ -104,7 +104,7 @@ export function toStructural(schema: TSchema): Json {
   }
   if (typeof s.const === 'string') out.enum = [s.const];
   if (s.type === 'object') {
-    if (s.properties) {
+    if (s.properties && Object.keys(s.properties).length > 0) {
       const props: Json = {};
       for (const [name, child] of Object.entries(s.properties as Record<string, TSchema>)) {
         props[name] = toStructural(child);

@@ -37,6 +37,12 @@ export const OrganizationCrd = defineCrd({
         description: 'Overrides the default number of namespaces this organization may own.',
       }),
     ),
+    usageProfile: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description: 'UsageProfile for this organization instead of the active one.',
+      }),
+    ),
   }),
   status: Type.Object({
     observedGeneration: Type.Optional(Type.Integer()),
@@ -86,6 +92,7 @@ export const tenancyConfigKeys = [
   'defaultNodeSelector',
   'nodeSelectorAnnotation',
   'fairUseRatios',
+  'activeUsageProfile',
 ] as const;
 
 export const TenancyConfigCrd = defineCrd({
@@ -149,6 +156,11 @@ export const TenancyConfigCrd = defineCrd({
           { maxItems: 32 },
         ),
       ),
+      activeUsageProfile: Type.Optional(
+        Type.String({
+          description: 'The UsageProfile every organization gets unless its Organization names another.',
+        }),
+      ),
       quotaNamespace: Type.Optional(
         Type.String({
           description: "Namespace that holds the namespace-quota reservations (tenantkit's own).",
@@ -167,6 +179,37 @@ export const TenancyConfigCrd = defineCrd({
   ],
 });
 
+export const UsageProfileCrd = defineCrd({
+  group,
+  version,
+  kind: 'UsageProfile',
+  plural: 'usageprofiles',
+  singular: 'usageprofile',
+  scope: 'Cluster',
+  categories: ['tenantkit'],
+  description:
+    'How much an organization may use: its namespace count, and the ResourceQuotas and LimitRanges created in each of its namespaces.',
+  spec: Type.Object({
+    namespaceCount: Type.Optional(Type.Integer({ minimum: 0 })),
+    resources: Type.Optional(
+      Type.Record(
+        Type.String(),
+        Type.Object(
+          {},
+          {
+            description: 'A ResourceQuota or LimitRange (apiVersion, kind, spec); its name is the map key.',
+            'x-kubernetes-preserve-unknown-fields': true,
+            'x-kubernetes-embedded-resource': true,
+          },
+        ),
+      ),
+    ),
+  }),
+  status: Type.Object({ conditions: Type.Optional(ConditionsSchema) }),
+  printerColumns: [{ name: 'Namespaces', type: 'integer', jsonPath: '.spec.namespaceCount' }],
+});
+
 export type Organization = ObjectOf<typeof OrganizationCrd>;
+export type UsageProfile = ObjectOf<typeof UsageProfileCrd>;
 export type TenantUser = ObjectOf<typeof TenantUserCrd>;
 export type TenancyConfig = ObjectOf<typeof TenancyConfigCrd>;

@@ -37,3 +37,19 @@ export const capabilities: Capability[] = [scopes, tenancy];
 export const baseControllerRules: PolicyRule[] = [
   { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
 ];
+
+/** The capabilities named in a comma-separated list (all when the list is empty or absent). */
+export function selectCapabilities(list: string | undefined): Capability[] {
+  const names = (list ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+  if (names.length === 0) return capabilities;
+  const unknown = names.filter((n) => !capabilities.some((c) => c.name === n));
+  if (unknown.length > 0) {
+    throw new Error(
+      `unknown capabilities: ${unknown.join(', ')}; known: ${capabilities.map((c) => c.name).join(', ')}`,
+    );
+  }
+  return capabilities.filter((c) => names.includes(c.name));
+}

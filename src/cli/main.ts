@@ -10,16 +10,16 @@ import { startHealthServer } from '../kube/health.ts';
 import { createLogger } from '../kube/log.ts';
 import { LeadershipLostError, Manager } from '../kube/manager.ts';
 import { WebhookServer } from '../webhook/server.ts';
-import { type CapabilityContext, capabilities } from './capabilities.ts';
+import { type CapabilityContext, selectCapabilities } from './capabilities.ts';
 import { runDev } from './dev.ts';
 
 const usage = `tenantkit: safe self-service multi-tenancy for a shared Kubernetes cluster
 
 Usage:
   tenantkit dev [--dir .tenantkit]          run a local control plane with every tenantkit component
-  tenantkit controllers [--namespace NS] [--metrics-port 8080] [--no-leader-elect]
+  tenantkit controllers [--namespace NS] [--metrics-port 8080] [--no-leader-elect] [--capabilities a,b]
                                             run the controllers (leader-elected) against $KUBECONFIG or in-cluster
-  tenantkit webhooks --cert-dir DIR [--port 9443] [--namespace NS]
+  tenantkit webhooks --cert-dir DIR [--port 9443] [--namespace NS] [--capabilities a,b]
                                             serve the admission webhooks (tls.crt/tls.key in DIR, reloaded on change)
   tenantkit crds                            print tenantkit's CustomResourceDefinitions as YAML
   tenantkit controlplane build              build the local control plane binary (done by dev on first use)
@@ -49,6 +49,7 @@ async function controllers(args: string[]): Promise<void> {
       'metrics-port': { type: 'string', default: '8080' },
       // Only for a single replica (debugging, tests): without the lease two replicas would both write.
       'leader-elect': { type: 'boolean', default: true },
+      capabilities: { type: 'string' },
     },
     allowNegative: true,
   });
@@ -62,7 +63,7 @@ async function controllers(args: string[]): Promise<void> {
     ...(values['leader-elect'] ? { leaderElection: { namespace, name: 'tenantkit-controllers' } } : {}),
   });
   const ctx: CapabilityContext = { client, manager, namespace };
-  for (const c of capabilities) c.controllers?.(ctx);
+  for (const c of selectCapabilities(values.capabilities)) c.controllers?.(ctx);
   const health = await startHealthServer(Number(values['metrics-port']), () => true);
   const stop = shutdownSignal();
   try {
@@ -82,6 +83,7 @@ async function webhooks(args: string[]): Promise<void> {
       'cert-dir': { type: 'string' },
       port: { type: 'string', default: '9443' },
       namespace: { type: 'string' },
+      capabilities: { type: 'string' },
     },
   });
   if (!values['cert-dir']) throw new Error('--cert-dir is required (a directory with tls.crt and tls.key)');
@@ -98,7 +100,7 @@ async function webhooks(args: string[]): Promise<void> {
     certificate: { certFile: `${values['cert-dir']}/tls.crt`, keyFile: `${values['cert-dir']}/tls.key` },
     ready: () => manager.hasSynced(),
   });
-  for (const c of capabilities) server.register(...(c.webhooks?.(ctx) ?? []));
+  for (const c of selectCapabilities(values.capabilities)) server.register(...(c.webhooks?.(ctx) ?? []));
   await server.start();
   const stop = shutdownSignal();
   await manager.start(stop.signal);

@@ -310,6 +310,7 @@ export class KubeClient {
         timeoutSeconds: options.timeoutSeconds ?? 300,
       },
     };
+    if (options.signal?.aborted) return;
     const httpOptions = await this.httpsOptions('GET', resourcePath(type, options.namespace), params);
     await new Promise<void>((resolve, reject) => {
       const req = httpsRequest(httpOptions, (res) => {

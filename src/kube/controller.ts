@@ -170,7 +170,8 @@ export class ControllerRunner {
   async run(ctx: Omit<ReconcileContext, 'logger'>): Promise<void> {
     const { signal } = ctx;
     const stop = () => this.queue.shutdown();
-    signal.addEventListener('abort', stop, { once: true });
+    if (signal.aborted) stop();
+    else signal.addEventListener('abort', stop, { once: true });
     const worker = async () => {
       for (;;) {
         const key = await this.queue.get();

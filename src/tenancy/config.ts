@@ -21,6 +21,7 @@ export interface EffectiveConfig {
   defaultNodeSelector: Record<string, string>;
   nodeSelectorAnnotation: string;
   fairUseRatios: { nodeSelector?: Record<string, string>; memoryPerCpu: string }[];
+  activeUsageProfile: string;
 }
 
 export const defaults: EffectiveConfig = {
@@ -41,6 +42,7 @@ export const defaults: EffectiveConfig = {
   defaultNodeSelector: {},
   nodeSelectorAnnotation: 'appuio.io/default-node-selector',
   fairUseRatios: [],
+  activeUsageProfile: '',
 };
 
 export function effective(config: TenancyConfig | undefined): EffectiveConfig {

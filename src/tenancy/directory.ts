@@ -1,5 +1,12 @@
 // Organizations, their members and users' default organizations, from caches.
-import { type Organization, OrganizationCrd, type TenantUser, TenantUserCrd } from '../api/tenancy.ts';
+import {
+  type Organization,
+  OrganizationCrd,
+  type TenantUser,
+  TenantUserCrd,
+  type UsageProfile,
+  UsageProfileCrd,
+} from '../api/tenancy.ts';
 import type { Informer } from '../kube/informer.ts';
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
@@ -17,12 +24,15 @@ export interface Directory {
   defaultOrganization(username: string): string | undefined;
   namespace(name: string): Namespace | undefined;
   namespaces: Informer<Namespace>;
+  /** The UsageProfile that applies to an organization: its own choice, else the active one. */
+  profileFor(organization: Organization, active: string): UsageProfile | undefined;
 }
 
 export function directory(manager: Manager): Directory {
   const organizations = manager.informer<Organization>(OrganizationCrd.type);
   const users = manager.informer<TenantUser>(TenantUserCrd.type);
   const namespaces = manager.informer<Namespace>(Resources.namespaces);
+  const profiles = manager.informer<UsageProfile>(UsageProfileCrd.type);
   users.addIndex(ByUsername, (u) => [u.spec.username]);
   return {
     organization: (name) => organizations.get(name),
@@ -43,6 +53,10 @@ export function directory(manager: Manager): Directory {
     },
     namespace: (name) => namespaces.get(name),
     namespaces,
+    profileFor(organization, active) {
+      const name = organization.spec.usageProfile ?? active;
+      return name ? profiles.get(name) : undefined;
+    },
   };
 }
 

@@ -12,14 +12,25 @@ import { registerOrgRbacController } from './org-rbac-controller.ts';
 import { checkFairUse, mutatePod } from './pod-policy.ts';
 import { QuotaLedger } from './quota.ts';
 import { reservedLabel, validateReservedObject } from './reserved-objects.ts';
+import { registerUsageProfileController } from './usage-profile-controller.ts';
 
 const group = 'tenancy.tenantkit.io';
 
 export const tenancy: Capability = {
   name: 'tenancy',
   controllerRules: [
-    { apiGroups: [group], resources: ['organizations', 'tenancyconfigs'], verbs: ['get', 'list', 'watch'] },
+    {
+      apiGroups: [group],
+      resources: ['organizations', 'tenancyconfigs', 'usageprofiles', 'tenantusers'],
+      verbs: ['get', 'list', 'watch'],
+    },
     { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
+    // The usage profile's guardrails in every organization namespace.
+    {
+      apiGroups: [''],
+      resources: ['resourcequotas', 'limitranges'],
+      verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+    },
     {
       apiGroups: ['rbac.authorization.k8s.io'],
       resources: ['rolebindings'],
@@ -30,12 +41,14 @@ export const tenancy: Capability = {
     { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], verbs: ['bind'] },
   ],
   controllers({ manager }) {
-    registerOrgRbacController(manager, configSource(manager));
+    const config = configSource(manager);
+    registerOrgRbacController(manager, config);
+    registerUsageProfileController(manager, config, directory(manager));
   },
   webhookRules: [
     {
       apiGroups: [group],
-      resources: ['organizations', 'tenantusers', 'tenancyconfigs'],
+      resources: ['organizations', 'tenantusers', 'tenancyconfigs', 'usageprofiles'],
       verbs: ['get', 'list', 'watch'],
     },
     { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },

@@ -102,7 +102,11 @@ async function checkQuota(
   namespace: string,
   dryRun: boolean,
 ): Promise<string | undefined> {
-  const limit = organization.spec.namespaceQuota ?? config.defaultNamespaceQuota;
+  // The organization's own number, else its usage profile's, else the legacy default.
+  const limit =
+    organization.spec.namespaceQuota ??
+    deps.directory.profileFor(organization, config.activeUsageProfile)?.spec.namespaceCount ??
+    config.defaultNamespaceQuota;
   const decision = await deps.quota.reserve({
     organization: organization.metadata.name!,
     namespace,

@@ -106,10 +106,14 @@ export class WebhookServer {
     this.listening = false;
     const server = this.server;
     if (!server) return;
+    // Finish requests in flight, but do not wait for the API server's idle keep-alive connections:
+    // they would hold the close open for the whole keep-alive timeout.
+    const force = setTimeout(() => server.closeAllConnections(), 2000);
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeIdleConnections();
     });
+    clearTimeout(force);
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

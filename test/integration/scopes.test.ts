@@ -449,10 +449,14 @@ describe('ScopeTemplate and ScopeInstance', () => {
 
     const cli = join(dirname(fileURLToPath(import.meta.url)), '../../src/cli/main.ts');
     const startProcess = () =>
-      spawn(process.execPath, [cli, 'controllers', '--no-leader-elect', '--metrics-port=0'], {
-        env: { ...process.env, KUBECONFIG: running.controllerKubeconfig, LOG_LEVEL: 'warn' },
-        stdio: 'ignore',
-      });
+      spawn(
+        process.execPath,
+        [cli, 'controllers', '--no-leader-elect', '--metrics-port=0', '--capabilities=scopes'],
+        {
+          env: { ...process.env, KUBECONFIG: running.controllerKubeconfig, LOG_LEVEL: 'warn' },
+          stdio: 'ignore',
+        },
+      );
     for (let round = 0; round < 5; round++) {
       const child = startProcess();
       await new Promise((r) => setTimeout(r, 700 + Math.floor(Math.random() * 1500)));

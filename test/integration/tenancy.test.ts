@@ -7,6 +7,7 @@ import {
   OrganizationCrd,
   TenancyConfigCrd,
   TenantUserCrd,
+  UsageProfileCrd,
 } from '../../src/api/tenancy.ts';
 import type { ApiError, KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
@@ -425,6 +426,114 @@ describe('namespace ownership', () => {
     );
     expect(typo?.status).toBe(422);
     expect(typo?.message).toContain('unknown key in spec');
+  });
+
+  it('applies the usage profile in every organization namespace, with admin overrides and without overwriting others', async () => {
+    const profile = `${id}-standard`;
+    await cluster.admin.apply(
+      UsageProfileCrd.type,
+      {
+        metadata: { name: profile },
+        spec: {
+          namespaceCount: 40,
+          resources: {
+            'organization-compute': {
+              apiVersion: 'v1',
+              kind: 'ResourceQuota',
+              spec: { hard: { 'requests.cpu': '4', 'requests.memory': '16Gi' } },
+            },
+            'organization-defaults': {
+              apiVersion: 'v1',
+              kind: 'LimitRange',
+              spec: { limits: [{ type: 'Container', defaultRequest: { cpu: '100m', memory: '128Mi' } }] },
+            },
+          },
+        },
+      } as KubeObject,
+      apply,
+    );
+    cluster.defer(() => cluster.admin.delete(UsageProfileCrd.type, profile));
+    const org = `${id}-profiled`;
+    await cluster.admin.apply(
+      OrganizationCrd.type,
+      {
+        metadata: { name: org },
+        spec: { members: { users: [alice] }, usageProfile: profile },
+      } as Organization,
+      apply,
+    );
+    cluster.defer(() => cluster.admin.delete(OrganizationCrd.type, org));
+    const ns = track(`${org}-1`);
+    await createNamespace(aliceClient, ns, { [orgLabel]: org });
+    const quota = await eventually(
+      () =>
+        cluster.admin.get<KubeObject & { spec: { hard: Record<string, string> } }>(
+          Resources.resourceQuotas,
+          'organization-compute',
+          ns,
+        ),
+      { what: 'profile quota created' },
+    );
+    expect(quota.spec.hard['requests.cpu']).toBe('4');
+    expect(quota.metadata.labels?.[reservedLabel]).toBe('true');
+    await eventually(() => cluster.admin.get(Resources.limitRanges, 'organization-defaults', ns), {
+      what: 'profile limit range created',
+    });
+
+    // Tenants cannot grant themselves more through the override annotation; an admin can.
+    const forged = await rejection(
+      aliceClient.patch(Resources.namespaces, ns, undefined, {
+        metadata: { annotations: { 'resourcequota.tenantkit.io/organization-compute.requests.cpu': '64' } },
+      }),
+    );
+    expect(forged?.message).toContain('may not be set, changed or removed by tenants');
+    await cluster.admin.patch(Resources.namespaces, ns, undefined, {
+      metadata: { annotations: { 'resourcequota.tenantkit.io/organization-compute.requests.cpu': '8' } },
+    });
+    await eventually(
+      async () => {
+        const q = await cluster.admin.get<KubeObject & { spec: { hard: Record<string, string> } }>(
+          Resources.resourceQuotas,
+          'organization-compute',
+          ns,
+        );
+        return q?.spec.hard['requests.cpu'] === '8';
+      },
+      { what: 'admin override applied' },
+    );
+    // Drift repair: a deleted guardrail (by an admin) comes back.
+    await cluster.admin.delete(Resources.limitRanges, 'organization-defaults', ns);
+    await eventually(() => cluster.admin.get(Resources.limitRanges, 'organization-defaults', ns), {
+      what: 'limit range restored',
+    });
+
+    // A same-named object tenantkit did not create is reported, not overwritten.
+    const other = `${org}-2`;
+    await cluster.admin.create(Resources.namespaces, { metadata: { name: other } });
+    cluster.defer(() => cluster.admin.delete(Resources.namespaces, other));
+    await cluster.admin.create(Resources.resourceQuotas, {
+      metadata: { name: 'organization-compute', namespace: other },
+      spec: { hard: { pods: '3' } },
+    } as KubeObject);
+    await cluster.admin.patch(Resources.namespaces, other, undefined, {
+      metadata: { labels: { [orgLabel]: org } },
+    });
+    await eventually(
+      async () => {
+        const list = await cluster.admin.list<KubeObject & { reason?: string; note?: string }>(
+          Resources.events,
+          { namespace: 'default', fieldSelector: `regarding.name=${other}` },
+        );
+        return list.items.some((e) => e.reason === 'UsageProfileConflict');
+      },
+      { what: 'conflict reported as an Event' },
+    );
+    const kept = await cluster.admin.get<KubeObject & { spec: { hard: Record<string, string> } }>(
+      Resources.resourceQuotas,
+      'organization-compute',
+      other,
+    );
+    expect(kept?.spec.hard).toEqual({ pods: '3' });
   });
 
   describe('pod defaults and fair use', () => {
