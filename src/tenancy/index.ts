@@ -10,6 +10,7 @@ import { privilegeChecker } from './identity.ts';
 import { mutateNamespace, validateNamespace } from './namespace-policy.ts';
 import { registerOrgRbacController } from './org-rbac-controller.ts';
 import { checkFairUse, mutatePod } from './pod-policy.ts';
+import { mutateProject, validateProjectRequest } from './project-policy.ts';
 import { QuotaLedger } from './quota.ts';
 import { reservedLabel, validateReservedObject } from './reserved-objects.ts';
 import { registerUsageProfileController } from './usage-profile-controller.ts';
@@ -129,6 +130,37 @@ export const tenancy: Capability = {
         rules: pods,
         namespaceSelector: notSystem,
         handler: (req) => checkFairUse(podDeps, req),
+      },
+      // OpenShift's project flow; these rules match nothing where project.openshift.io is not served.
+      {
+        name: 'projectrequest-organization',
+        type: 'validating',
+        failurePolicy: 'Fail',
+        timeoutSeconds: 5,
+        rules: [
+          {
+            operations: ['CREATE'],
+            apiGroups: ['project.openshift.io'],
+            apiVersions: ['v1'],
+            resources: ['projectrequests'],
+          },
+        ],
+        handler: (req) => validateProjectRequest(deps, req),
+      },
+      {
+        name: 'project-organization',
+        type: 'mutating',
+        failurePolicy: 'Fail',
+        timeoutSeconds: 5,
+        rules: [
+          {
+            operations: ['CREATE'],
+            apiGroups: ['project.openshift.io'],
+            apiVersions: ['v1'],
+            resources: ['projects'],
+          },
+        ],
+        handler: (req) => mutateProject(deps, req),
       },
       {
         name: 'tenancy-config',

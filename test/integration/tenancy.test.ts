@@ -14,6 +14,7 @@ import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { tenancy } from '../../src/tenancy/index.ts';
 import { organizationBindingName } from '../../src/tenancy/org-rbac-controller.ts';
 import { reservedLabel } from '../../src/tenancy/reserved-objects.ts';
+import { ProjectRequestStandInCrd, ProjectStandInCrd } from '../fixtures/openshift.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { runCapability } from '../harness/components.ts';
 
@@ -534,6 +535,64 @@ describe('namespace ownership', () => {
       other,
     );
     expect(kept?.spec.hard).toEqual({ pods: '3' });
+  });
+
+  it("assigns OpenShift projects to the requester's default organization (stand-in project API)", async () => {
+    await cluster.admin.apply(
+      Resources.clusterRoles,
+      {
+        metadata: { name: `${id}-projects` },
+        rules: [
+          {
+            apiGroups: ['project.openshift.io'],
+            resources: ['projectrequests', 'projects'],
+            verbs: ['create'],
+          },
+        ],
+      } as KubeObject,
+      apply,
+    );
+    cluster.defer(() => cluster.admin.delete(Resources.clusterRoles, `${id}-projects`));
+    await cluster.admin.apply(
+      Resources.clusterRoleBindings,
+      {
+        metadata: { name: `${id}-projects` },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${id}-projects` },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: tenantsGroup }],
+      } as KubeObject,
+      apply,
+    );
+    cluster.defer(() => cluster.admin.delete(Resources.clusterRoleBindings, `${id}-projects`));
+    // Not carol: an earlier test made her a privileged operator.
+    const daveClient = await cluster.user(`dave-${id}`, [tenantsGroup]);
+    const request = (client: KubeClient, name: string) =>
+      client.create(ProjectRequestStandInCrd.type, { metadata: { name }, spec: {} } as KubeObject);
+    const denied = await eventually(
+      async () => {
+        const e = await rejection(request(daveClient, cluster.unique('pr')));
+        return e?.message.includes('have no default organization') ? e : undefined;
+      },
+      { what: 'project request without a default organization denied' },
+    );
+    expect(denied.status).toBe(403);
+    const asked = cluster.unique('pr');
+    await request(aliceClient, asked);
+    cluster.defer(() => cluster.admin.delete(ProjectRequestStandInCrd.type, asked));
+
+    // The control plane (privileged) creates the Project, naming alice as requester.
+    const project = await cluster.admin.create<KubeObject>(ProjectStandInCrd.type, {
+      metadata: { name: asked, annotations: { 'openshift.io/requester': alice } },
+      spec: {},
+    } as KubeObject);
+    cluster.defer(() => cluster.admin.delete(ProjectStandInCrd.type, asked));
+    expect(project.metadata.labels?.[orgLabel]).toBe(orgA);
+    // A tenant creating a Project directly cannot borrow someone else's organization.
+    const forged = await aliceClient.create<KubeObject>(ProjectStandInCrd.type, {
+      metadata: { name: cluster.unique('pj'), annotations: { 'openshift.io/requester': bob } },
+      spec: {},
+    } as KubeObject);
+    cluster.defer(() => cluster.admin.delete(ProjectStandInCrd.type, forged.metadata.name!));
+    expect(forged.metadata.labels?.[orgLabel]).toBe(orgA);
   });
 
   describe('pod defaults and fair use', () => {
