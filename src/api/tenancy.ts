@@ -93,6 +93,18 @@ export const tenancyConfigKeys = [
   'nodeSelectorAnnotation',
   'fairUseRatios',
   'activeUsageProfile',
+  'disabledPolicies',
+] as const;
+
+/** The namespace policies an admin may switch off (TenancyConfig.spec.disabledPolicies). */
+export const switchablePolicies = [
+  'namespace-organization',
+  'namespace-policy',
+  'pod-defaults',
+  'pod-fair-use',
+  'projectrequest-organization',
+  'project-organization',
+  'reserved-quota',
 ] as const;
 
 export const TenancyConfigCrd = defineCrd({
@@ -155,6 +167,12 @@ export const TenancyConfigCrd = defineCrd({
           }),
           { maxItems: 32 },
         ),
+      ),
+      disabledPolicies: Type.Optional(
+        Type.Array(Type.Union(switchablePolicies.map((p) => Type.Literal(p))), {
+          description: 'Policies to switch off; their webhooks then allow everything.',
+          'x-kubernetes-list-type': 'set',
+        }),
       ),
       activeUsageProfile: Type.Optional(
         Type.String({

@@ -22,6 +22,7 @@ export interface EffectiveConfig {
   nodeSelectorAnnotation: string;
   fairUseRatios: { nodeSelector?: Record<string, string>; memoryPerCpu: string }[];
   activeUsageProfile: string;
+  disabledPolicies: string[];
 }
 
 export const defaults: EffectiveConfig = {
@@ -43,6 +44,7 @@ export const defaults: EffectiveConfig = {
   nodeSelectorAnnotation: 'appuio.io/default-node-selector',
   fairUseRatios: [],
   activeUsageProfile: '',
+  disabledPolicies: [],
 };
 
 export function effective(config: TenancyConfig | undefined): EffectiveConfig {

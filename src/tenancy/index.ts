@@ -4,6 +4,7 @@ import { tenancyConfigKeys } from '../api/tenancy.ts';
 import type { Capability } from '../cli/capabilities.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
 import { allow, deny } from '../webhook/admission.ts';
+import type { WebhookDefinition } from '../webhook/registration.ts';
 import { configSource, unknownConfigKeys } from './config.ts';
 import { directory } from './directory.ts';
 import { privilegeChecker } from './identity.ts';
@@ -91,7 +92,7 @@ export const tenancy: Capability = {
     const namespaces = (operations: ('CREATE' | 'UPDATE')[]) => [
       { operations, apiGroups: [''], apiVersions: ['v1'], resources: ['namespaces'] },
     ];
-    return [
+    const definitions: WebhookDefinition[] = [
       {
         name: 'namespace-organization',
         type: 'mutating',
@@ -202,5 +203,15 @@ export const tenancy: Capability = {
         handler: (req) => validateReservedObject(config, privileged, req),
       },
     ];
+    // Every policy but the configuration check itself can be switched off, live.
+    return definitions.map((d) =>
+      d.name === 'tenancy-config'
+        ? d
+        : {
+            ...d,
+            handler: (req, signal) =>
+              config().disabledPolicies.includes(d.name) ? allow() : d.handler(req, signal),
+          },
+    );
   },
 };

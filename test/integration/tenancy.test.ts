@@ -429,6 +429,39 @@ describe('namespace ownership', () => {
     expect(typo?.message).toContain('unknown key in spec');
   });
 
+  it('switches a policy off and on again, live', async () => {
+    const reserved = `kube-${id}-switch`;
+    expect((await rejection(createNamespace(aliceClient, reserved)))?.message).toContain('is reserved');
+    await cluster.admin.patch(TenancyConfigCrd.type, 'cluster', undefined, {
+      spec: { disabledPolicies: ['namespace-policy'] },
+    });
+    await eventually(
+      async () => {
+        await createNamespace(aliceClient, track(reserved));
+        return true;
+      },
+      { what: 'namespace-policy switched off' },
+    );
+    await cluster.admin.patch(TenancyConfigCrd.type, 'cluster', undefined, {
+      spec: { disabledPolicies: null },
+    });
+    await eventually(
+      async () =>
+        (
+          await rejection(createNamespace(aliceClient, track(cluster.unique(`kube-${id}`))))
+        )?.message.includes('is reserved'),
+      {
+        what: 'namespace-policy back on',
+      },
+    );
+    const unknown = await rejection(
+      cluster.admin.patch(TenancyConfigCrd.type, 'cluster', undefined, {
+        spec: { disabledPolicies: ['everything'] },
+      }),
+    );
+    expect(unknown?.status).toBe(422);
+  });
+
   it('applies the usage profile in every organization namespace, with admin overrides and without overwriting others', async () => {
     const profile = `${id}-standard`;
     await cluster.admin.apply(
