@@ -9,7 +9,7 @@ import {
 } from '../api/tenancy.ts';
 import type { Informer } from '../kube/informer.ts';
 import type { Manager } from '../kube/manager.ts';
-import { type KubeObject, Resources } from '../kube/resources.ts';
+import { type KubeObject, Resources, type ResourceType } from '../kube/resources.ts';
 import type { UserInfo } from '../webhook/admission.ts';
 
 export interface Namespace extends KubeObject {
@@ -17,6 +17,16 @@ export interface Namespace extends KubeObject {
 }
 
 const ByUsername = 'tenancy.username';
+
+/** On OpenShift a user's default organization can also live on their User object, as this annotation. */
+export const openshiftDefaultOrganizationAnnotation = 'appuio.io/default-organization';
+const openshiftUsers: ResourceType = {
+  group: 'user.openshift.io',
+  version: 'v1',
+  plural: 'users',
+  kind: 'User',
+  namespaced: false,
+};
 
 export interface Directory {
   organization(name: string): Organization | undefined;
@@ -29,6 +39,16 @@ export interface Directory {
 }
 
 export function directory(manager: Manager): Directory {
+  // Only where the cluster serves OpenShift's User API: an informer for an API that does not exist
+  // would never sync. Until discovery answers, TenantUsers alone decide (and a missing default fails
+  // closed in the validating policy).
+  let ocpUsers: Informer<KubeObject> | undefined;
+  manager.client.request('GET', '/apis/user.openshift.io/v1').then(
+    () => {
+      ocpUsers = manager.informer<KubeObject>(openshiftUsers);
+    },
+    () => {},
+  );
   const organizations = manager.informer<Organization>(OrganizationCrd.type);
   const users = manager.informer<TenantUser>(TenantUserCrd.type);
   const namespaces = manager.informer<Namespace>(Resources.namespaces);
@@ -49,7 +69,10 @@ export function directory(manager: Manager): Directory {
         .sort((a, b) =>
           (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''),
         );
-      return first?.spec.defaultOrganization;
+      return (
+        first?.spec.defaultOrganization ??
+        ocpUsers?.get(username)?.metadata.annotations?.[openshiftDefaultOrganizationAnnotation]
+      );
     },
     namespace: (name) => namespaces.get(name),
     namespaces,

@@ -60,6 +60,8 @@ export const tenancy: Capability = {
       resources: ['clusterrolebindings'],
       verbs: ['get', 'list', 'watch'],
     },
+    // OpenShift only: default organizations annotated on User objects.
+    { apiGroups: ['user.openshift.io'], resources: ['users'], verbs: ['get', 'list', 'watch'] },
     // Fair-use advice reads what namespaces' quotas report as used.
     { apiGroups: [''], resources: ['resourcequotas'], verbs: ['get', 'list', 'watch'] },
     // The namespace-quota ledger (one ConfigMap per organization in tenantkit's namespace).

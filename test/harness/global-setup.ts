@@ -10,7 +10,7 @@ import { startControlPlane } from '../../src/controlplane/launch.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { installCrds } from '../../src/kube/crds.ts';
 import type { KubeObject } from '../../src/kube/resources.ts';
-import { ProjectRequestStandInCrd, ProjectStandInCrd } from '../fixtures/openshift.ts';
+import { ProjectRequestStandInCrd, ProjectStandInCrd, UserStandInCrd } from '../fixtures/openshift.ts';
 import { SampleCrd } from '../fixtures/sample.ts';
 import { testTokenUsers } from './cluster.ts';
 import { veleroCrds } from './reference.ts';
@@ -21,7 +21,7 @@ export default async function setup(project: TestProject) {
   // Every CRD, test-only ones included, is installed before kube-controller-manager starts, so the
   // garbage collector knows them all from its first discovery.
   const crds: KubeObject[] = [
-    ...[...allCrds, SampleCrd, ProjectStandInCrd, ProjectRequestStandInCrd].map(
+    ...[...allCrds, SampleCrd, ProjectStandInCrd, ProjectRequestStandInCrd, UserStandInCrd].map(
       (d) => crdManifest(d) as unknown as KubeObject,
     ),
     ...(await veleroCrds()),

@@ -14,7 +14,7 @@ import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { tenancy } from '../../src/tenancy/index.ts';
 import { organizationBindingName } from '../../src/tenancy/org-rbac-controller.ts';
 import { reservedLabel } from '../../src/tenancy/reserved-objects.ts';
-import { ProjectRequestStandInCrd, ProjectStandInCrd } from '../fixtures/openshift.ts';
+import { ProjectRequestStandInCrd, ProjectStandInCrd, UserStandInCrd } from '../fixtures/openshift.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { runCapability } from '../harness/components.ts';
 
@@ -626,6 +626,25 @@ describe('namespace ownership', () => {
     } as KubeObject);
     cluster.defer(() => cluster.admin.delete(ProjectStandInCrd.type, forged.metadata.name!));
     expect(forged.metadata.labels?.[orgLabel]).toBe(orgA);
+  });
+
+  it('honours a default organization on an OpenShift User object (stand-in user API)', async () => {
+    const erin = `erin-${id}`;
+    await cluster.admin.create(UserStandInCrd.type, {
+      metadata: { name: erin, annotations: { 'appuio.io/default-organization': orgB } },
+      spec: {},
+    } as KubeObject);
+    cluster.defer(() => cluster.admin.delete(UserStandInCrd.type, erin));
+    const erinClient = await cluster.user(erin, [tenantsGroup, teamB]);
+    const name = track(cluster.unique('erin'));
+    const ns = await eventually(
+      async () => {
+        const e = await rejection(createNamespace(erinClient, name));
+        return e === undefined ? await cluster.admin.get(Resources.namespaces, name) : undefined;
+      },
+      { what: 'erin creates a namespace' },
+    );
+    expect(ns.metadata.labels?.[orgLabel]).toBe(orgB);
   });
 
   describe('pod defaults and fair use', () => {
