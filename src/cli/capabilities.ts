@@ -25,6 +25,8 @@ export interface Capability {
   controllerRules: PolicyRule[];
   /** Exactly what its webhooks need. */
   webhookRules: PolicyRule[];
+  /** What its webhooks need only in the namespace tenantkit runs in (granted by a Role there). */
+  webhookNamespacedRules?: PolicyRule[];
   /** Adds controllers to the manager. */
   controllers?(ctx: CapabilityContext): void;
   /** Admission webhooks this capability serves. */

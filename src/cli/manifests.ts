@@ -37,7 +37,34 @@ export function renderRbac(): string {
   });
   const controllerRules = [...baseControllerRules, ...capabilities.flatMap((c) => c.controllerRules)];
   const webhookRules = capabilities.flatMap((c) => c.webhookRules);
-  return [clusterRole('controllers', controllerRules), clusterRole('webhooks', webhookRules)]
+  const namespaced = capabilities.flatMap((c) => c.webhookNamespacedRules ?? []);
+  const role = {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: {
+      name: `${release}-webhooks`,
+      namespace,
+      labels: { 'app.kubernetes.io/part-of': 'tenantkit' },
+    },
+    rules: namespaced,
+  };
+  const roleBinding = {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: {
+      name: `${release}-webhooks`,
+      namespace,
+      labels: { 'app.kubernetes.io/part-of': 'tenantkit' },
+    },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `${release}-webhooks` },
+    subjects: [{ kind: 'ServiceAccount', name: `${release}-webhooks`, namespace }],
+  };
+  return [
+    clusterRole('controllers', controllerRules),
+    clusterRole('webhooks', webhookRules),
+    role,
+    roleBinding,
+  ]
     .map((o) => header + stringify(o, { lineWidth: 0, aliasDuplicateObjects: false }))
     .join('---\n');
 }

@@ -47,9 +47,17 @@ export const defaults: EffectiveConfig = {
   disabledPolicies: [],
 };
 
-export function effective(config: TenancyConfig | undefined): EffectiveConfig {
+/** The effective configuration; `namespace` is where tenantkit runs (its own identity, its ledger). */
+export function effective(
+  config: TenancyConfig | undefined,
+  namespace = defaults.quotaNamespace,
+): EffectiveConfig {
   const spec = (config?.spec ?? {}) as Partial<EffectiveConfig>;
-  const out = { ...defaults };
+  const out = {
+    ...defaults,
+    quotaNamespace: namespace,
+    privilegedUsers: [`system:serviceaccount:${namespace}:*`],
+  };
   for (const key of Object.keys(defaults) as (keyof EffectiveConfig)[]) {
     if (spec[key] !== undefined) (out as Record<string, unknown>)[key] = spec[key];
   }
@@ -58,9 +66,9 @@ export function effective(config: TenancyConfig | undefined): EffectiveConfig {
 
 export type ConfigSource = () => EffectiveConfig;
 
-export function configSource(manager: Manager): ConfigSource {
+export function configSource(manager: Manager, namespace: string): ConfigSource {
   const informer: Informer<TenancyConfig> = manager.informer(TenancyConfigCrd.type);
-  return () => effective(informer.get('cluster'));
+  return () => effective(informer.get('cluster'), namespace);
 }
 
 /** Shell-style wildcard match where `*` stands for any run of characters. */

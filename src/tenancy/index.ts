@@ -42,8 +42,8 @@ export const tenancy: Capability = {
     // controller itself does not hold in those namespaces.
     { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], verbs: ['bind'] },
   ],
-  controllers({ manager }) {
-    const config = configSource(manager);
+  controllers({ manager, namespace }) {
+    const config = configSource(manager, namespace);
     registerOrgRbacController(manager, config);
     registerUsageProfileController(manager, config, directory(manager));
   },
@@ -64,14 +64,21 @@ export const tenancy: Capability = {
     { apiGroups: ['user.openshift.io'], resources: ['users'], verbs: ['get', 'list', 'watch'] },
     // Fair-use advice reads what namespaces' quotas report as used.
     { apiGroups: [''], resources: ['resourcequotas'], verbs: ['get', 'list', 'watch'] },
-    // The namespace-quota ledger (one ConfigMap per organization in tenantkit's namespace).
+  ],
+  // The namespace-quota ledger: one ConfigMap per organization, in tenantkit's namespace only.
+  webhookNamespacedRules: [
     { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'update'] },
   ],
-  webhooks({ client, manager }) {
-    const config = configSource(manager);
+  webhooks({ client, manager, namespace }) {
+    const config = configSource(manager, namespace);
     const privileged = privilegeChecker(manager);
     const dir = directory(manager);
-    const deps = { config, privileged, directory: dir, quota: new QuotaLedger(client, dir, manager) };
+    const deps = {
+      config,
+      privileged,
+      directory: dir,
+      quota: new QuotaLedger(client, dir, manager, namespace),
+    };
     const podDeps = {
       config,
       privileged,

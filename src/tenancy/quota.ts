@@ -27,11 +27,18 @@ export class QuotaLedger {
   private readonly client: KubeClient;
   private readonly directory: Directory;
   private readonly cache: Informer<ConfigMap>;
+  private readonly cachedNamespace: string;
 
-  constructor(client: KubeClient, directory: Directory, manager: Manager) {
+  /** `namespace` is tenantkit's own: the ledger lives there unless the configuration moves it. */
+  constructor(client: KubeClient, directory: Directory, manager: Manager, namespace: string) {
     this.client = client;
     this.directory = directory;
-    this.cache = manager.informer<ConfigMap>({ ...Resources.configMaps, labelSelector: ledgerSelector });
+    this.cachedNamespace = namespace;
+    this.cache = manager.informer<ConfigMap>({
+      ...Resources.configMaps,
+      labelSelector: ledgerSelector,
+      watchNamespace: namespace,
+    });
   }
 
   /** Namespaces an organization owns now (terminating ones do not count). */
@@ -57,7 +64,7 @@ export class QuotaLedger {
     for (let attempt = 0; attempt < maxAttempts; attempt++) {
       // The first attempt trusts the cache (usually current); a stale copy only costs a 409 and a re-read.
       const current =
-        attempt === 0
+        attempt === 0 && options.ledgerNamespace === this.cachedNamespace
           ? this.cache.get(`${options.ledgerNamespace}/${name}`)
           : await this.client.get<ConfigMap>(Resources.configMaps, name, options.ledgerNamespace);
       const owned = this.owned(options.organization, options.label);

@@ -36,6 +36,28 @@ export async function componentKubeconfig(
   return path;
 }
 
+/** A Role in `namespace` with `rules`, bound to a component identity (what the chart's Roles do). */
+async function grantInNamespace(
+  cluster: TestCluster,
+  namespace: string,
+  component: string,
+  rules: unknown[],
+) {
+  const name = `tenantkit-test-${component}`;
+  const apply = { fieldManager: 'tenantkit-test', force: true };
+  await cluster.admin.apply(Resources.namespaces, { metadata: { name: namespace } }, apply);
+  await cluster.admin.apply(Resources.roles, { metadata: { name, namespace }, rules } as KubeObject, apply);
+  await cluster.admin.apply(
+    Resources.roleBindings,
+    {
+      metadata: { name, namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: componentUser(component) }],
+    } as KubeObject,
+    apply,
+  );
+}
+
 export interface RunningCapability {
   controllers: Manager;
   controllerClient: KubeClient;
@@ -59,6 +81,14 @@ export async function runCapability(
     `${capability.name}-webhooks`,
     capability.webhookRules,
   );
+  if (capability.webhookNamespacedRules?.length) {
+    await grantInNamespace(
+      cluster,
+      'tenantkit-system',
+      `${capability.name}-webhooks`,
+      capability.webhookNamespacedRules,
+    );
+  }
   const webhookClient = KubeClient.fromKubeconfig({ path: webhookKubeconfig });
   const webhookManager = new Manager({
     client: webhookClient,
