@@ -71,11 +71,20 @@ export function configSource(manager: Manager, namespace: string): ConfigSource 
   return () => effective(informer.get('cluster'), namespace);
 }
 
+const compiled = new Map<string, RegExp>();
+
 /** Shell-style wildcard match where `*` stands for any run of characters. */
 export function wildcard(pattern: string, value: string): boolean {
   if (!pattern.includes('*')) return pattern === value;
-  const parts = pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'));
-  return new RegExp(`^${parts.join('.*')}$`).test(value);
+  let re = compiled.get(pattern);
+  if (!re) {
+    // Patterns come from one admin-written object: few, so the cache stays small; clear it if not.
+    if (compiled.size > 1000) compiled.clear();
+    const parts = pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'));
+    re = new RegExp(`^${parts.join('.*')}$`);
+    compiled.set(pattern, re);
+  }
+  return re.test(value);
 }
 
 export const matchesAny = (patterns: readonly string[], value: string) =>
