@@ -64,7 +64,8 @@ async function controllers(args: string[]): Promise<void> {
   });
   const ctx: CapabilityContext = { client, manager, namespace };
   for (const c of selectCapabilities(values.capabilities)) c.controllers?.(ctx);
-  const health = await startHealthServer(Number(values['metrics-port']), () => true);
+  // Ready once the caches are filled; standbys are ready too (they take over with warm caches).
+  const health = await startHealthServer(Number(values['metrics-port']), () => manager.hasSynced());
   const stop = shutdownSignal();
   try {
     await manager.start(stop.signal);

@@ -1,0 +1,67 @@
+// The informer against the real API server: initial list, watch events and indexes.
+import { afterAll, describe, expect, it } from 'vitest';
+import { ByLabel, ByNamespace, ByOwner, Informer } from '../../src/kube/informer.ts';
+import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { eventually, TestCluster } from '../harness/cluster.ts';
+
+const cluster = await TestCluster.connect();
+afterAll(() => cluster.cleanup());
+
+describe('informer', () => {
+  it('lists, follows watch events, and keeps its indexes in step', async () => {
+    const ns = await cluster.namespace('inf');
+    await cluster.admin.create(Resources.configMaps, {
+      metadata: { name: 'before', namespace: ns, labels: { app: 'a' } },
+    });
+    const informer = new Informer<KubeObject>(cluster.admin, Resources.configMaps, { namespace: ns });
+    const seen: string[] = [];
+    informer.addHandlers({
+      onAdd: (o) => seen.push(`add ${o.metadata.name}`),
+      onUpdate: (_, o) => seen.push(`update ${o.metadata.name}`),
+      onDelete: (o) => seen.push(`delete ${o.metadata.name}`),
+    });
+    const stop = new AbortController();
+    const run = informer.run(stop.signal);
+    await informer.waitForSync();
+    expect(informer.byIndex(ByLabel, 'app=a').map((o) => o.metadata.name)).toEqual(['before']);
+
+    const owner = await cluster.admin.create<KubeObject>(Resources.configMaps, {
+      metadata: { name: 'owner', namespace: ns },
+    });
+    await cluster.admin.create(Resources.configMaps, {
+      metadata: {
+        name: 'owned',
+        namespace: ns,
+        labels: { app: 'b' },
+        ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: owner.metadata.uid! }],
+      },
+    });
+    await eventually(() => informer.byIndex(ByOwner, owner.metadata.uid!).length === 1, {
+      what: 'owner index',
+    });
+    await cluster.admin.patch(Resources.configMaps, 'before', ns, { metadata: { labels: { app: 'b' } } });
+    await eventually(
+      () =>
+        informer.byIndex(ByLabel, 'app=b').length === 2 && informer.byIndex(ByLabel, 'app=a').length === 0,
+      {
+        what: 'label index follows an update',
+      },
+    );
+    await cluster.admin.delete(Resources.configMaps, 'owned', ns);
+    await eventually(() => informer.byIndex(ByOwner, owner.metadata.uid!).length === 0, {
+      what: 'delete removes from indexes',
+    });
+    expect(
+      informer
+        .byIndex(ByNamespace, ns)
+        .map((o) => o.metadata.name)
+        .sort(),
+    ).toEqual(expect.arrayContaining(['before', 'owner']));
+    expect(informer.get(`${ns}/owned`)).toBeUndefined();
+    expect(seen).toEqual(
+      expect.arrayContaining(['add before', 'add owner', 'add owned', 'update before', 'delete owned']),
+    );
+    stop.abort();
+    await run;
+  });
+});
