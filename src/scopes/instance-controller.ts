@@ -6,6 +6,7 @@ import { type ScopeInstance, ScopeInstanceCrd, type ScopeTemplate, ScopeTemplate
 import { mapLimit } from '../kube/access.ts';
 import { type Condition, setCondition } from '../kube/conditions.ts';
 import { ensureOwned } from '../kube/ensure.ts';
+import { ByOwner } from '../kube/informer.ts';
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
 import { compileSelector, isEmptySelector } from '../kube/selectors.ts';
@@ -179,8 +180,8 @@ export function registerInstanceController(manager: Manager): void {
       let deleted = 0;
       let pruneDeferred = false;
       const owned = [
-        ...roleBindings.byIndex('owner', uid),
-        ...clusterRoleBindings.byIndex('owner', uid),
+        ...roleBindings.byIndex(ByOwner, uid),
+        ...clusterRoleBindings.byIndex(ByOwner, uid),
       ].filter((b) => ownedBy(b, uid));
       await mapLimit(owned, writeConcurrency, async (binding) => {
         const ns = binding.metadata.namespace;

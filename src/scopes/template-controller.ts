@@ -4,6 +4,7 @@
 import { type ScopeInstance, ScopeInstanceCrd, type ScopeTemplate, ScopeTemplateCrd } from '../api/scopes.ts';
 import { type Condition, setCondition } from '../kube/conditions.ts';
 import { ensureOwned } from '../kube/ensure.ts';
+import { ByOwner } from '../kube/informer.ts';
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
 import { type Binding, type ClusterRole, desiredClusterRole, roleUpToDate } from './desired.ts';
@@ -69,7 +70,7 @@ export function registerTemplateController(manager: Manager): void {
 
       let deleted = 0;
       let waiting = 0;
-      for (const role of roles.byIndex('owner', uid)) {
+      for (const role of roles.byIndex(ByOwner, uid)) {
         const roleName = role.metadata.name!;
         if (desiredNames.has(roleName)) continue;
         if (boundBindings(bindingInformers, roleName).length > 0) {

@@ -7,7 +7,7 @@ import {
   type UsageProfile,
   UsageProfileCrd,
 } from '../api/tenancy.ts';
-import type { Informer } from '../kube/informer.ts';
+import { ByLabel, type Informer } from '../kube/informer.ts';
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, Resources, type ResourceType } from '../kube/resources.ts';
 import type { UserInfo } from '../webhook/admission.ts';
@@ -34,6 +34,8 @@ export interface Directory {
   defaultOrganization(username: string): string | undefined;
   namespace(name: string): Namespace | undefined;
   namespaces: Informer<Namespace>;
+  /** Names of the namespaces labelled as belonging to `organization` (terminating ones included). */
+  organizationNamespaces(organization: string, label: string): string[];
   /** The UsageProfile that applies to an organization: its own choice, else the active one. */
   profileFor(organization: Organization, active: string): UsageProfile | undefined;
 }
@@ -76,6 +78,8 @@ export function directory(manager: Manager): Directory {
     },
     namespace: (name) => namespaces.get(name),
     namespaces,
+    organizationNamespaces: (organization, label) =>
+      namespaces.byIndex(ByLabel, `${label}=${organization}`).map((n) => n.metadata.name!),
     profileFor(organization, active) {
       const name = organization.spec.usageProfile ?? active;
       return name ? profiles.get(name) : undefined;

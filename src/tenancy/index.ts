@@ -44,8 +44,9 @@ export const tenancy: Capability = {
   ],
   controllers({ manager, namespace }) {
     const config = configSource(manager, namespace);
-    registerOrgRbacController(manager, config);
-    registerUsageProfileController(manager, config, directory(manager));
+    const dir = directory(manager);
+    registerOrgRbacController(manager, config, dir);
+    registerUsageProfileController(manager, config, dir);
   },
   webhookRules: [
     {

@@ -10,7 +10,7 @@ import { semanticEqual } from '../kube/equality.ts';
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
 import type { ConfigSource } from './config.ts';
-import { isTerminating, type Namespace } from './directory.ts';
+import { type Directory, isTerminating } from './directory.ts';
 
 export const skipLabel = 'tenancy.tenantkit.io/skip-organization-rbac';
 export const uninitializedAnnotation = 'tenancy.tenantkit.io/uninitialized';
@@ -33,8 +33,11 @@ function subjectsOf(organization: Organization): RoleBinding['subjects'] {
   ];
 }
 
-export function registerOrgRbacController(manager: Manager, config: ConfigSource): void {
-  const namespaces = manager.informer<Namespace>(Resources.namespaces);
+export function registerOrgRbacController(
+  manager: Manager,
+  config: ConfigSource,
+  directory: Directory,
+): void {
   const organizations = manager.informer<Organization>(OrganizationCrd.type);
   const bindings = manager.informer<RoleBinding>({
     ...Resources.roleBindings,
@@ -45,13 +48,11 @@ export function registerOrgRbacController(manager: Manager, config: ConfigSource
     .controller('organization-rbac')
     .for(Resources.namespaces)
     .watches(OrganizationCrd.type, (org) =>
-      namespaces
-        .byIndex('label', `${config().organizationLabel}=${org.metadata.name}`)
-        .map((n) => n.metadata.name!),
+      directory.organizationNamespaces(org.metadata.name!, config().organizationLabel),
     )
     .watches(bindings.type, (b) => (b.metadata.namespace ? [b.metadata.namespace] : []))
     .complete(async (name, { client, events }) => {
-      const ns = namespaces.get(name);
+      const ns = directory.namespace(name);
       const cfg = config();
       const orgName = ns?.metadata.labels?.[cfg.organizationLabel];
       if (!ns || isTerminating(ns) || !orgName || ns.metadata.labels?.[skipLabel] === 'true')

@@ -4,7 +4,7 @@
 // - missing nodeSelector keys come from the namespace annotation (key=value,...) or the default;
 // - a warning (never a denial) when the namespace's memory per requested CPU on a node class falls
 //   below the fair-use ratio, counting what its ResourceQuotas already report as used.
-import type { Informer } from '../kube/informer.ts';
+import { ByNamespace, type Informer } from '../kube/informer.ts';
 import { parseQuantity } from '../kube/quantity.ts';
 import type { KubeObject } from '../kube/resources.ts';
 import { type AdmissionRequest, allow, deny, mutate, type Verdict } from '../webhook/admission.ts';
@@ -140,7 +140,7 @@ export function checkFairUse(deps: PodPolicyDeps, req: AdmissionRequest): Verdic
   let cpu = requests(pod, 'cpu');
   let memory = requests(pod, 'memory');
   const used = deps.quotas
-    .byIndex('namespace', ns.metadata.name!)
+    .byIndex(ByNamespace, ns.metadata.name!)
     .find((q) => q.status?.used?.['requests.cpu'])?.status?.used;
   cpu += parseQuantity(used?.['requests.cpu']) ?? 0;
   memory += parseQuantity(used?.['requests.memory']) ?? 0;

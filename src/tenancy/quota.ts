@@ -44,10 +44,9 @@ export class QuotaLedger {
   /** Namespaces an organization owns now (terminating ones do not count). */
   owned(organization: string, label: string): Set<string> {
     return new Set(
-      this.directory.namespaces
-        .byIndex('label', `${label}=${organization}`)
-        .filter((ns) => !isTerminating(ns))
-        .map((ns) => ns.metadata.name!),
+      this.directory
+        .organizationNamespaces(organization, label)
+        .filter((name) => !isTerminating(this.directory.namespace(name)!)),
     );
   }
 

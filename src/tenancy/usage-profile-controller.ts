@@ -12,6 +12,7 @@ import {
   UsageProfileCrd,
 } from '../api/tenancy.ts';
 import { semanticEqual } from '../kube/equality.ts';
+import { ByNamespace } from '../kube/informer.ts';
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, Resources, type ResourceType } from '../kube/resources.ts';
 import type { ConfigSource } from './config.ts';
@@ -95,9 +96,7 @@ export function registerUsageProfileController(
     .watches(UsageProfileCrd.type, orgNamespaces)
     .watches(TenancyConfigCrd.type, orgNamespaces)
     .watches(OrganizationCrd.type, (org) =>
-      directory.namespaces
-        .byIndex('label', `${config().organizationLabel}=${org.metadata.name}`)
-        .map((n) => n.metadata.name!),
+      directory.organizationNamespaces(org.metadata.name!, config().organizationLabel),
     );
   for (const type of Object.values(kinds)) builder.watches(type, inNamespace);
   builder.complete(async (name, { client, events }) => {
@@ -140,7 +139,7 @@ export function registerUsageProfileController(
     }
     // Objects of ours that the profile no longer lists (or no profile applies any more).
     for (const [kind, informer] of Object.entries(informers)) {
-      for (const object of informer.byIndex('namespace', name)) {
+      for (const object of informer.byIndex(ByNamespace, name)) {
         if (!wanted.has(`${kind}/${object.metadata.name}`)) {
           await client.delete(kinds[kind]!, object.metadata.name!, name, {
             preconditions: { uid: object.metadata.uid! },

@@ -9,7 +9,7 @@ import { inject } from 'vitest';
 import { renderKubeconfig } from '../../src/controlplane/kubeconfig.ts';
 import type { TokenUser } from '../../src/controlplane/launch.ts';
 import { KubeClient } from '../../src/kube/client.ts';
-import { Resources } from '../../src/kube/resources.ts';
+import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { type CertificateAuthority, loadCA } from '../../src/pki/certs.ts';
 
 /** Users the API server authenticates by static token (--token-auth-file). */
@@ -111,6 +111,48 @@ export class TestCluster {
     await this.admin.create(Resources.namespaces, { metadata: { name, labels } });
     this.defer(() => this.admin.delete(Resources.namespaces, name));
     return name;
+  }
+
+  /**
+   * Grants a subject either new `rules` (a Role in `namespace`, else a ClusterRole) or an existing
+   * `clusterRole`, by a RoleBinding in `namespace` or else a ClusterRoleBinding. Cluster-scoped objects
+   * are removed by cleanup(); namespaced ones go with their namespace. Returns the role's name.
+   */
+  async grant(
+    subject: { kind: 'User' | 'Group' | 'ServiceAccount'; name: string; namespace?: string },
+    what: { rules: unknown[]; name?: string } | { clusterRole: string },
+    namespace?: string,
+  ): Promise<string> {
+    const apply = { fieldManager: 'tenantkit-test', force: true };
+    const name =
+      'rules' in what ? (what.name ?? this.unique('grant')) : this.unique(`grant-${what.clusterRole}`);
+    const roleRef =
+      'rules' in what
+        ? { apiGroup: 'rbac.authorization.k8s.io', kind: namespace ? 'Role' : 'ClusterRole', name }
+        : { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: what.clusterRole };
+    if ('rules' in what) {
+      const type = namespace ? Resources.roles : Resources.clusterRoles;
+      await this.admin.apply(
+        type,
+        { metadata: { name, ...(namespace ? { namespace } : {}) }, rules: what.rules } as KubeObject,
+        apply,
+      );
+      if (!namespace) this.defer(() => this.admin.delete(Resources.clusterRoles, name));
+    }
+    const binding = {
+      metadata: { name, ...(namespace ? { namespace } : {}) },
+      roleRef,
+      subjects: [
+        subject.kind === 'ServiceAccount' ? subject : { apiGroup: 'rbac.authorization.k8s.io', ...subject },
+      ],
+    } as KubeObject;
+    await this.admin.apply(
+      namespace ? Resources.roleBindings : Resources.clusterRoleBindings,
+      binding,
+      apply,
+    );
+    if (!namespace) this.defer(() => this.admin.delete(Resources.clusterRoleBindings, name));
+    return roleRef.name;
   }
 
   /** Registers work for cleanup(), run in reverse order. */

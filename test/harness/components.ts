@@ -6,7 +6,7 @@ import { baseControllerRules, type Capability, type CapabilityContext } from '..
 import { KubeClient } from '../../src/kube/client.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { Manager } from '../../src/kube/manager.ts';
-import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { Resources } from '../../src/kube/resources.ts';
 import { eventually, type TestCluster } from './cluster.ts';
 import { startTestWebhooks, type TestWebhooks } from './webhooks.ts';
 
@@ -20,17 +20,7 @@ export async function componentKubeconfig(
   rules: unknown[],
 ): Promise<string> {
   const name = `tenantkit-test-${component}`;
-  const apply = { fieldManager: 'tenantkit-test', force: true };
-  await cluster.admin.apply(Resources.clusterRoles, { metadata: { name }, rules } as KubeObject, apply);
-  await cluster.admin.apply(
-    Resources.clusterRoleBindings,
-    {
-      metadata: { name },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: componentUser(component) }],
-    } as KubeObject,
-    apply,
-  );
+  await cluster.grant({ kind: 'User', name: componentUser(component) }, { rules, name });
   const path = join(cluster.dir, `${name}.kubeconfig`);
   await writeFile(path, await cluster.userKubeconfig(componentUser(component)), { mode: 0o600 });
   return path;
@@ -43,18 +33,15 @@ async function grantInNamespace(
   component: string,
   rules: unknown[],
 ) {
-  const name = `tenantkit-test-${component}`;
-  const apply = { fieldManager: 'tenantkit-test', force: true };
-  await cluster.admin.apply(Resources.namespaces, { metadata: { name: namespace } }, apply);
-  await cluster.admin.apply(Resources.roles, { metadata: { name, namespace }, rules } as KubeObject, apply);
   await cluster.admin.apply(
-    Resources.roleBindings,
-    {
-      metadata: { name, namespace },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: componentUser(component) }],
-    } as KubeObject,
-    apply,
+    Resources.namespaces,
+    { metadata: { name: namespace } },
+    { fieldManager: 'tenantkit-test' },
+  );
+  await cluster.grant(
+    { kind: 'User', name: componentUser(component) },
+    { rules, name: `tenantkit-test-${component}` },
+    namespace,
   );
 }
 

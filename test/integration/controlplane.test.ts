@@ -18,13 +18,8 @@ async function status(promise: Promise<unknown>): Promise<number> {
   }
 }
 
-async function grantView(namespace: string, kind: 'User' | 'Group', name: string) {
-  await cluster.admin.create(Resources.roleBindings, {
-    metadata: { name: `view-${name.replace(/[^a-z0-9-]/g, '-')}`, namespace },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
-    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind, name }],
-  } as KubeObject);
-}
+const grantView = (namespace: string, kind: 'User' | 'Group', name: string) =>
+  cluster.grant({ kind, name }, { clusterRole: 'view' }, namespace);
 
 describe('control plane', () => {
   it('reports the Kubernetes release it was built from', async () => {

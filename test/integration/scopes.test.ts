@@ -332,33 +332,24 @@ describe('ScopeTemplate and ScopeInstance', () => {
       ]),
     );
     const user = cluster.unique('mallory');
-    await cluster.admin.create(Resources.clusterRoles, {
-      metadata: { name: user },
-      rules: [
-        {
-          apiGroups: ['operators.coreos.com'],
-          resources: ['scopeinstances', 'scopetemplates'],
-          verbs: ['create', 'get', 'list'],
-        },
-      ],
-    } as KubeObject);
-    cluster.defer(() => cluster.admin.delete(Resources.clusterRoles, user));
-    await cluster.admin.create(Resources.clusterRoleBindings, {
-      metadata: { name: user },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: user },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
-    } as KubeObject);
-    cluster.defer(() => cluster.admin.delete(Resources.clusterRoleBindings, user));
+    await cluster.grant(
+      { kind: 'User', name: user },
+      {
+        rules: [
+          {
+            apiGroups: ['operators.coreos.com'],
+            resources: ['scopeinstances', 'scopetemplates'],
+            verbs: ['create', 'get', 'list'],
+          },
+        ],
+      },
+    );
     // She may read secrets in her own namespace only.
-    await cluster.admin.create(Resources.roles, {
-      metadata: { name: 'secrets', namespace: ns },
-      rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list'] }],
-    } as KubeObject);
-    await cluster.admin.create(Resources.roleBindings, {
-      metadata: { name: 'secrets', namespace: ns },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'secrets' },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
-    } as KubeObject);
+    await cluster.grant(
+      { kind: 'User', name: user },
+      { rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list'] }] },
+      ns,
+    );
     const mallory = await cluster.user(user);
     const denial = async (promise: Promise<unknown>) =>
       promise.then(

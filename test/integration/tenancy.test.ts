@@ -102,10 +102,10 @@ beforeAll(async () => {
   );
   cluster.defer(() => cluster.admin.delete(TenantUserCrd.type, alice));
   // Tenants may create and edit namespaces; the policies decide which.
-  await cluster.admin.apply(
-    Resources.clusterRoles,
+  await cluster.grant(
+    { kind: 'Group', name: tenantsGroup },
     {
-      metadata: { name: `${id}-namespace-creator` },
+      name: `${id}-namespace-creator`,
       rules: [
         {
           apiGroups: [''],
@@ -113,24 +113,8 @@ beforeAll(async () => {
           verbs: ['create', 'get', 'list', 'watch', 'update', 'patch'],
         },
       ],
-    } as KubeObject,
-    apply,
+    },
   );
-  await cluster.admin.apply(
-    Resources.clusterRoleBindings,
-    {
-      metadata: { name: `${id}-namespace-creator` },
-      roleRef: {
-        apiGroup: 'rbac.authorization.k8s.io',
-        kind: 'ClusterRole',
-        name: `${id}-namespace-creator`,
-      },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: tenantsGroup }],
-    } as KubeObject,
-    apply,
-  );
-  cluster.defer(() => cluster.admin.delete(Resources.clusterRoleBindings, `${id}-namespace-creator`));
-  cluster.defer(() => cluster.admin.delete(Resources.clusterRoles, `${id}-namespace-creator`));
   aliceClient = await cluster.user(alice, [tenantsGroup, teamB]);
   bobClient = await cluster.user(bob, [tenantsGroup]);
   carolClient = await cluster.user(carol, [tenantsGroup]);
@@ -296,16 +280,10 @@ describe('namespace ownership', () => {
     const home = track(cluster.unique('sa-home'));
     await createNamespace(aliceClient, home, { [orgLabel]: orgA });
     const { client: sa } = await cluster.serviceAccount(home, 'builder');
-    await cluster.admin.create(Resources.clusterRoleBindings, {
-      metadata: { name: `${home}-builder` },
-      roleRef: {
-        apiGroup: 'rbac.authorization.k8s.io',
-        kind: 'ClusterRole',
-        name: `${id}-namespace-creator`,
-      },
-      subjects: [{ kind: 'ServiceAccount', name: 'builder', namespace: home }],
-    } as KubeObject);
-    cluster.defer(() => cluster.admin.delete(Resources.clusterRoleBindings, `${home}-builder`));
+    await cluster.grant(
+      { kind: 'ServiceAccount', name: 'builder', namespace: home },
+      { clusterRole: `${id}-namespace-creator` },
+    );
     const other = await rejection(createNamespace(sa, cluster.unique('sa-other'), { [orgLabel]: orgB }));
     expect(other?.message).toContain(`belongs to organization "${orgA}"`);
     const name = track(cluster.unique('sa-made'));
@@ -338,12 +316,7 @@ describe('namespace ownership', () => {
     );
     expect((await rejection(createNamespace(aliceClient, `kube-${id}-x`)))?.message).toContain('is reserved');
     // The same role through a ClusterRoleBinding (which only an admin can make) does bypass.
-    await cluster.admin.create(Resources.clusterRoleBindings, {
-      metadata: { name: `${id}-operator` },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${id}-operator` },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: carol }],
-    } as KubeObject);
-    cluster.defer(() => cluster.admin.delete(Resources.clusterRoleBindings, `${id}-operator`));
+    await cluster.grant({ kind: 'User', name: carol }, { clusterRole: `${id}-operator` });
     await eventually(
       async () => {
         await createNamespace(carolClient, track(`kube-${id}-op`));
@@ -366,15 +339,11 @@ describe('namespace ownership', () => {
     );
     // The built-in admin role cannot touch quotas at all; give alice a role that can, as some
     // organizations' roles do, so that the guardrail itself is what stops her.
-    await cluster.admin.create(Resources.roles, {
-      metadata: { name: 'quota-editor', namespace: name },
-      rules: [{ apiGroups: [''], resources: ['resourcequotas', 'limitranges'], verbs: ['*'] }],
-    } as KubeObject);
-    await cluster.admin.create(Resources.roleBindings, {
-      metadata: { name: 'quota-editor', namespace: name },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'quota-editor' },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: alice }],
-    } as KubeObject);
+    await cluster.grant(
+      { kind: 'User', name: alice },
+      { rules: [{ apiGroups: [''], resources: ['resourcequotas', 'limitranges'], verbs: ['*'] }] },
+      name,
+    );
     await eventually(
       async () =>
         (await rejection(aliceClient.list(Resources.resourceQuotas, { namespace: name }))) === undefined,
@@ -571,10 +540,9 @@ describe('namespace ownership', () => {
   });
 
   it("assigns OpenShift projects to the requester's default organization (stand-in project API)", async () => {
-    await cluster.admin.apply(
-      Resources.clusterRoles,
+    await cluster.grant(
+      { kind: 'Group', name: tenantsGroup },
       {
-        metadata: { name: `${id}-projects` },
         rules: [
           {
             apiGroups: ['project.openshift.io'],
@@ -582,20 +550,8 @@ describe('namespace ownership', () => {
             verbs: ['create'],
           },
         ],
-      } as KubeObject,
-      apply,
+      },
     );
-    cluster.defer(() => cluster.admin.delete(Resources.clusterRoles, `${id}-projects`));
-    await cluster.admin.apply(
-      Resources.clusterRoleBindings,
-      {
-        metadata: { name: `${id}-projects` },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${id}-projects` },
-        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: tenantsGroup }],
-      } as KubeObject,
-      apply,
-    );
-    cluster.defer(() => cluster.admin.delete(Resources.clusterRoleBindings, `${id}-projects`));
     // Not carol: an earlier test made her a privileged operator.
     const daveClient = await cluster.user(`dave-${id}`, [tenantsGroup]);
     const request = (client: KubeClient, name: string) =>

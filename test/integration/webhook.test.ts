@@ -97,11 +97,7 @@ describe('admission webhooks', () => {
 
   it('stores the mutating patch on the object, and knows who asked', async () => {
     const tenant = await cluster.user('wh-tenant');
-    await cluster.admin.create(Resources.roleBindings, {
-      metadata: { name: 'edit', namespace },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'wh-tenant' }],
-    } as KubeObject);
+    await cluster.grant({ kind: 'User', name: 'wh-tenant' }, { clusterRole: 'edit' }, namespace);
     await eventually(async () => {
       await tenant.create(Resources.configMaps, {
         metadata: { name: 'good', namespace },
