@@ -1,10 +1,17 @@
 // The informer against the real API server: initial list, watch events and indexes.
 import { afterAll, describe, expect, it } from 'vitest';
+import { isConflict } from '../../src/kube/client.ts';
+import { ensureFinalizer, removeFinalizer } from '../../src/kube/finalizers.ts';
 import { ByLabel, ByNamespace, ByOwner, Informer } from '../../src/kube/informer.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 
 const cluster = await TestCluster.connect();
+const rejection = (promise: Promise<unknown>) =>
+  promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
 afterAll(() => cluster.cleanup());
 
 describe('informer', () => {
@@ -63,5 +70,32 @@ describe('informer', () => {
     );
     stop.abort();
     await run;
+  });
+});
+
+describe('finalizer helpers', () => {
+  it('add and remove a finalizer, and refuse to work from a stale copy', async () => {
+    const ns = await cluster.namespace('fin');
+    const created = await cluster.admin.create<KubeObject>(Resources.configMaps, {
+      metadata: { name: 'guarded', namespace: ns, finalizers: ['example.com/other'] },
+    });
+    const guarded = await ensureFinalizer(cluster.admin, Resources.configMaps, created, 'tenantkit.io/test');
+    expect(guarded.metadata.finalizers).toEqual(['example.com/other', 'tenantkit.io/test']);
+    expect(await ensureFinalizer(cluster.admin, Resources.configMaps, guarded, 'tenantkit.io/test')).toBe(
+      guarded,
+    );
+    // A copy older than the last write must not overwrite someone else's finalizer list.
+    const stale = await rejection(
+      removeFinalizer(
+        cluster.admin,
+        Resources.configMaps,
+        { ...created, metadata: { ...created.metadata, finalizers: ['tenantkit.io/test'] } },
+        'tenantkit.io/test',
+      ),
+    );
+    expect(isConflict(stale)).toBe(true);
+    const released = await removeFinalizer(cluster.admin, Resources.configMaps, guarded, 'tenantkit.io/test');
+    expect(released.metadata.finalizers).toEqual(['example.com/other']);
+    await removeFinalizer(cluster.admin, Resources.configMaps, released, 'example.com/other');
   });
 });
