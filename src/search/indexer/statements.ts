@@ -1,0 +1,163 @@
+// The SQL of one index batch. Everything is set-based (one statement per step for the whole batch),
+// and edges are a pure function of (declared references, indexed objects): whenever an object changes,
+// every edge that touches it is recomputed from the references, whichever end arrived first.
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+import type { EdgeRef, IndexedResource } from '../model.ts';
+
+type Sql = Pick<pg.PoolClient, 'query'>;
+
+/** Upserts objects, skipping those whose data and references are unchanged; returns the changed uids. */
+export async function upsertResources(
+  sql: Sql,
+  cluster: string,
+  resources: IndexedResource[],
+): Promise<string[]> {
+  const uids = resources.map((r) => r.uid);
+  const changed = await sql.query<{ uid: string }>(
+    `INSERT INTO search.resources AS r (uid, cluster, data)
+       SELECT u, $2, d::jsonb FROM unnest($1::text[], $3::text[]) AS t(u, d)
+     ON CONFLICT (uid) DO UPDATE SET data = EXCLUDED.data, cluster = EXCLUDED.cluster
+       WHERE r.data IS DISTINCT FROM EXCLUDED.data OR r.cluster IS DISTINCT FROM EXCLUDED.cluster
+     RETURNING uid`,
+    [uids, cluster, resources.map((r) => JSON.stringify(r.data))],
+  );
+  const refsChanged = await replaceReferences(sql, cluster, resources);
+  const touched = new Set(changed.rows.map((r) => r.uid));
+  for (const uid of refsChanged) touched.add(uid);
+  if (changed.rows.length > 0) {
+    // New property names (for searchSchema); names are never removed, which at worst offers a filter
+    // that matches nothing.
+    await sql.query(
+      `INSERT INTO tenantkit_search.properties (cluster, gr, property)
+         SELECT DISTINCT r.cluster, r._gr, k FROM search.resources r, jsonb_object_keys(r.data) k
+         WHERE r.uid = ANY($1)
+       ON CONFLICT DO NOTHING`,
+      [changed.rows.map((r) => r.uid)],
+    );
+  }
+  if (touched.size > 0) await recomputeEdges(sql, [...touched]);
+  return [...touched];
+}
+
+/** Stores each object's references when they differ from what is stored; returns those uids. */
+async function replaceReferences(sql: Sql, cluster: string, resources: IndexedResource[]): Promise<string[]> {
+  const changed = await sql.query<{ uid: string }>(
+    `INSERT INTO tenantkit_search.sources AS s (uid, refs_hash)
+       SELECT * FROM unnest($1::text[], $2::text[])
+     ON CONFLICT (uid) DO UPDATE SET refs_hash = EXCLUDED.refs_hash WHERE s.refs_hash <> EXCLUDED.refs_hash
+     RETURNING uid`,
+    [resources.map((r) => r.uid), resources.map((r) => refsHash(r.edges))],
+  );
+  if (changed.rows.length === 0) return [];
+  const uids = new Set(changed.rows.map((r) => r.uid));
+  await sql.query('DELETE FROM tenantkit_search.edge_refs WHERE sourceid = ANY($1)', [[...uids]]);
+  const rows = resources.filter((r) => uids.has(r.uid)).flatMap((r) => r.edges.map((e) => refRow(r.uid, e)));
+  if (rows.length > 0) {
+    await sql.query(
+      `INSERT INTO tenantkit_search.edge_refs (sourceid, cluster, edgetype, destuid, destkind, destns, destname, selector)
+         SELECT s, $1, t, u, k, n, m, sel::jsonb
+         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+           AS x(s, t, u, k, n, m, sel)`,
+      [
+        cluster,
+        rows.map((r) => r.source),
+        rows.map((r) => r.type),
+        rows.map((r) => r.uid),
+        rows.map((r) => r.kind),
+        rows.map((r) => r.namespace),
+        rows.map((r) => r.name),
+        rows.map((r) => r.selector),
+      ],
+    );
+  }
+  return [...uids];
+}
+
+function refRow(source: string, e: EdgeRef) {
+  const none = { uid: null, kind: null, namespace: null, name: null, selector: null };
+  if ('uid' in e) return { ...none, source, type: e.type, uid: e.uid };
+  const base = { ...none, source, type: e.type, kind: e.kind.toLowerCase(), namespace: e.namespace ?? null };
+  return 'selector' in e ? { ...base, selector: JSON.stringify(e.selector) } : { ...base, name: e.name };
+}
+
+function refsHash(edges: EdgeRef[]): string {
+  return createHash('sha256').update(JSON.stringify(edges)).digest('base64url');
+}
+
+const edgeColumns = 'sourceid, sourcekind, destid, destkind, edgetype, cluster';
+const edgeValues = `s.uid, s.data->>'kind', d.uid, d.data->>'kind', r.edgetype, r.cluster`;
+const byName = `d.cluster = r.cluster AND d._kind = r.destkind AND d._name = r.destname
+  AND d._ns IS NOT DISTINCT FROM r.destns`;
+const bySelector = `d.cluster = r.cluster AND d._kind = r.destkind AND d._ns = r.destns
+  AND d.data->'label' @> r.selector`;
+
+/** Drops and rebuilds every edge that starts or ends at one of `uids`. */
+export async function recomputeEdges(sql: Sql, uids: string[]): Promise<void> {
+  await sql.query('DELETE FROM search.edges WHERE sourceid = ANY($1) OR destid = ANY($1)', [uids]);
+  // Outgoing: the references these objects declare, to whatever is indexed now.
+  await sql.query(
+    `INSERT INTO search.edges (${edgeColumns})
+       SELECT ${edgeValues} FROM tenantkit_search.edge_refs r
+         JOIN search.resources s ON s.uid = r.sourceid JOIN search.resources d ON d.uid = r.destuid
+         WHERE r.sourceid = ANY($1) AND r.destuid IS NOT NULL
+       UNION ALL
+       SELECT ${edgeValues} FROM tenantkit_search.edge_refs r
+         JOIN search.resources s ON s.uid = r.sourceid JOIN search.resources d ON ${byName}
+         WHERE r.sourceid = ANY($1) AND r.destname IS NOT NULL
+       UNION ALL
+       SELECT ${edgeValues} FROM tenantkit_search.edge_refs r
+         JOIN search.resources s ON s.uid = r.sourceid JOIN search.resources d ON ${bySelector}
+         WHERE r.sourceid = ANY($1) AND r.selector IS NOT NULL
+     ON CONFLICT DO NOTHING`,
+    [uids],
+  );
+  // Incoming: references other objects declared that these objects now satisfy.
+  await sql.query(
+    `INSERT INTO search.edges (${edgeColumns})
+       SELECT ${edgeValues} FROM search.resources d
+         JOIN tenantkit_search.edge_refs r ON r.destuid = d.uid JOIN search.resources s ON s.uid = r.sourceid
+         WHERE d.uid = ANY($1)
+       UNION ALL
+       SELECT ${edgeValues} FROM search.resources d
+         JOIN tenantkit_search.edge_refs r ON r.destname IS NOT NULL AND ${byName}
+         JOIN search.resources s ON s.uid = r.sourceid
+         WHERE d.uid = ANY($1)
+       UNION ALL
+       SELECT ${edgeValues} FROM search.resources d
+         JOIN tenantkit_search.edge_refs r ON r.selector IS NOT NULL AND ${bySelector}
+         JOIN search.resources s ON s.uid = r.sourceid
+         WHERE d.uid = ANY($1)
+     ON CONFLICT DO NOTHING`,
+    [uids],
+  );
+}
+
+/** Removes objects of `cluster` with their references and every edge that touches them. */
+export async function deleteResources(sql: Sql, cluster: string, uids: string[]): Promise<number> {
+  if (uids.length === 0) return 0;
+  // Only this cluster's rows: a collector can never remove another cluster's objects by uid.
+  const gone = await sql.query<{ uid: string }>(
+    'DELETE FROM search.resources WHERE uid = ANY($1) AND cluster = $2 RETURNING uid',
+    [uids, cluster],
+  );
+  const removed = gone.rows.map((r) => r.uid);
+  if (removed.length === 0) return 0;
+  await sql.query('DELETE FROM tenantkit_search.sources WHERE uid = ANY($1)', [removed]);
+  await sql.query('DELETE FROM tenantkit_search.edge_refs WHERE sourceid = ANY($1)', [removed]);
+  await sql.query('DELETE FROM search.edges WHERE sourceid = ANY($1) OR destid = ANY($1)', [removed]);
+  return removed.length;
+}
+
+/** Deletes the objects of one type in `cluster` that are not in `keep`. */
+export async function pruneType(sql: Sql, cluster: string, gr: string, keep: string[]): Promise<number> {
+  const stale = await sql.query<{ uid: string }>(
+    'SELECT uid FROM search.resources WHERE cluster = $1 AND _gr = $2 AND NOT (uid = ANY($3))',
+    [cluster, gr, keep],
+  );
+  return deleteResources(
+    sql,
+    cluster,
+    stale.rows.map((r) => r.uid),
+  );
+}

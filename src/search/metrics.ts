@@ -1,0 +1,45 @@
+// Prometheus metrics of search, on the process-wide registry that /metrics serves.
+import { Counter, Gauge, Histogram } from 'prom-client';
+import { registry } from '../kube/metrics.ts';
+
+const buckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export const searchMetrics = {
+  indexerBatchSeconds: new Histogram({
+    name: 'tenantkit_search_indexer_batch_seconds',
+    help: 'Time to apply one collector batch to the index.',
+    buckets,
+    registers: [registry],
+  }),
+  indexerRows: new Counter({
+    name: 'tenantkit_search_indexer_rows_total',
+    help: 'Objects received, changed (written) and deleted by the indexer, per cluster.',
+    labelNames: ['cluster', 'change'],
+    registers: [registry],
+  }),
+  indexerQueued: new Gauge({
+    name: 'tenantkit_search_indexer_queued_batches',
+    help: 'Batches waiting to be applied, per cluster.',
+    labelNames: ['cluster'],
+    registers: [registry],
+  }),
+  indexerRejected: new Counter({
+    name: 'tenantkit_search_indexer_backpressure_total',
+    help: 'Batches refused because the cluster queue was full (HTTP 429 for remote collectors).',
+    labelNames: ['cluster'],
+    registers: [registry],
+  }),
+  indexerErrors: new Counter({
+    name: 'tenantkit_search_indexer_errors_total',
+    help: 'Batches that failed to apply.',
+    labelNames: ['cluster'],
+    registers: [registry],
+  }),
+  querySeconds: new Histogram({
+    name: 'tenantkit_search_query_seconds',
+    help: 'Time of one index query, by operation.',
+    labelNames: ['operation'],
+    buckets,
+    registers: [registry],
+  }),
+};

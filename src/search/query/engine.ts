@@ -1,0 +1,331 @@
+// The query side of search on PostgreSQL: every query is the user's filters AND their access predicate,
+// evaluated by the database. Only the parts of a result the client selected are computed.
+
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { searchMetrics } from '../metrics.ts';
+import {
+  type AccessSet,
+  type Item,
+  QueryError,
+  type RelatedResult,
+  type ResultSelection,
+  type SearchBackend,
+  type SearchEvent,
+  type SearchInput,
+  type SearchResult,
+} from '../model.ts';
+import { accessPredicate } from './access-sql.ts';
+import { defaultFilterLimits, type FilterLimits, inputConditions, orderBy } from './filters.ts';
+import { formatItem } from './items.ts';
+import { and, Params, resourceColumns } from './sql.ts';
+import type { WatchHub } from './watch.ts';
+
+export interface QueryLimits extends FilterLimits {
+  /** Items returned when a search gives no limit (ACM's default: 1,000). */
+  defaultLimit: number;
+  /** The most items one search may ask for; `limit: -1` means this. */
+  maxLimit: number;
+  /** The most bytes of item data one search may return. */
+  maxResultBytes: number;
+  /** The most values searchComplete returns; its `limit: -1` means this. */
+  maxCompleteLimit: number;
+  /** The most related objects one search may reach. */
+  maxRelated: number;
+}
+
+export const defaultQueryLimits: QueryLimits = {
+  ...defaultFilterLimits,
+  defaultLimit: 1_000,
+  maxLimit: 10_000,
+  maxResultBytes: 32 * 1024 * 1024,
+  maxCompleteLimit: 10_000,
+  maxRelated: 10_000,
+};
+
+export interface EngineOptions {
+  pool: pg.Pool;
+  hubCluster: string;
+  logger: Logger;
+  limits?: Partial<QueryLimits>;
+  /** Serves `watch`; without it the subscription reports that watching is off. */
+  watchHub?: WatchHub;
+}
+
+interface Row {
+  uid: string;
+  cluster: string;
+  data: Record<string, unknown>;
+}
+
+/** Kinds that ACM does not walk through when following relationships deeper than one step. */
+const hubKinds = new Set(['node', 'channel']);
+/** Columns whose values a b-tree walk can list in order without visiting every row. */
+const walkableColumns: Record<string, string> = { name: '_name', namespace: '_ns', cluster: 'cluster' };
+
+export class PostgresSearch implements SearchBackend {
+  private readonly pool: pg.Pool;
+  private readonly hub: string;
+  private readonly limits: QueryLimits;
+  private readonly logger: Logger;
+  private readonly watchHub: WatchHub | undefined;
+
+  constructor(options: EngineOptions) {
+    this.pool = options.pool;
+    this.hub = options.hubCluster;
+    this.limits = { ...defaultQueryLimits, ...options.limits };
+    this.logger = options.logger;
+    this.watchHub = options.watchHub;
+  }
+
+  async search(access: AccessSet, input: SearchInput, selection: ResultSelection): Promise<SearchResult> {
+    const limit = this.limitOf(input.limit, this.limits.defaultLimit, this.limits.maxLimit, 'limit');
+    const offset = input.offset ?? 0;
+    if (!Number.isInteger(offset) || offset < 0) {
+      throw new QueryError('BAD_OFFSET', 'offset must be a whole number, 0 or more');
+    }
+    const result: SearchResult = {};
+    const needRows = selection.items || selection.related !== false;
+    const [rows, count] = await Promise.all([
+      needRows ? this.rows(access, input, limit, offset) : undefined,
+      selection.count ? this.count(access, input) : undefined,
+    ]);
+    if (count !== undefined) result.count = count;
+    if (rows && selection.items) result.items = rows.map((r) => formatItem(r.uid, r.cluster, r.data));
+    if (rows && selection.related) {
+      result.related = await this.related(
+        access,
+        input,
+        rows.map((r) => r.uid),
+        selection.related,
+      );
+    }
+    return result;
+  }
+
+  async complete(access: AccessSet, property: string, query: SearchInput | undefined, limit?: number) {
+    if (typeof property !== 'string' || property.trim() === '') {
+      throw new QueryError('BAD_PROPERTY', 'searchComplete needs a property name, e.g. "namespace"');
+    }
+    const max = this.limitOf(limit, 1_000, this.limits.maxCompleteLimit, 'limit');
+    const p = new Params();
+    const r = resourceColumns('r');
+    const allowed = accessPredicate(access, this.hub, r, p);
+    if (allowed === 'FALSE') return [];
+    const conditions = inputConditions(query, r, p, this.limits);
+    const column = walkableColumns[property];
+    const unfiltered = conditions.length === 0;
+    let sql: string;
+    if (column && unfiltered && this.isBroad(access)) {
+      // Walk the index one distinct value at a time: cost grows with the values returned, not with
+      // the rows indexed. (For narrow access sets a plain DISTINCT over their few rows is cheaper.)
+      sql = `WITH RECURSIVE walk(v) AS (
+          (SELECT r.${column} FROM search.resources r WHERE r.${column} IS NOT NULL AND ${allowed}
+            ORDER BY r.${column} LIMIT 1)
+          UNION ALL
+          SELECT (SELECT r.${column} FROM search.resources r WHERE r.${column} > w.v AND ${allowed}
+            ORDER BY r.${column} LIMIT 1) FROM walk w WHERE w.v IS NOT NULL)
+        SELECT v FROM walk WHERE v IS NOT NULL LIMIT ${p.add(max)}`;
+    } else {
+      const where = and([...conditions, allowed]);
+      const values =
+        property === 'label'
+          ? `SELECT l.key || '=' || l.value AS v FROM search.resources r, jsonb_each_text(r.data->'label') l WHERE ${where}`
+          : `SELECT x.v FROM search.resources r, LATERAL (
+               SELECT r.data->>${p.add(property)} AS v WHERE jsonb_typeof(r.data->${p.add(property)}) <> 'array'
+               UNION ALL
+               SELECT jsonb_array_elements_text(r.data->${p.add(property)})
+                 WHERE jsonb_typeof(r.data->${p.add(property)}) = 'array') x
+             WHERE ${where}`;
+      sql = `SELECT DISTINCT v FROM (${values}) s WHERE v IS NOT NULL AND v <> '' ORDER BY v LIMIT ${p.add(max)}`;
+    }
+    const rows = await this.query<{ v: string }>('complete', sql, p);
+    return rows.map((row) => row.v);
+  }
+
+  async schema(access: AccessSet, query: SearchInput | undefined): Promise<string[]> {
+    const p = new Params();
+    const r = resourceColumns('r');
+    const allowed = accessPredicate(access, this.hub, r, p);
+    if (allowed === 'FALSE') return [];
+    const where = and([...inputConditions(query, r, p, this.limits), allowed]);
+    // Property names are kept per type at ingest; a type counts when the user sees one of its objects.
+    const rows = await this.query<{ property: string }>(
+      'schema',
+      `WITH types AS (SELECT DISTINCT cluster, gr FROM tenantkit_search.properties),
+        visible AS (SELECT t.cluster, t.gr FROM types t WHERE EXISTS (
+          SELECT 1 FROM search.resources r WHERE r.cluster = t.cluster AND r._gr = t.gr AND ${where}))
+       SELECT DISTINCT p.property FROM tenantkit_search.properties p
+         JOIN visible v ON v.cluster = p.cluster AND v.gr = p.gr
+       WHERE p.property NOT LIKE '\\_%'`,
+      p,
+    );
+    const names = new Set(rows.map((row) => row.property));
+    if (names.size > 0) names.add('cluster');
+    return [...names].sort();
+  }
+
+  watch(access: AccessSet, input: SearchInput, signal: AbortSignal): AsyncIterable<SearchEvent> {
+    if (!this.watchHub) throw new QueryError('WATCH_DISABLED', 'this search service does not serve watch');
+    // Validate now, so a bad filter fails the subscription at once instead of on the first event.
+    inputConditions(input, resourceColumns('r'), new Params(), this.limits);
+    return this.watchHub.subscribe(access, input, signal);
+  }
+
+  private async rows(access: AccessSet, input: SearchInput, limit: number, offset: number): Promise<Row[]> {
+    const p = new Params();
+    const r = resourceColumns('r');
+    const allowed = accessPredicate(access, this.hub, r, p);
+    if (allowed === 'FALSE' || limit === 0) return [];
+    const where = and([...inputConditions(input, r, p, this.limits), allowed]);
+    const order = orderBy(input.orderBy, r, p);
+    const rows = await this.query<Row & { size: number }>(
+      'items',
+      `SELECT r.uid, r.cluster, r.data, pg_column_size(r.data) AS size FROM search.resources r WHERE ${where}
+       ${order ? `ORDER BY ${order}, r.uid` : ''} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)}`,
+      p,
+    );
+    let bytes = 0;
+    for (const row of rows) bytes += row.size;
+    if (bytes > this.limits.maxResultBytes) {
+      throw new QueryError(
+        'RESULT_TOO_LARGE',
+        `the result holds more than ${Math.round(this.limits.maxResultBytes / 1048576)} MiB of data; lower the limit or add filters`,
+      );
+    }
+    return rows;
+  }
+
+  private async count(access: AccessSet, input: SearchInput): Promise<number> {
+    const p = new Params();
+    const r = resourceColumns('r');
+    const allowed = accessPredicate(access, this.hub, r, p);
+    if (allowed === 'FALSE') return 0;
+    const where = and([...inputConditions(input, r, p, this.limits), allowed]);
+    const rows = await this.query<{ n: number }>(
+      'count',
+      `SELECT count(*)::int AS n FROM search.resources r WHERE ${where}`,
+      p,
+    );
+    return rows[0]?.n ?? 0;
+  }
+
+  /**
+   * Objects connected to `seeds` by edges, in both directions: one step, or three when the search is
+   * about Applications (as ACM does), never walking on through Nodes or Channels. Only objects the user
+   * may list are returned or walked through, so relationships never reveal anything else.
+   */
+  private async related(
+    access: AccessSet,
+    input: SearchInput,
+    seeds: string[],
+    want: { items: boolean; count: boolean },
+  ): Promise<RelatedResult[]> {
+    if (seeds.length === 0) return [];
+    const wantedKinds = new Set((input.relatedKinds ?? []).filter(Boolean).map((k) => k.toLowerCase()));
+    const kindFilter = (input.filters ?? []).find((f) => f.property === 'kind')?.values ?? [];
+    const deep = [...wantedKinds, ...kindFilter.map((k) => k.toLowerCase())].includes('application');
+    const levels = deep ? 3 : 1;
+    const visited = new Set(seeds);
+    const found = new Map<string, string>(); // uid -> kind
+    let frontier = seeds;
+    for (let level = 1; level <= levels && frontier.length > 0; level++) {
+      const p = new Params();
+      const n = resourceColumns('n');
+      const f = p.list(frontier);
+      const rows = await this.query<{ uid: string; kind: string }>(
+        'related',
+        `SELECT DISTINCT n.uid, n.data->>'kind' AS kind FROM (
+           SELECT e.destid AS uid FROM search.edges e WHERE e.sourceid = ANY(${f})
+           UNION SELECT e.sourceid FROM search.edges e WHERE e.destid = ANY(${f})) nb
+         JOIN search.resources n ON n.uid = nb.uid
+         WHERE ${accessPredicate(access, this.hub, n, p)}`,
+        p,
+      );
+      const next: string[] = [];
+      for (const row of rows) {
+        if (visited.has(row.uid)) continue;
+        visited.add(row.uid);
+        found.set(row.uid, row.kind);
+        if (!hubKinds.has(row.kind.toLowerCase())) next.push(row.uid);
+      }
+      if (found.size > this.limits.maxRelated) {
+        throw new QueryError(
+          'TOO_MANY_RELATED',
+          `more than ${this.limits.maxRelated} related objects; narrow the search or set relatedKinds`,
+        );
+      }
+      frontier = next;
+    }
+    const byKind = new Map<string, string[]>();
+    for (const [uid, kind] of found) {
+      if (wantedKinds.size > 0 && !wantedKinds.has(kind.toLowerCase())) continue;
+      byKind.set(kind, [...(byKind.get(kind) ?? []), uid]);
+    }
+    let items = new Map<string, Item>();
+    if (want.items && byKind.size > 0) {
+      const p = new Params();
+      const uids = [...byKind.values()].flat();
+      const rows = await this.query<Row>(
+        'related',
+        `SELECT uid, cluster, data FROM search.resources WHERE uid = ANY(${p.list(uids)})`,
+        p,
+      );
+      items = new Map(rows.map((row) => [row.uid, formatItem(row.uid, row.cluster, row.data)]));
+    }
+    return [...byKind.entries()]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([kind, uids]) => ({
+        kind,
+        ...(want.count ? { count: uids.length } : {}),
+        ...(want.items
+          ? { items: uids.map((u) => items.get(u)).filter((i): i is Item => i !== undefined) }
+          : {}),
+      }));
+  }
+
+  /** A user with cluster-wide grants, or grants in many namespaces, sees a large share of the index. */
+  private isBroad(access: AccessSet): boolean {
+    if (access.all || access.clusterWide.length > 0 || access.managedClusters.length > 0) return true;
+    return access.namespaced.reduce((n, g) => n + g.namespaces.length, 0) > 50;
+  }
+
+  private limitOf(value: number | undefined | null, fallback: number, max: number, what: string): number {
+    if (value === undefined || value === null) return fallback;
+    if (value === -1) return max;
+    if (!Number.isInteger(value) || value < 0) {
+      throw new QueryError('BAD_LIMIT', `${what} must be a whole number from 0 to ${max}, or -1 for ${max}`);
+    }
+    if (value > max) {
+      throw new QueryError(
+        'LIMIT_TOO_HIGH',
+        `${what} may be at most ${max}; page through results with offset`,
+      );
+    }
+    return value;
+  }
+
+  private async query<T>(operation: string, text: string, p: Params): Promise<T[]> {
+    const stop = searchMetrics.querySeconds.startTimer({ operation });
+    try {
+      const result = await this.pool.query({ text, values: p.values });
+      return result.rows as T[];
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code === '57014') {
+        throw new QueryError(
+          'TIMEOUT',
+          'the search took too long and was stopped; add filters or lower the limit',
+        );
+      }
+      if (code?.startsWith('22')) {
+        // Data exceptions come from values the user sent (e.g. a malformed pattern).
+        throw new QueryError('BAD_VALUE', `a filter value could not be used: ${(err as Error).message}`);
+      }
+      this.logger.error({ operation, err: String(err) }, 'search query failed');
+      throw err;
+    } finally {
+      stop();
+    }
+  }
+}

@@ -1,0 +1,512 @@
+// The index on a real PostgreSQL: the indexer's batches (unchanged rows skipped, edges in any arrival
+// order, resync, cluster isolation, back-pressure) and the query engine (ACM's filter language, access
+// predicate, related, searchComplete, searchSchema, watch, hostile input).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { silentLogger } from '../../src/kube/log.ts';
+import type { Database } from '../../src/search/db/postgres.ts';
+import { Indexer } from '../../src/search/indexer/indexer.ts';
+import { InvalidBatchError } from '../../src/search/indexer/validate.ts';
+import {
+  type AccessSet,
+  BackPressureError,
+  type EdgeRef,
+  HubCluster,
+  type IndexedResource,
+  QueryError,
+  type ResourceData,
+  type SearchEvent,
+} from '../../src/search/model.ts';
+import { PostgresSearch } from '../../src/search/query/engine.ts';
+import { WatchHub } from '../../src/search/query/watch.ts';
+import { startTestDatabase } from '../harness/postgres.ts';
+
+const all: AccessSet = {
+  all: true,
+  clusterWide: [],
+  namespaced: [],
+  managedClusters: [],
+  canSearch: true,
+  digest: 'all',
+};
+const none: AccessSet = { ...all, all: false, digest: 'none' };
+const selection = { items: true, count: true, related: false } as const;
+
+let n = 0;
+function object(
+  kind: string,
+  name: string,
+  extra: Partial<ResourceData> & { plural?: string; group?: string } = {},
+  edges: EdgeRef[] = [],
+  cluster = HubCluster,
+): IndexedResource {
+  const { plural, group, ...props } = extra;
+  const data: ResourceData = {
+    kind,
+    kind_plural: plural ?? `${kind.toLowerCase()}s`,
+    apiversion: 'v1',
+    name,
+    created: '2024-01-01T00:00:00Z',
+    ...(group ? { apigroup: group } : {}),
+    ...(cluster === HubCluster ? { _hubClusterResource: true } : {}),
+    ...props,
+  };
+  return { uid: `${cluster}/uid-${++n}`, data, edges };
+}
+
+describe('search index on PostgreSQL', () => {
+  let db: Database;
+  let indexer: Indexer;
+  let engine: PostgresSearch;
+  let hub: WatchHub;
+  const stop = new AbortController();
+
+  beforeAll(async () => {
+    db = await startTestDatabase();
+    indexer = new Indexer({ pool: db.pool, logger: silentLogger, hubCluster: HubCluster });
+    hub = new WatchHub({ pool: db.pool, hubCluster: HubCluster, logger: silentLogger, pollMs: 100 });
+    void hub.run(stop.signal);
+    engine = new PostgresSearch({
+      pool: db.pool,
+      hubCluster: HubCluster,
+      logger: silentLogger,
+      watchHub: hub,
+    });
+  });
+  afterAll(async () => {
+    stop.abort();
+    await db?.close();
+  });
+
+  const uidsOf = async (
+    access: AccessSet,
+    filters: { property: string; values: string[] }[],
+    keywords?: string[],
+  ) =>
+    ((await engine.search(access, { filters, ...(keywords ? { keywords } : {}) }, selection)).items ?? [])
+      .map((i) => i.name)
+      .sort();
+
+  it('skips unchanged objects and resolves edges whichever end arrives first', async () => {
+    const node = object('Node', 'node-a', {});
+    const pod = object('Pod', 'shop-web-1', { namespace: 'shop', status: 'Running', label: { app: 'web' } }, [
+      { type: 'runsOn', kind: 'Node', name: 'node-a' },
+      { type: 'attachedTo', kind: 'ConfigMap', namespace: 'shop', name: 'settings' },
+    ]);
+    const service = object('Service', 'web', { namespace: 'shop' }, [
+      { type: 'usedBy', kind: 'Pod', namespace: 'shop', selector: { app: 'web' } },
+    ]);
+    const owner = object('ReplicaSet', 'web-abc', { namespace: 'shop', group: 'apps' });
+    pod.edges.push({ type: 'ownedBy', uid: owner.uid });
+    // The pod arrives before its node, its config map and its owner; the service after it.
+    await indexer.write({ cluster: HubCluster, upserts: [pod] });
+    await indexer.write({ cluster: HubCluster, upserts: [node, owner, service] });
+    const configMap = object('ConfigMap', 'settings', { namespace: 'shop' });
+    await indexer.write({ cluster: HubCluster, upserts: [configMap] });
+    const edges = await db.pool.query(
+      'SELECT sourceid, destid, edgetype, sourcekind, destkind FROM search.edges ORDER BY edgetype',
+    );
+    expect(edges.rows).toEqual([
+      {
+        sourceid: pod.uid,
+        destid: configMap.uid,
+        edgetype: 'attachedTo',
+        sourcekind: 'Pod',
+        destkind: 'ConfigMap',
+      },
+      {
+        sourceid: pod.uid,
+        destid: owner.uid,
+        edgetype: 'ownedBy',
+        sourcekind: 'Pod',
+        destkind: 'ReplicaSet',
+      },
+      { sourceid: pod.uid, destid: node.uid, edgetype: 'runsOn', sourcekind: 'Pod', destkind: 'Node' },
+      { sourceid: service.uid, destid: pod.uid, edgetype: 'usedBy', sourcekind: 'Service', destkind: 'Pod' },
+    ]);
+
+    // The same objects again: nothing is written.
+    const before = await db.pool.query(
+      `SELECT n_tup_upd + n_tup_ins AS w FROM pg_stat_user_tables WHERE relname = 'resources'`,
+    );
+    await indexer.write({ cluster: HubCluster, upserts: [pod, node, owner, service, configMap] });
+    await new Promise((r) => setTimeout(r, 700)); // statistics are flushed at most every 500 ms
+    const after = await db.pool.query(
+      `SELECT n_tup_upd + n_tup_ins AS w FROM pg_stat_user_tables WHERE relname = 'resources'`,
+    );
+    expect(after.rows[0].w).toBe(before.rows[0].w);
+
+    // The pod's labels change: the service's selector no longer holds, so that edge goes.
+    const relabelled = { ...pod, data: { ...pod.data, label: { app: 'other' } } };
+    await indexer.write({ cluster: HubCluster, upserts: [relabelled] });
+    const selectorEdges = await db.pool.query(`SELECT 1 FROM search.edges WHERE edgetype = 'usedBy'`);
+    expect(selectorEdges.rowCount).toBe(0);
+
+    // Deleting the node removes its edge; a resync of config maps that omits ours removes it too.
+    await indexer.write({
+      cluster: HubCluster,
+      deletes: [node.uid],
+      resyncs: [{ apigroup: '', kind_plural: 'configmaps', uids: [] }],
+    });
+    const left = await db.pool.query('SELECT edgetype FROM search.edges ORDER BY 1');
+    expect(left.rows.map((r) => r.edgetype)).toEqual(['ownedBy']);
+    // The node comes back: its edge is rebuilt from the pod's stored references.
+    await indexer.write({ cluster: HubCluster, upserts: [node] });
+    const back = await db.pool.query('SELECT edgetype FROM search.edges ORDER BY 1');
+    expect(back.rows.map((r) => r.edgetype)).toEqual(['ownedBy', 'runsOn']);
+  });
+
+  it('keeps each cluster in its own rows', async () => {
+    const hubPod = object('Pod', 'hub-pod', { namespace: 'shop' });
+    await indexer.write({ cluster: HubCluster, upserts: [hubPod] });
+    // A managed cluster's collector may not write, delete or claim anything outside its cluster.
+    expect(() => indexer.write({ cluster: 'edge-1', upserts: [{ ...hubPod }] })).toThrow(InvalidBatchError);
+    expect(() => indexer.write({ cluster: 'edge-1', deletes: [hubPod.uid] })).toThrow(/edge-1\//);
+    const claim = object('Pod', 'x', { namespace: 'shop', _hubClusterResource: true }, [], 'edge-1');
+    expect(() => indexer.write({ cluster: 'edge-1', upserts: [claim] })).toThrow(/reserved for the hub/);
+    const crossEdge = object(
+      'Pod',
+      'y',
+      { namespace: 'shop' },
+      [{ type: 'ownedBy', uid: hubPod.uid }],
+      'edge-1',
+    );
+    expect(() => indexer.write({ cluster: 'edge-1', upserts: [crossEdge] })).toThrow(/stay inside a cluster/);
+    // A resync of the managed cluster's pods leaves the hub's pods alone.
+    await indexer.write({ cluster: 'edge-1', resyncs: [{ apigroup: '', kind_plural: 'pods', uids: [] }] });
+    expect(await uidsOf(all, [{ property: 'name', values: ['hub-pod'] }])).toEqual(['hub-pod']);
+  });
+
+  it('pushes back when a cluster queue is full, and loses nothing it accepted', async () => {
+    const small = new Indexer({
+      pool: db.pool,
+      logger: silentLogger,
+      hubCluster: HubCluster,
+      maxQueuedBatches: 2,
+    });
+    const batches = Array.from({ length: 5 }, (_, i) => ({
+      cluster: 'edge-2',
+      upserts: [object('ConfigMap', `bp-${i}`, { namespace: 'bp' }, [], 'edge-2')],
+    }));
+    const results = await Promise.allSettled(batches.map((b) => small.write(b)));
+    const refused = results.filter((r) => r.status === 'rejected');
+    expect(refused.length).toBe(3);
+    for (const r of refused) expect((r as PromiseRejectedResult).reason).toBeInstanceOf(BackPressureError);
+    const stored = await db.pool.query(
+      `SELECT count(*)::int AS n FROM search.resources WHERE cluster = 'edge-2'`,
+    );
+    expect(stored.rows[0].n).toBe(2);
+  });
+
+  describe('queries', () => {
+    beforeAll(async () => {
+      await indexer.write({
+        cluster: HubCluster,
+        upserts: [
+          object('Deployment', 'api-server', { namespace: 'prod', group: 'apps', desired: 3, ready: 3 }),
+          object('Deployment', 'worker', { namespace: 'prod', group: 'apps', desired: 5, ready: 2 }),
+          object('Pod', 'api-server-1', {
+            namespace: 'prod',
+            status: 'Running',
+            restarts: 0,
+            container: ['api', 'sidecar'],
+            label: { app: 'api', tier: 'backend' },
+            created: new Date(Date.now() - 60_000).toISOString().replace(/\.\d+Z$/, 'Z'),
+          }),
+          object('Pod', 'worker-1', {
+            namespace: 'prod',
+            status: 'CrashLoopBackOff',
+            restarts: 12,
+            label: { app: 'worker' },
+          }),
+          object('Pod', 'web-1', { namespace: 'dev', status: 'Running', restarts: 1, label: { app: 'web' } }),
+          object('Secret', 'db-password', { namespace: 'prod', type: 'Opaque' }),
+          object('Namespace', 'prod', { plural: 'namespaces' }),
+        ],
+      });
+    });
+
+    it('filters as ACM does', async () => {
+      expect(
+        await uidsOf(all, [
+          { property: 'kind', values: ['pod'] },
+          { property: 'namespace', values: ['prod'] },
+        ]),
+      ).toEqual(['api-server-1', 'worker-1']);
+      expect(
+        await uidsOf(all, [
+          { property: 'kind', values: ['Deployment'] },
+          { property: 'name', values: ['api*'] },
+        ]),
+      ).toEqual(['api-server']);
+      expect(await uidsOf(all, [{ property: 'restarts', values: ['>5'] }])).toEqual(['worker-1']);
+      expect(
+        await uidsOf(all, [
+          { property: 'restarts', values: ['<=1'] },
+          { property: 'kind', values: ['Pod'] },
+        ]),
+      ).toEqual(['api-server-1', 'web-1']);
+      expect(
+        await uidsOf(all, [
+          { property: 'status', values: ['Running', 'Pending'] },
+          { property: 'namespace', values: ['prod', 'dev'] },
+        ]),
+      ).toEqual(['api-server-1', 'web-1']);
+      expect(
+        await uidsOf(all, [
+          { property: 'namespace', values: ['!=prod', '!=shop'] },
+          { property: 'kind', values: ['pod'] },
+        ]),
+      ).toEqual(['web-1']);
+      expect(await uidsOf(all, [{ property: 'label', values: ['app=api'] }])).toEqual(['api-server-1']);
+      expect(await uidsOf(all, [{ property: 'label', values: ['app=w*'] }])).toEqual(['web-1', 'worker-1']);
+      expect(await uidsOf(all, [{ property: 'container', values: ['sidecar'] }])).toEqual(['api-server-1']);
+      expect(await uidsOf(all, [{ property: 'created', values: ['hour'] }])).toEqual(['api-server-1']);
+      expect(await uidsOf(all, [{ property: 'kind', values: ['pod'] }], ['CRASHLOOP'])).toEqual(['worker-1']);
+      expect(await uidsOf(all, [], ['api', 'backend'])).toEqual(['api-server-1']);
+      // Wildcards are case-sensitive; `_` and `%` are literal characters, not patterns.
+      expect(await uidsOf(all, [{ property: 'name', values: ['API*'] }])).toEqual([]);
+      expect(await uidsOf(all, [{ property: 'name', values: ['api_server'] }])).toEqual([]);
+      expect(await uidsOf(all, [{ property: 'name', values: ['%'] }])).toEqual([]);
+    });
+
+    it('returns items in ACM shape, ordered, paged and counted', async () => {
+      const result = await engine.search(
+        all,
+        {
+          filters: [
+            { property: 'kind', values: ['pod'] },
+            { property: 'namespace', values: ['prod', 'dev'] },
+          ],
+          orderBy: 'restarts desc',
+          limit: 2,
+          offset: 0,
+        },
+        selection,
+      );
+      expect(result.count).toBe(3);
+      expect(result.items?.map((i) => i.name)).toEqual(['worker-1', 'web-1']);
+      const item = (
+        await engine.search(all, { filters: [{ property: 'name', values: ['api-server-1'] }] }, selection)
+      ).items?.[0];
+      expect(item).toMatchObject({
+        kind: 'Pod',
+        name: 'api-server-1',
+        restarts: '0',
+        container: 'api; sidecar',
+        label: 'app=api; tier=backend',
+        cluster: HubCluster,
+        _hubClusterResource: 'true',
+      });
+      expect(String(item?._uid)).toMatch(/^local-cluster\//);
+      const page2 = await engine.search(
+        all,
+        {
+          filters: [
+            { property: 'kind', values: ['pod'] },
+            { property: 'namespace', values: ['prod', 'dev'] },
+          ],
+          orderBy: 'name asc',
+          limit: 2,
+          offset: 2,
+        },
+        selection,
+      );
+      expect(page2.items?.map((i) => i.name)).toEqual(['worker-1']);
+    });
+
+    it('applies the access set in SQL: namespaces, types, names, managed clusters', async () => {
+      expect(await uidsOf(none, [])).toEqual([]);
+      const podsInDev: AccessSet = {
+        ...none,
+        namespaced: [{ namespaces: ['dev'], grants: [{ apiGroups: [''], resources: ['pods'] }] }],
+      };
+      expect(await uidsOf(podsInDev, [])).toEqual(['web-1']);
+      const named: AccessSet = {
+        ...none,
+        namespaced: [
+          {
+            namespaces: ['prod'],
+            grants: [{ apiGroups: ['apps'], resources: ['deployments'], names: ['worker'] }],
+          },
+        ],
+      };
+      expect(await uidsOf(named, [])).toEqual(['worker']);
+      const anyGroupDeployments: AccessSet = {
+        ...none,
+        clusterWide: [{ apiGroups: ['*'], resources: ['deployments'] }],
+      };
+      expect(await uidsOf(anyGroupDeployments, [])).toEqual(['api-server', 'worker']);
+      const namespacesOnly: AccessSet = {
+        ...none,
+        clusterWide: [{ apiGroups: [''], resources: ['namespaces'] }],
+      };
+      expect(await uidsOf(namespacesOnly, [{ property: 'kind', values: ['Namespace'] }])).toEqual(['prod']);
+      // Namespaced grants never reach cluster-scoped objects.
+      const nsWildcard: AccessSet = {
+        ...none,
+        namespaced: [{ namespaces: ['prod'], grants: [{ apiGroups: ['*'], resources: ['*'] }] }],
+      };
+      expect(await uidsOf(nsWildcard, [{ property: 'kind', values: ['Namespace'] }])).toEqual([]);
+      expect(await uidsOf(nsWildcard, [{ property: 'kind', values: ['Pod'] }])).toEqual([
+        'api-server-1',
+        'worker-1',
+      ]);
+      // Counts and complete see the same set.
+      expect(
+        (await engine.search(podsInDev, { filters: [{ property: 'kind', values: ['pod'] }] }, selection))
+          .count,
+      ).toBe(1);
+      expect(await engine.complete(podsInDev, 'name', undefined)).toEqual(['web-1']);
+      expect(await engine.complete(podsInDev, 'namespace', undefined)).toEqual(['dev']);
+    });
+
+    it('shows managed clusters to their viewers, without Secrets', async () => {
+      await indexer.write({
+        cluster: 'edge-9',
+        upserts: [
+          object('Pod', 'edge-pod', { namespace: 'apps' }, [], 'edge-9'),
+          object('Secret', 'edge-secret', { namespace: 'apps' }, [], 'edge-9'),
+        ],
+      });
+      const viewer: AccessSet = { ...none, managedClusters: ['edge-9'] };
+      expect(await uidsOf(viewer, [])).toEqual(['edge-pod']);
+    });
+
+    it('finds related objects the user may see, and only those', async () => {
+      const dep = object('Deployment', 'shop-api', { namespace: 'shop2', group: 'apps' });
+      const rs = object('ReplicaSet', 'shop-api-1', { namespace: 'shop2', group: 'apps' }, [
+        { type: 'ownedBy', uid: dep.uid },
+      ]);
+      const pod = object('Pod', 'shop-api-1-x', { namespace: 'shop2' }, [
+        { type: 'ownedBy', uid: rs.uid },
+        { type: 'attachedTo', kind: 'Secret', namespace: 'shop2', name: 'shop-token' },
+      ]);
+      const secret = object('Secret', 'shop-token', { namespace: 'shop2' });
+      await indexer.write({ cluster: HubCluster, upserts: [dep, rs, pod, secret] });
+      const related = await engine.search(
+        all,
+        {
+          filters: [
+            { property: 'kind', values: ['replicaset'] },
+            { property: 'namespace', values: ['shop2'] },
+          ],
+        },
+        { items: false, count: false, related: { items: true, count: true } },
+      );
+      expect(related.related?.map((r) => [r.kind, r.count])).toEqual([
+        ['Deployment', 1],
+        ['Pod', 1],
+      ]);
+      const noSecrets: AccessSet = {
+        ...none,
+        namespaced: [
+          {
+            namespaces: ['shop2'],
+            grants: [{ apiGroups: ['', 'apps'], resources: ['pods', 'replicasets', 'deployments'] }],
+          },
+        ],
+      };
+      const fromPod = await engine.search(
+        noSecrets,
+        {
+          filters: [
+            { property: 'kind', values: ['pod'] },
+            { property: 'namespace', values: ['shop2'] },
+          ],
+        },
+        { items: false, count: false, related: { items: true, count: true } },
+      );
+      expect(fromPod.related?.map((r) => r.kind)).toEqual(['ReplicaSet']);
+      const withSecrets = await engine.search(
+        all,
+        {
+          filters: [
+            { property: 'kind', values: ['pod'] },
+            { property: 'namespace', values: ['shop2'] },
+          ],
+          relatedKinds: ['secret'],
+        },
+        { items: false, count: false, related: { items: true, count: true } },
+      );
+      expect(withSecrets.related?.map((r) => [r.kind, r.items?.[0]?.name])).toEqual([
+        ['Secret', 'shop-token'],
+      ]);
+    });
+
+    it('completes values and lists properties within the access set', async () => {
+      expect(
+        await engine.complete(all, 'status', { filters: [{ property: 'kind', values: ['pod'] }] }),
+      ).toEqual(['CrashLoopBackOff', 'Running']);
+      expect(
+        await engine.complete(all, 'label', { filters: [{ property: 'namespace', values: ['prod'] }] }),
+      ).toEqual(['app=api', 'app=worker', 'tier=backend']);
+      expect(await engine.complete(all, 'container', undefined)).toEqual(['api', 'sidecar']);
+      const names = await engine.complete(all, 'name', undefined, 3);
+      expect(names).toHaveLength(3);
+      expect([...names].sort()).toEqual(names);
+      const podsInDev: AccessSet = {
+        ...none,
+        namespaced: [{ namespaces: ['dev'], grants: [{ apiGroups: [''], resources: ['pods'] }] }],
+      };
+      const props = await engine.schema(podsInDev, undefined);
+      expect(props).toContain('restarts');
+      expect(props).not.toContain('desired'); // a Deployment property: this user sees no Deployment
+      expect(props).not.toContain('_hubClusterResource');
+      expect(await engine.schema(none, undefined)).toEqual([]);
+    });
+
+    it('treats hostile input as data and refuses what it cannot use', async () => {
+      const evil = `name'; DROP TABLE search.resources; --`;
+      expect(await uidsOf(all, [{ property: evil, values: [evil] }])).toEqual([]);
+      expect(await uidsOf(all, [{ property: 'name', values: [evil] }], [evil])).toEqual([]);
+      await expect(
+        engine.search(all, { orderBy: 'name; DROP TABLE search.resources' }, selection),
+      ).rejects.toThrow(QueryError);
+      await expect(engine.search(all, { orderBy: 'name sideways' }, selection)).rejects.toThrow(/asc.*desc/);
+      const sorted = await engine.search(all, { orderBy: `"data"->>'x' desc` }, selection);
+      expect(sorted.items?.length).toBeGreaterThan(0);
+      await expect(engine.search(all, { limit: 10_001 }, selection)).rejects.toThrow(/at most 10000/);
+      await expect(engine.search(all, { limit: -5 }, selection)).rejects.toThrow(QueryError);
+      await expect(
+        engine.search(all, { filters: [{ property: 'restarts', values: ['>abc'] }] }, selection),
+      ).resolves.toBeTruthy();
+      await expect(
+        engine.search(
+          all,
+          { filters: Array.from({ length: 31 }, () => ({ property: 'kind', values: ['Pod'] })) },
+          selection,
+        ),
+      ).rejects.toThrow(/at most 30 filters/);
+      await expect(
+        engine.search(all, { filters: [{ property: 'kind', values: [] }] }, selection),
+      ).rejects.toThrow(/no values/);
+      const count = await db.pool.query('SELECT count(*)::int AS n FROM search.resources');
+      expect(count.rows[0].n).toBeGreaterThan(0);
+    });
+
+    it('watches changes through the access set', async () => {
+      const stopWatch = new AbortController();
+      const podsInDev: AccessSet = {
+        ...none,
+        namespaced: [{ namespaces: ['dev'], grants: [{ apiGroups: [''], resources: ['pods'] }] }],
+      };
+      const events: SearchEvent[] = [];
+      const iterator = engine
+        .watch(podsInDev, { filters: [{ property: 'kind', values: ['pod'] }] }, stopWatch.signal)
+        [Symbol.asyncIterator]();
+      const first = iterator.next();
+      await new Promise((r) => setTimeout(r, 300)); // the subscription registers as a watcher
+      const hidden = object('Pod', 'prod-new', { namespace: 'prod' });
+      const visible = object('Pod', 'dev-new', { namespace: 'dev' });
+      await indexer.write({ cluster: HubCluster, upserts: [hidden, visible] });
+      await indexer.write({ cluster: HubCluster, deletes: [visible.uid] });
+      events.push((await first).value as SearchEvent);
+      events.push((await iterator.next()).value as SearchEvent);
+      stopWatch.abort();
+      expect(events.map((e) => [e.operation, e.newData?.name ?? e.oldData?.name])).toEqual([
+        ['INSERT', 'dev-new'],
+        ['DELETE', 'dev-new'],
+      ]);
+    });
+  });
+});
