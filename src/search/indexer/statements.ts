@@ -85,52 +85,42 @@ function refsHash(edges: EdgeRef[]): string {
   return createHash('sha256').update(JSON.stringify(edges)).digest('base64url');
 }
 
-const edgeColumns = 'sourceid, sourcekind, destid, destkind, edgetype, cluster';
+const insertEdges = `INSERT INTO search.edges (sourceid, sourcekind, destid, destkind, edgetype, cluster)`;
 const edgeValues = `s.uid, s.data->>'kind', d.uid, d.data->>'kind', r.edgetype, r.cluster`;
-const byName = `d.cluster = r.cluster AND d._kind = r.destkind AND d._name = r.destname
-  AND d._ns IS NOT DISTINCT FROM r.destns`;
-const bySelector = `d.cluster = r.cluster AND d._kind = r.destkind AND d._ns = r.destns
-  AND d.data->'label' @> r.selector`;
+// Each way a reference can name its destination, as a join condition between a reference r and an
+// object d that uses the indexes on both sides (no OR, no IS NOT DISTINCT FROM: those defeat them).
+const destinations = [
+  `r.destuid IS NOT NULL AND d.uid = r.destuid`,
+  `r.destname IS NOT NULL AND r.destns IS NOT NULL AND d._name = r.destname AND d.cluster = r.cluster
+     AND d._kind = r.destkind AND d._ns = r.destns`,
+  `r.destname IS NOT NULL AND r.destns IS NULL AND d._name = r.destname AND d.cluster = r.cluster
+     AND d._kind = r.destkind AND d._ns IS NULL`,
+  `r.selector IS NOT NULL AND r.cluster = d.cluster AND r.destkind = d._kind AND r.destns = d._ns
+     AND d.data->'label' @> r.selector`,
+];
 
 /** Drops and rebuilds every edge that starts or ends at one of `uids`. */
 export async function recomputeEdges(sql: Sql, uids: string[]): Promise<void> {
   await sql.query('DELETE FROM search.edges WHERE sourceid = ANY($1) OR destid = ANY($1)', [uids]);
+  // Driven by the batch: every step is a LATERAL lookup fenced by OFFSET 0, so PostgreSQL walks the
+  // indexes from each batch row instead of joining whole tables (cost grows with the batch, not the index).
   // Outgoing: the references these objects declare, to whatever is indexed now.
-  await sql.query(
-    `INSERT INTO search.edges (${edgeColumns})
-       SELECT ${edgeValues} FROM tenantkit_search.edge_refs r
-         JOIN search.resources s ON s.uid = r.sourceid JOIN search.resources d ON d.uid = r.destuid
-         WHERE r.sourceid = ANY($1) AND r.destuid IS NOT NULL
-       UNION ALL
-       SELECT ${edgeValues} FROM tenantkit_search.edge_refs r
-         JOIN search.resources s ON s.uid = r.sourceid JOIN search.resources d ON ${byName}
-         WHERE r.sourceid = ANY($1) AND r.destname IS NOT NULL
-       UNION ALL
-       SELECT ${edgeValues} FROM tenantkit_search.edge_refs r
-         JOIN search.resources s ON s.uid = r.sourceid JOIN search.resources d ON ${bySelector}
-         WHERE r.sourceid = ANY($1) AND r.selector IS NOT NULL
-     ON CONFLICT DO NOTHING`,
-    [uids],
+  const outgoing = destinations.map(
+    (on) => `SELECT ${edgeValues} FROM unnest($1::text[]) b(uid)
+      CROSS JOIN LATERAL (SELECT * FROM tenantkit_search.edge_refs r WHERE r.sourceid = b.uid OFFSET 0) r
+      CROSS JOIN LATERAL (SELECT * FROM search.resources d WHERE ${on} OFFSET 0) d
+      CROSS JOIN LATERAL (SELECT * FROM search.resources s WHERE s.uid = b.uid OFFSET 0) s`,
   );
   // Incoming: references other objects declared that these objects now satisfy.
-  await sql.query(
-    `INSERT INTO search.edges (${edgeColumns})
-       SELECT ${edgeValues} FROM search.resources d
-         JOIN tenantkit_search.edge_refs r ON r.destuid = d.uid JOIN search.resources s ON s.uid = r.sourceid
-         WHERE d.uid = ANY($1)
-       UNION ALL
-       SELECT ${edgeValues} FROM search.resources d
-         JOIN tenantkit_search.edge_refs r ON r.destname IS NOT NULL AND ${byName}
-         JOIN search.resources s ON s.uid = r.sourceid
-         WHERE d.uid = ANY($1)
-       UNION ALL
-       SELECT ${edgeValues} FROM search.resources d
-         JOIN tenantkit_search.edge_refs r ON r.selector IS NOT NULL AND ${bySelector}
-         JOIN search.resources s ON s.uid = r.sourceid
-         WHERE d.uid = ANY($1)
-     ON CONFLICT DO NOTHING`,
-    [uids],
+  const incoming = destinations.map(
+    (on) => `SELECT ${edgeValues} FROM unnest($1::text[]) b(uid)
+      CROSS JOIN LATERAL (SELECT * FROM search.resources d WHERE d.uid = b.uid OFFSET 0) d
+      CROSS JOIN LATERAL (SELECT * FROM tenantkit_search.edge_refs r WHERE ${on} OFFSET 0) r
+      CROSS JOIN LATERAL (SELECT * FROM search.resources s WHERE s.uid = r.sourceid OFFSET 0) s`,
   );
+  await sql.query(`${insertEdges} ${[...outgoing, ...incoming].join(' UNION ALL ')} ON CONFLICT DO NOTHING`, [
+    uids,
+  ]);
 }
 
 /** Removes objects of `cluster` with their references and every edge that touches them. */
