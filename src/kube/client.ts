@@ -116,6 +116,8 @@ export class KubeClient {
   writes = 0;
   /** Receives the API server's warnings (Warning headers, e.g. from admission webhooks), as kubectl shows them. */
   onWarning: (warning: string) => void = () => {};
+  /** Sent with every request in addition to the credentials' own (see {@link withHeaders}). */
+  private extraHeaders: Record<string, string | string[]> = {};
 
   constructor(config: KubeConfig) {
     const cluster = config.getCurrentCluster();
@@ -140,6 +142,17 @@ export class KubeClient {
     return new KubeClient(config);
   }
 
+  /**
+   * The same credentials, also sending `headers` with every request: e.g. `Impersonate-User` and
+   * `Impersonate-Group` (a list is sent as one header line per value) to act as another user.
+   */
+  withHeaders(headers: Record<string, string | string[]>): KubeClient {
+    const copy = new KubeClient(this.config);
+    copy.extraHeaders = { ...this.extraHeaders, ...headers };
+    copy.onWarning = this.onWarning;
+    return copy;
+  }
+
   private async httpsOptions(
     method: HttpMethod,
     path: string,
@@ -154,6 +167,7 @@ export class KubeClient {
       headers: { Accept: 'application/json' },
     };
     await this.config.applyToHTTPSOptions(options);
+    Object.assign(options.headers as Record<string, string | string[]>, this.extraHeaders);
     if (params.body !== undefined) {
       (options.headers as Record<string, string>)['Content-Type'] = params.contentType ?? 'application/json';
     }

@@ -10,6 +10,7 @@ import { startControlPlane } from '../../src/controlplane/launch.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { installCrds } from '../../src/kube/crds.ts';
 import type { KubeObject } from '../../src/kube/resources.ts';
+import { ManagedClusterCrd } from '../fixtures/managed-cluster.ts';
 import { ProjectRequestStandInCrd, ProjectStandInCrd, UserStandInCrd } from '../fixtures/openshift.ts';
 import { SampleCrd } from '../fixtures/sample.ts';
 import { testTokenUsers } from './cluster.ts';
@@ -24,6 +25,7 @@ export default async function setup(project: TestProject) {
     ...[...allCrds, SampleCrd, ProjectStandInCrd, ProjectRequestStandInCrd, UserStandInCrd].map(
       (d) => crdManifest(d) as unknown as KubeObject,
     ),
+    crdManifest(ManagedClusterCrd) as unknown as KubeObject,
     ...(await veleroCrds()),
   ];
   const controlPlane = await startControlPlane({

@@ -11,8 +11,9 @@ export function accessPredicate(set: AccessSet, hubCluster: string, cols: Column
   const clusterWide = grantsPredicate(set.clusterWide, cols, p);
   if (clusterWide !== 'FALSE') hub.push(clusterWide);
   for (const group of set.namespaced) {
+    if (group.namespaces.length === 0) continue;
     const grants = grantsPredicate(group.grants, cols, p);
-    if (grants === 'FALSE' || group.namespaces.length === 0) continue;
+    if (grants === 'FALSE') continue;
     const ns =
       group.namespaces.length === 1
         ? `${cols.namespace} = ${p.add(group.namespaces[0])}`
@@ -30,6 +31,8 @@ export function accessPredicate(set: AccessSet, hubCluster: string, cols: Column
 
 /** OR of the grants; 'TRUE' when one of them allows everything. */
 export function grantsPredicate(grants: ResourceGrant[], cols: Columns, p: Params): string {
+  // Decided before any parameter is added: an unused bind parameter is an error in PostgreSQL.
+  if (grants.some((g) => g.apiGroups.includes('*') && g.resources.includes('*') && !g.names)) return 'TRUE';
   const pairs = new Set<string>();
   const terms: string[] = [];
   for (const g of grants) {
@@ -49,7 +52,6 @@ export function grantsPredicate(grants: ResourceGrant[], cols: Columns, p: Param
       if (!anyResource) conditions.push(`split_part(${cols.gr}, '/', 2) = ANY(${p.list(g.resources)})`);
     }
     if (g.names) conditions.push(`${cols.name} = ANY(${p.list(g.names)})`);
-    if (conditions.length === 0) return 'TRUE';
     terms.push(and(conditions));
   }
   if (pairs.size > 0) terms.unshift(`${cols.gr} = ANY(${p.list([...pairs].sort())})`);
