@@ -37,6 +37,8 @@ export interface ControlPlaneOptions {
    * (otherwise it learns new types only on its 30 s rediscovery).
    */
   beforeControllers?: (adminKubeconfig: string) => Promise<void>;
+  /** Extra kube-apiserver flags, e.g. `--watch-cache=false` (tests that need old versions compacted away). */
+  apiserverFlags?: string[];
   progress?: Progress;
 }
 
@@ -70,7 +72,7 @@ export async function freePort(): Promise<number> {
   });
 }
 
-async function portIsFree(port: number): Promise<boolean> {
+export async function portIsFree(port: number): Promise<boolean> {
   return new Promise((done) => {
     const server = createServer();
     server.once('error', () => done(false));
@@ -246,6 +248,14 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     `--secure-port=${ports.apiserver}`,
   ];
   if (options.unsafeNoFsync) args.push('--unsafe-no-fsync');
+  if (options.apiserverFlags?.length) {
+    // The binary splits this one value on spaces, so a flag cannot contain one.
+    const bad = options.apiserverFlags.find((f) => /\s/.test(f) || !f.startsWith('--'));
+    if (bad) {
+      throw new Error(`kube-apiserver flag ${JSON.stringify(bad)} must start with -- and contain no spaces`);
+    }
+    args.push(`--apiserver-extra-flags=${options.apiserverFlags.join(' ')}`);
+  }
   const gate = join(dir, 'start-controllers');
   await rm(gate, { force: true });
   args.push(`--start-controllers-after=${gate}`);

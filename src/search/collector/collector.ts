@@ -1,0 +1,370 @@
+// The search collector of one cluster: discovers every type that can be listed and watched, keeps one
+// TypeWatcher per type, and writes what they see to an IndexSink (the hub's indexer in-process, or a
+// RemoteSink from a managed cluster). Types that come and go (CRDs, aggregated APIs) are picked up
+// without a restart: a CRD event triggers rediscovery at once, and discovery also runs every 30 s.
+//
+//   const collector = new Collector({ client, sink: indexer, cluster: HubCluster, hub: true, logger });
+//   void collector.run(signal);
+//   await collector.waitForInitialSync();
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import type { KubeClient } from '../../kube/client.ts';
+import type { KubeObject, ResourceType } from '../../kube/resources.ts';
+import { validateBatch } from '../indexer/validate.ts';
+import type { IndexedResource, IndexSink } from '../model.ts';
+import { BatchQueue } from './batch-queue.ts';
+import { ClusterRow, clusterRowGroup, clusterRowPlural, clusterRowUid } from './cluster-row.ts';
+import { discover, typeKey } from './discovery.ts';
+import { collectorMetrics } from './metrics.ts';
+import { parseSensitiveField } from './sensitive.ts';
+import { needsFullObject, type TransformContext, toIndexed } from './transform.ts';
+import { type ListReason, TypeWatcher, type WatcherHost } from './type-watcher.ts';
+
+export interface CollectorOptions {
+  /** Credentials that may list and watch everything (see `collectorRules`). */
+  client: KubeClient;
+  sink: IndexSink;
+  /** The cluster's name in the index (`local-cluster` for the hub, as ACM names it). */
+  cluster: string;
+  /** This is the hub's own collector: rows carry `_hubClusterResource: true`. */
+  hub: boolean;
+  logger: Logger;
+  /** Full list and resync of every type this often (default 10 min; 0 turns it off). */
+  resyncPeriodMs?: number;
+  /** Discovery runs this often besides on CRD events (default 30 s). */
+  rediscoveryPeriodMs?: number;
+  /** Fields never indexed, in the syntax of `sensitive.ts` (e.g. `apps/Deployment:spec.template.metadata.annotations.foo`). */
+  sensitiveFields?: string[];
+  /** Objects per batch (default 500, at most 5,000). */
+  batchMaxObjects?: number;
+  /** A batch is sent at most this long after its first change (default 150 ms). */
+  batchMaxDelayMs?: number;
+  /** Queued objects at which reading from the API server pauses until the index catches up (default 5,000). */
+  maxPendingObjects?: number;
+  /** Server-side timeout of each watch (default 240-360 s, random per watch). */
+  watchTimeoutSeconds?: number;
+  /** How long a stopping collector keeps delivering what it queued (default 5 s). */
+  closeTimeoutMs?: number;
+}
+
+export interface CollectorStats {
+  types: number;
+  synced: boolean;
+  pendingObjects: number;
+  /** Complete lists so far, by reason. */
+  lists: Record<ListReason, number>;
+  /** Watches paused so far until the index caught up (each resumed where it stopped). */
+  pauses: number;
+}
+
+const metadataListAccept =
+  'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
+const metadataWatchAccept = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
+const crdKey = 'apiextensions.k8s.io/customresourcedefinitions';
+const nodeKey = '/nodes';
+const listConcurrency = 4;
+
+export class Collector {
+  private readonly options: CollectorOptions;
+  private readonly cluster: string;
+  private readonly logger: Logger;
+  private readonly context: TransformContext;
+  private readonly queue: BatchQueue;
+  private readonly clusterRow: ClusterRow;
+  private readonly metadataClients: { list: KubeClient; watch: KubeClient };
+  private readonly watchers = new Map<string, TypeWatcher>();
+  private readonly stopped = new Set<Promise<void>>();
+  private readonly lists: Record<ListReason, number> = { start: 0, gone: 0, resync: 0 };
+  private pauses = 0;
+  private readonly host: WatcherHost;
+  private started = false;
+  private initialSyncRunning = false;
+  private closing = false;
+  private synced = false;
+  private readonly initialSync: Promise<void>;
+  private resolveSync!: () => void;
+  private rejectSync!: (err: Error) => void;
+  private wake: (() => void) | undefined;
+  private rediscoveryRequested = false;
+  private readonly wakeTimers = new Map<number, NodeJS.Timeout>();
+  private freeSlots = listConcurrency;
+  private readonly slotWaiters: (() => void)[] = [];
+
+  constructor(options: CollectorOptions) {
+    this.options = options;
+    this.cluster = options.cluster;
+    this.logger = options.logger;
+    // Fail at start-up, with the validator's message, on a cluster name the index would refuse.
+    validateBatch({ cluster: options.cluster }, options.hub ? options.cluster : '');
+    this.context = {
+      cluster: options.cluster,
+      hub: options.hub,
+      sensitiveFields: (options.sensitiveFields ?? []).map(parseSensitiveField),
+    };
+    const maxObjects = Math.min(Math.max(options.batchMaxObjects ?? 500, 1), 5_000);
+    this.queue = new BatchQueue({
+      sink: options.sink,
+      cluster: options.cluster,
+      logger: options.logger,
+      maxObjects,
+      maxDelayMs: options.batchMaxDelayMs ?? 150,
+      maxPendingObjects: Math.max(options.maxPendingObjects ?? 5_000, maxObjects),
+    });
+    this.clusterRow = new ClusterRow(options.cluster, options.hub);
+    this.metadataClients = {
+      list: options.client.withHeaders({ Accept: metadataListAccept }),
+      watch: options.client.withHeaders({ Accept: metadataWatchAccept }),
+    };
+    this.initialSync = new Promise((resolve, reject) => {
+      this.resolveSync = resolve;
+      this.rejectSync = reject;
+    });
+    // Nobody has to wait for the initial sync: a collector stopped before it must not crash the process.
+    this.initialSync.catch(() => {});
+    this.host = this.watcherHost();
+  }
+
+  /** Resolves once every type discovered at start has been listed once and those rows are committed. */
+  waitForInitialSync(): Promise<void> {
+    return this.initialSync;
+  }
+
+  stats(): CollectorStats {
+    return {
+      types: this.watchers.size,
+      synced: this.synced,
+      pendingObjects: this.queue.pendingObjects(),
+      lists: { ...this.lists },
+      pauses: this.pauses,
+    };
+  }
+
+  /** Collects until `signal` aborts, then delivers what is queued (for a few seconds) and resolves. */
+  async run(signal: AbortSignal): Promise<void> {
+    if (this.started) throw new Error('a Collector runs once; create a new one to start again');
+    this.started = true;
+    const { cluster, logger } = this;
+    logger.info(
+      { cluster, hub: this.options.hub, sensitiveFields: this.context.sensitiveFields.map((f) => f.source) },
+      'collector starting',
+    );
+    try {
+      await this.readVersion(signal);
+      this.queue.upsert(this.clusterRow.resource());
+      let failures = 0;
+      while (!signal.aborted) {
+        try {
+          await this.rediscover(signal);
+          failures = 0;
+        } catch (err) {
+          failures++;
+          const delay = Math.min(30_000, 500 * 2 ** Math.min(failures - 1, 6));
+          logger.warn({ cluster, err: String(err), retryInMs: delay }, 'discovery failed');
+          await sleep(delay, undefined, { signal }).catch(() => {});
+          continue;
+        }
+        if (!this.synced && this.watchers.size > 0) void this.completeInitialSync();
+        await this.nextDiscovery(signal);
+      }
+    } finally {
+      this.closing = true;
+      for (const timer of this.wakeTimers.values()) clearTimeout(timer);
+      for (const w of this.watchers.values()) this.stopped.add(w.stop());
+      this.watchers.clear();
+      await this.queue.close(this.options.closeTimeoutMs ?? 5_000);
+      await Promise.all(this.stopped);
+      collectorMetrics.types.set({ cluster }, 0);
+      if (!this.synced) this.rejectSync(new Error('the collector stopped before its initial sync'));
+      logger.info({ cluster }, 'collector stopped');
+    }
+  }
+
+  private async readVersion(signal: AbortSignal): Promise<void> {
+    try {
+      const version = await this.options.client.request<{ gitVersion?: string }>('GET', '/version', {
+        timeoutMs: 10_000,
+        signal,
+      });
+      this.clusterRow.kubernetesVersion = version.gitVersion;
+    } catch (err) {
+      this.logger.warn({ cluster: this.cluster, err: String(err) }, 'could not read the Kubernetes version');
+    }
+  }
+
+  private async completeInitialSync(): Promise<void> {
+    if (this.initialSyncRunning) return;
+    this.initialSyncRunning = true;
+    const started = performance.now();
+    try {
+      await Promise.all([...this.watchers.values()].map((w) => w.firstList));
+      await this.queue.barrier();
+      // Watchers that were stopped also settle their first list: that is no sync.
+      if (this.closing) return;
+      this.synced = true;
+      this.resolveSync();
+      this.logger.info(
+        { cluster: this.cluster, types: this.watchers.size, ms: Math.round(performance.now() - started) },
+        'initial sync complete',
+      );
+    } catch {
+      // Only a stop gets here; run() rejects the waiters.
+    }
+  }
+
+  /** Brings the set of watchers in line with what the API server serves now. */
+  private async rediscover(signal: AbortSignal): Promise<void> {
+    const found = await discover(this.options.client, { signal });
+    if (signal.aborted) return;
+    const wanted = new Map(found.types.map((t) => [typeKey(t), t]));
+    const first = this.watchers.size === 0;
+    for (const [key, watcher] of [...this.watchers]) {
+      const next = wanted.get(key);
+      const same =
+        next &&
+        next.version === watcher.type.version &&
+        next.kind === watcher.type.kind &&
+        next.namespaced === watcher.type.namespaced;
+      if (same) continue;
+      // A group whose discovery failed may still serve the type: keep its rows and its watcher.
+      if (!next && found.unavailableGroups.has(watcher.type.group)) continue;
+      this.watchers.delete(key);
+      this.stopped.add(watcher.stop());
+      if (next) {
+        this.logger.info(
+          { cluster: this.cluster, resource: key, from: watcher.type.version, to: next.version },
+          'resource type changed version; relisting',
+        );
+      } else {
+        // Stopped first: nothing of this type is queued after the drop.
+        this.queue.dropType({ apigroup: watcher.type.group, kind_plural: watcher.type.plural });
+        this.logger.info(
+          { cluster: this.cluster, resource: key },
+          'resource type gone; its rows are dropped',
+        );
+      }
+    }
+    for (const [key, type] of wanted) {
+      if (this.watchers.has(key)) continue;
+      const watcher = new TypeWatcher(this.host, type);
+      this.watchers.set(key, watcher);
+      watcher.start();
+      if (!first)
+        this.logger.info(
+          { cluster: this.cluster, resource: key, version: type.version },
+          'resource type added',
+        );
+    }
+    if (first)
+      this.logger.info({ cluster: this.cluster, types: this.watchers.size }, 'discovered resource types');
+    collectorMetrics.types.set({ cluster: this.cluster }, this.watchers.size);
+  }
+
+  /** Waits for the next periodic discovery, or an earlier one someone asked for. */
+  private nextDiscovery(signal: AbortSignal): Promise<void> {
+    if (this.rediscoveryRequested || signal.aborted) {
+      this.rediscoveryRequested = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        this.wake = undefined;
+        this.rediscoveryRequested = false;
+        resolve();
+      };
+      const timer = setTimeout(done, this.options.rediscoveryPeriodMs ?? 30_000);
+      signal.addEventListener('abort', done, { once: true });
+      this.wake = done;
+    });
+  }
+
+  /** Rediscovers soon, and once more a little later: a new CRD shows in discovery shortly after its event. */
+  private requestRediscovery(): void {
+    for (const delay of [200, 2_000]) {
+      if (this.wakeTimers.has(delay)) continue;
+      const timer = setTimeout(() => {
+        this.wakeTimers.delete(delay);
+        this.rediscoveryRequested = true;
+        this.wake?.();
+      }, delay);
+      this.wakeTimers.set(delay, timer);
+    }
+  }
+
+  private transform(object: KubeObject, type: ResourceType): IndexedResource | undefined {
+    const resource = `${type.group || 'core'}/${type.plural}`;
+    const row = toIndexed(object, type, this.context);
+    try {
+      if (!row) throw new Error('the object has no uid or name');
+      // The same check the indexer makes, per object: one bad object is left out (and logged) instead
+      // of making its whole batch fail over and over.
+      validateBatch({ cluster: this.cluster, upserts: [row] }, this.options.hub ? this.cluster : '');
+      return row;
+    } catch (err) {
+      collectorMetrics.skipped.inc({ cluster: this.cluster, resource });
+      this.logger.error(
+        {
+          cluster: this.cluster,
+          resource,
+          name: object.metadata?.name,
+          namespace: object.metadata?.namespace,
+          err: String(err),
+        },
+        'object left out of the index',
+      );
+      return undefined;
+    }
+  }
+
+  private updateClusterRow(changed: boolean): void {
+    if (changed) this.queue.upsert(this.clusterRow.resource());
+  }
+
+  private watcherHost(): WatcherHost {
+    return {
+      cluster: this.cluster,
+      logger: this.logger,
+      queue: this.queue,
+      resyncPeriodMs: this.options.resyncPeriodMs ?? 10 * 60_000,
+      watchTimeoutSeconds: this.options.watchTimeoutSeconds,
+      clientsFor: (type) =>
+        needsFullObject(type)
+          ? { list: this.options.client, watch: this.options.client }
+          : this.metadataClients,
+      transform: (object, type) => this.transform(object, type),
+      listSlot: async () => {
+        while (this.freeSlots === 0) await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
+        this.freeSlots--;
+        let released = false;
+        return () => {
+          if (released) return;
+          released = true;
+          this.freeSlots++;
+          this.slotWaiters.shift()?.();
+        };
+      },
+      changed: (type, change) => {
+        const key = typeKey(type);
+        if (key === crdKey && !change.listing) this.requestRediscovery();
+        if (key !== nodeKey) return;
+        if (change.upserted)
+          this.updateClusterRow(this.clusterRow.setNode(change.upserted.uid, change.upserted.data));
+        if (change.deleted) this.updateClusterRow(this.clusterRow.removeNode(change.deleted));
+      },
+      listed: (type, uids, reason) => {
+        this.lists[reason]++;
+        const key = typeKey(type);
+        if (key === nodeKey) this.updateClusterRow(this.clusterRow.keepNodes(uids));
+        // On a hub that serves ManagedClusterInfo, the cluster row shares that type: keep it in the resync.
+        if (type.group === clusterRowGroup && type.plural === clusterRowPlural)
+          uids.add(clusterRowUid(this.cluster));
+      },
+      missing: () => this.requestRediscovery(),
+      paused: () => {
+        this.pauses++;
+        collectorMetrics.watchPauses.inc({ cluster: this.cluster });
+      },
+    };
+  }
+}

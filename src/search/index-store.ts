@@ -1,0 +1,68 @@
+// Opens the search index: the database (a URL, or the embedded server in a directory), its schema, and
+// the parts that use it (indexer, query engine, watch hub). Every search process starts here.
+import type { Logger } from 'pino';
+import { migrate } from './db/migrations.ts';
+import { connect, type Database, startEmbedded } from './db/postgres.ts';
+import { Indexer } from './indexer/indexer.ts';
+import { HubCluster } from './model.ts';
+import { PostgresSearch, type QueryLimits } from './query/engine.ts';
+import { WatchHub } from './query/watch.ts';
+
+export interface IndexStoreOptions {
+  /** A PostgreSQL URL (production); without one, the embedded server runs in `embeddedDir`. */
+  databaseUrl?: string;
+  embeddedDir?: string;
+  logger: Logger;
+  hubCluster?: string;
+  limits?: Partial<QueryLimits>;
+  /** Pool size (default 10). */
+  connections?: number;
+}
+
+export interface IndexStore {
+  db: Database;
+  indexer: Indexer;
+  engine: PostgresSearch;
+  watchHub: WatchHub;
+  hubCluster: string;
+  /** Runs the watch hub until `signal` aborts. */
+  run(signal: AbortSignal): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function openIndexStore(options: IndexStoreOptions): Promise<IndexStore> {
+  const pool = { max: options.connections ?? 10, applicationName: 'tenantkit-search' };
+  let db: Database;
+  if (options.databaseUrl) {
+    db = await connect(options.databaseUrl, pool);
+  } else if (options.embeddedDir) {
+    db = await startEmbedded({ dir: options.embeddedDir, ...pool });
+  } else {
+    throw new Error('the search index needs --database-url, or a directory for the embedded PostgreSQL');
+  }
+  try {
+    const applied = await migrate(db.pool);
+    if (applied.length > 0) options.logger.info({ migrations: applied }, 'search index schema migrated');
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  const hubCluster = options.hubCluster ?? HubCluster;
+  const { logger } = options;
+  const watchHub = new WatchHub({ pool: db.pool, hubCluster, logger });
+  return {
+    db,
+    hubCluster,
+    indexer: new Indexer({ pool: db.pool, logger, hubCluster }),
+    engine: new PostgresSearch({
+      pool: db.pool,
+      hubCluster,
+      logger,
+      watchHub,
+      ...(options.limits ? { limits: options.limits } : {}),
+    }),
+    watchHub,
+    run: (signal) => watchHub.run(signal),
+    close: () => db.close(),
+  };
+}

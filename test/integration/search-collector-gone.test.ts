@@ -1,0 +1,154 @@
+// The collector's 410 Gone path, on a control plane of its own that forgets old versions within
+// seconds: kube-apiserver without its watch cache (watches go straight to etcd) and compacting etcd
+// every second. The collector reaches the API server through a TCP proxy the test can cut, like a
+// network partition: while it is cut the cluster changes and etcd compacts past the collector's
+// resourceVersion, so when the link returns every resumed watch gets 410 Gone; the collector must
+// relist, and the resync must leave the index exactly like the cluster.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ControlPlane, startControlPlane } from '../../src/controlplane/launch.ts';
+import { isGone, KubeClient } from '../../src/kube/client.ts';
+import { silentLogger } from '../../src/kube/log.ts';
+import { Resources } from '../../src/kube/resources.ts';
+import { Collector } from '../../src/search/collector/collector.ts';
+import type { Database } from '../../src/search/db/postgres.ts';
+import { Indexer } from '../../src/search/indexer/indexer.ts';
+import { HubCluster } from '../../src/search/model.ts';
+import { eventually } from '../harness/cluster.ts';
+import { startTestDatabase } from '../harness/postgres.ts';
+
+/** A TCP proxy to 127.0.0.1:`port` whose link can be cut (open connections dropped, new ones refused). */
+async function cuttableProxy(port: number) {
+  const sockets = new Set<Socket>();
+  let cut = false;
+  const server: Server = createServer((client) => {
+    if (cut) return client.destroy();
+    const upstream = connect(port, '127.0.0.1');
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', end);
+    }
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (!address || typeof address === 'string') throw new Error('proxy has no port');
+  return {
+    port: address.port,
+    cut() {
+      cut = true;
+      for (const s of sockets) s.destroy();
+    },
+    restore() {
+      cut = false;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe('search collector after 410 Gone', () => {
+  let dir = '';
+  let controlPlane: ControlPlane | undefined;
+  let proxy: Awaited<ReturnType<typeof cuttableProxy>> | undefined;
+  let db: Database | undefined;
+  const stop = new AbortController();
+  let running: Promise<void> = Promise.resolve();
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'tenantkit-gone-'));
+    [controlPlane, db] = await Promise.all([
+      startControlPlane({
+        dir,
+        unsafeNoFsync: true,
+        apiserverFlags: ['--watch-cache=false', '--etcd-compaction-interval=1s'],
+      }),
+      startTestDatabase(),
+    ]);
+  });
+
+  afterAll(async () => {
+    stop.abort();
+    await running;
+    await proxy?.close();
+    await controlPlane?.stop();
+    await db?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('relists when resumed watches are too old, and the index matches the cluster again', async () => {
+    const cp = controlPlane!;
+    const admin = KubeClient.fromKubeconfig({ yaml: cp.adminKubeconfig });
+    proxy = await cuttableProxy(Number(new URL(cp.server).port));
+    const throughProxy = KubeClient.fromKubeconfig({
+      yaml: cp.adminKubeconfig.replace(cp.server, `https://127.0.0.1:${proxy.port}`),
+    });
+    const ns = 'gone-test';
+    await admin.create(Resources.namespaces, { metadata: { name: ns } });
+    for (const name of ['kept', 'changed', 'deleted']) {
+      await admin.create(Resources.configMaps, { metadata: { name, namespace: ns } });
+    }
+
+    const indexer = new Indexer({ pool: db!.pool, logger: silentLogger, hubCluster: HubCluster });
+    const collector = new Collector({
+      client: throughProxy,
+      sink: indexer,
+      cluster: 'edge-1',
+      hub: false,
+      logger: silentLogger,
+      batchMaxDelayMs: 50,
+    });
+    running = collector.run(stop.signal);
+    await collector.waitForInitialSync();
+    const names = async () =>
+      (
+        await db!.pool.query<{ name: string; label: string | null }>(
+          `SELECT data->>'name' AS name, data->'label'->>'v' AS label FROM search.resources
+           WHERE cluster = 'edge-1' AND data->>'kind' = 'ConfigMap' AND data->>'namespace' = $1
+             AND data->>'name' <> 'kube-root-ca.crt' ORDER BY 1`,
+          [ns],
+        )
+      ).rows.map((r) => (r.label ? `${r.name}:${r.label}` : r.name));
+    expect(await names()).toEqual(['changed', 'deleted', 'kept']);
+    expect(collector.stats().lists.gone).toBe(0);
+
+    // Cut the link, change the cluster, and wait until etcd no longer has the versions the collector saw.
+    const seen = (await admin.list(Resources.configMaps, { namespace: ns })).metadata.resourceVersion!;
+    proxy.cut();
+    await admin.delete(Resources.configMaps, 'deleted', ns);
+    await admin.patch(Resources.configMaps, 'changed', ns, { metadata: { labels: { v: '2' } } });
+    await admin.create(Resources.configMaps, { metadata: { name: 'created', namespace: ns } });
+    await eventually(
+      async () => {
+        try {
+          await admin.watch(Resources.configMaps, { resourceVersion: seen, timeoutSeconds: 1 }, () => {});
+          return false;
+        } catch (err) {
+          return isGone(err);
+        }
+      },
+      { what: 'etcd compacted past the collector resourceVersion', timeoutMs: 15_000 },
+    );
+    expect(await names()).toEqual(['changed', 'deleted', 'kept']); // the collector saw nothing meanwhile
+
+    proxy.restore();
+    await eventually(
+      async () => JSON.stringify(await names()) === JSON.stringify(['changed:2', 'created', 'kept']),
+      { what: 'the index follows the cluster after the relist', timeoutMs: 20_000 },
+    );
+    // Every watch resumed into a compacted version: the index was repaired by relists, not by watch events.
+    expect(collector.stats().lists.gone).toBeGreaterThan(0);
+  });
+});
