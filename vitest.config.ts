@@ -3,10 +3,15 @@ import { defineConfig } from 'vitest/config';
 // Two tiers: unit tests are pure and parallel; integration tests share one real control plane that
 // globalSetup starts once per run (see test/harness/global-setup.ts).
 export default defineConfig({
+  // graphql ships CommonJS (main) and ESM (module) builds without an exports map. Node loads the
+  // CommonJS one for everybody; Vite would hand our sources the ESM one while graphql-ws and graphql-http,
+  // loaded by Node, get CommonJS, and graphql refuses a schema from "another realm". One build for all.
+  resolve: { alias: { graphql: 'graphql/index.js' } },
   test: {
     projects: [
-      { test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
       {
+        extends: true,
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],

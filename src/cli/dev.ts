@@ -4,16 +4,20 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import type { Logger } from 'pino';
 import { allCrds } from '../api/index.ts';
 import { crdManifest } from '../api/schema.ts';
 import { OrganizationCrd, TenantUserCrd } from '../api/tenancy.ts';
-import { startControlPlane } from '../controlplane/launch.ts';
+import { portIsFree, startControlPlane } from '../controlplane/launch.ts';
 import { KubeClient } from '../kube/client.ts';
 import { installCrds } from '../kube/crds.ts';
 import { createLogger } from '../kube/log.ts';
 import { Manager } from '../kube/manager.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
 import { type CertificateAuthority, createCA, loadCA } from '../pki/certs.ts';
+import { publishEndpoint } from '../search/client/publish.ts';
+import { searchUserClusterRoles } from '../search/index.ts';
+import { startSearchService } from '../search/service.ts';
 import { registerWebhooks } from '../webhook/registration.ts';
 import { WebhookServer } from '../webhook/server.ts';
 import { type CapabilityContext, capabilities } from './capabilities.ts';
@@ -25,6 +29,7 @@ export const exampleTenants = [
 ];
 
 const systemNamespace = 'tenantkit-system';
+const devSearchPort = 4010;
 const webhookConfigName = 'tenantkit-dev';
 const fieldManager = 'tenantkit-dev';
 
@@ -102,6 +107,35 @@ async function seedTenants(client: KubeClient): Promise<void> {
   }
 }
 
+/** The search service on an embedded PostgreSQL in `dir`, collecting this cluster, published for clients. */
+async function startDevSearch(
+  client: KubeClient,
+  ca: CertificateAuthority,
+  dir: string,
+  signal: AbortSignal,
+  logger: Logger,
+): Promise<{ url: string; done: Promise<void> }> {
+  for (const role of searchUserClusterRoles()) {
+    await client.apply(Resources.clusterRoles, role, { fieldManager, force: true });
+  }
+  const serving = await ca.issue({ commonName: '127.0.0.1', usage: 'server', ipAddresses: ['127.0.0.1'] });
+  const port = (await portIsFree(devSearchPort)) ? devSearchPort : 0;
+  const service = await startSearchService(
+    {
+      client,
+      logger: logger.child({ subsystem: 'search' }),
+      embeddedDir: join(dir, 'search-db'),
+      certificate: serving,
+      port,
+      hubCollector: { client },
+    },
+    signal,
+  );
+  const url = `https://127.0.0.1:${service.port}`;
+  await publishEndpoint(client, url, ca.certPem, fieldManager);
+  return { url, done: service.done };
+}
+
 export async function runDev(args: string[], stop: AbortController): Promise<void> {
   const { values } = parseArgs({ args, options: { dir: { type: 'string', default: '.tenantkit' } } });
   const dir = resolve(values.dir!);
@@ -122,6 +156,10 @@ export async function runDev(args: string[], stop: AbortController): Promise<voi
       client,
       allCrds.map((d) => crdManifest(d) as unknown as KubeObject),
     );
+    // A previous run that was killed could not remove its fail-closed webhooks, which would now refuse
+    // every namespace write with nobody serving them: they are re-registered below.
+    await client.delete(Resources.validatingWebhookConfigurations, webhookConfigName).catch(() => {});
+    await client.delete(Resources.mutatingWebhookConfigurations, webhookConfigName).catch(() => {});
     await seedTenants(client);
 
     // One process runs everything here, so there is nobody to elect: controllers start at once.
@@ -144,6 +182,7 @@ export async function runDev(args: string[], stop: AbortController): Promise<voi
     );
 
     const running = manager.start(stop.signal);
+    const search = await startDevSearch(client, ca, dir, stop.signal, logger);
     const tenants = exampleTenants
       .map(
         (t) =>
@@ -151,7 +190,8 @@ export async function runDev(args: string[], stop: AbortController): Promise<voi
       )
       .join('\n');
     say(`
-tenantkit dev is running (${capabilities.length} capabilities, webhooks on https://127.0.0.1:${port}).
+tenantkit dev is running (${capabilities.length} capabilities, webhooks on https://127.0.0.1:${port},
+search on ${search.url}/searchapi/graphql).
 
 Admin:   export KUBECONFIG=${controlPlane.adminKubeconfigPath}
 Tenants:
@@ -163,10 +203,13 @@ Try first:
   KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl create namespace alice-dev   # joins organization team-a
   KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl create namespace kube-mine   # denied: reserved name
   KUBECONFIG=${controlPlane.adminKubeconfigPath} kubectl get crds -l app.kubernetes.io/part-of=tenantkit
+  KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} npx tenantkit search 'kind:ConfigMap'   # alice's objects only
+  KUBECONFIG=${controlPlane.tokenKubeconfigPath('bob')} npx tenantkit search 'namespace:team-a'   # nothing: bob may not list there
 
 Ctrl-C stops everything; the next run reuses ${dir}.
 `);
     await running;
+    await search.done;
     // Fail-closed webhooks must not outlive their server, or the next start could be blocked by them.
     await client.delete(Resources.validatingWebhookConfigurations, webhookConfigName).catch(() => {});
     await client.delete(Resources.mutatingWebhookConfigurations, webhookConfigName).catch(() => {});

@@ -12,6 +12,7 @@ import { LeadershipLostError, Manager } from '../kube/manager.ts';
 import { WebhookServer } from '../webhook/server.ts';
 import { type CapabilityContext, selectCapabilities } from './capabilities.ts';
 import { runDev } from './dev.ts';
+import { searchCommand } from './search.ts';
 
 const usage = `tenantkit: safe self-service multi-tenancy for a shared Kubernetes cluster
 
@@ -21,6 +22,9 @@ Usage:
                                             run the controllers (leader-elected) against $KUBECONFIG or in-cluster
   tenantkit webhooks --cert-dir DIR [--port 9443] [--namespace NS] [--capabilities a,b]
                                             serve the admission webhooks (tls.crt/tls.key in DIR, reloaded on change)
+  tenantkit search QUERY [-o table|json|yaml|name]
+                                            search everything you may list, e.g. 'kind:Pod name:web*'
+  tenantkit search api|verify-access ...    run the search service; see tenantkit search --help
   tenantkit crds                            print tenantkit's CustomResourceDefinitions as YAML
   tenantkit controlplane build              build the local control plane binary (done by dev on first use)
   tenantkit version
@@ -117,6 +121,8 @@ async function main(argv: string[]): Promise<void> {
       return controllers(rest);
     case 'webhooks':
       return webhooks(rest);
+    case 'search':
+      return searchCommand(rest, () => shutdownSignal().signal);
     case 'crds':
       for (const def of allCrds)
         process.stdout.write(`---\n${stringify(crdManifest(def), { lineWidth: 0 })}`);

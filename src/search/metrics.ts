@@ -35,6 +35,13 @@ export const searchMetrics = {
     labelNames: ['cluster'],
     registers: [registry],
   }),
+  apiSeconds: new Histogram({
+    name: 'tenantkit_search_api_request_seconds',
+    help: 'Time to answer one GraphQL request over HTTP, by status code.',
+    labelNames: ['code'],
+    buckets,
+    registers: [registry],
+  }),
   querySeconds: new Histogram({
     name: 'tenantkit_search_query_seconds',
     help: 'Time of one index query, by operation.',

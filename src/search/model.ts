@@ -185,8 +185,11 @@ export interface SearchBackend {
   ): Promise<string[]>;
   /** Every property name among the objects `query` matches. */
   schema(access: AccessSet, query: SearchInput | undefined): Promise<string[]>;
-  /** Index changes that match `input` and the access set, until `signal` aborts. */
-  watch(access: AccessSet, input: SearchInput, signal: AbortSignal): AsyncIterable<SearchEvent>;
+  /**
+   * Index changes that match `input` and the access set, until `signal` aborts. The set is a function,
+   * read at each delivery, so an RBAC change applies to open watches too.
+   */
+  watch(access: () => AccessSet, input: SearchInput, signal: AbortSignal): AsyncIterable<SearchEvent>;
 }
 
 /** Turns a user into their access set, from local RBAC caches (no API call per user). */

@@ -1,14 +1,12 @@
 // The HTTPS admission webhook server: one path per webhook, AdmissionReview v1 in and out, a deadline
 // per request, health and metrics endpoints, and a serving certificate that can be swapped live (when
 // the files change on disk, e.g. a rotated Secret, or by calling setCertificate).
-import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { metrics, registry } from '../kube/metrics.ts';
 import type { KeyPair } from '../pki/certs.ts';
 import { type AdmissionReview, toResponse, type Verdict } from './admission.ts';
+import { HttpsListener, readBody, type ServingCertificate } from './https.ts';
 import type { WebhookDefinition } from './registration.ts';
 
 export interface WebhookServerOptions {
@@ -16,7 +14,7 @@ export interface WebhookServerOptions {
   port?: number;
   logger: Logger;
   /** In-memory certificate, or files that are re-read whenever they change. */
-  certificate: KeyPair | { certFile: string; keyFile: string };
+  certificate: ServingCertificate;
   /** Extra readiness check (e.g. caches synced); /readyz answers 503 until it returns true. */
   ready?: () => boolean;
 }
@@ -26,7 +24,7 @@ const maxBodyBytes = 3 * 1024 * 1024;
 export class WebhookServer {
   private readonly options: WebhookServerOptions;
   private readonly webhooks = new Map<string, WebhookDefinition>();
-  private server?: Server;
+  private listener?: HttpsListener;
   private listening = false;
 
   constructor(options: WebhookServerOptions) {
@@ -45,50 +43,23 @@ export class WebhookServer {
   }
 
   get port(): number {
-    return (this.server?.address() as AddressInfo | null)?.port ?? 0;
-  }
-
-  private readCertificate(): KeyPair {
-    const c = this.options.certificate;
-    if ('certPem' in c) return c;
-    return { certPem: readFileSync(c.certFile, 'utf8'), keyPem: readFileSync(c.keyFile, 'utf8') };
+    return this.listener?.port ?? 0;
   }
 
   /** Replaces the serving certificate; new TLS handshakes use it, open connections keep theirs. */
   setCertificate(pair: KeyPair): void {
-    this.server?.setSecureContext({ cert: pair.certPem, key: pair.keyPem });
+    this.listener?.setCertificate(pair);
   }
 
   async start(): Promise<number> {
-    const pair = this.readCertificate();
-    const server = createServer({ cert: pair.certPem, key: pair.keyPem }, (req, res) => {
-      this.handle(req, res).catch((err: unknown) => {
-        this.options.logger.error({ err: String(err) }, 'webhook request failed');
-        if (!res.headersSent) res.writeHead(500).end();
-      });
+    this.listener = new HttpsListener({
+      ...(this.options.host ? { host: this.options.host } : {}),
+      ...(this.options.port ? { port: this.options.port } : {}),
+      logger: this.options.logger,
+      certificate: this.options.certificate,
+      handler: (req, res) => this.handle(req, res),
     });
-    server.keepAliveTimeout = 65_000;
-    this.server = server;
-    const c = this.options.certificate;
-    if (!('certPem' in c)) {
-      const reload = () => {
-        try {
-          this.setCertificate(this.readCertificate());
-          this.options.logger.info('serving certificate reloaded');
-        } catch (err) {
-          this.options.logger.warn(
-            { err: String(err) },
-            'serving certificate reload failed; keeping the old one',
-          );
-        }
-      };
-      watchFile(c.certFile, { interval: 2000 }, reload);
-      watchFile(c.keyFile, { interval: 2000 }, reload);
-    }
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.options.port ?? 0, this.options.host ?? '127.0.0.1', () => resolve());
-    });
+    await this.listener.start();
     this.listening = true;
     this.options.logger.info(
       { port: this.port, webhooks: [...this.webhooks.keys()] },
@@ -98,22 +69,8 @@ export class WebhookServer {
   }
 
   async stop(): Promise<void> {
-    const c = this.options.certificate;
-    if (!('certPem' in c)) {
-      unwatchFile(c.certFile);
-      unwatchFile(c.keyFile);
-    }
     this.listening = false;
-    const server = this.server;
-    if (!server) return;
-    // Finish requests in flight, but do not wait for the API server's idle keep-alive connections:
-    // they would hold the close open for the whole keep-alive timeout.
-    const force = setTimeout(() => server.closeAllConnections(), 2000);
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeIdleConnections();
-    });
-    clearTimeout(force);
+    await this.listener?.stop();
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -130,7 +87,7 @@ export class WebhookServer {
     const webhook = req.method === 'POST' ? this.webhooks.get(path.replace(/^\//, '')) : undefined;
     if (!webhook) return void res.writeHead(404).end('not found');
 
-    const body = await readBody(req);
+    const body = await readBody(req, maxBodyBytes);
     if (body === undefined) {
       metrics.webhookErrors.inc({ webhook: webhook.name, reason: 'too_large' });
       return void res.writeHead(413).end('request body too large');
@@ -201,22 +158,4 @@ export class WebhookServer {
       clearTimeout(timer);
     }
   }
-}
-
-function readBody(req: IncomingMessage): Promise<string | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > maxBodyBytes) {
-        resolve(undefined);
-        req.destroy();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }

@@ -492,7 +492,7 @@ describe('search index on PostgreSQL', () => {
       };
       const events: SearchEvent[] = [];
       const iterator = engine
-        .watch(podsInDev, { filters: [{ property: 'kind', values: ['pod'] }] }, stopWatch.signal)
+        .watch(() => podsInDev, { filters: [{ property: 'kind', values: ['pod'] }] }, stopWatch.signal)
         [Symbol.asyncIterator]();
       const first = iterator.next();
       await new Promise((r) => setTimeout(r, 300)); // the subscription registers as a watcher

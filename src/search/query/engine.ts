@@ -165,7 +165,7 @@ export class PostgresSearch implements SearchBackend {
     return [...names].sort();
   }
 
-  watch(access: AccessSet, input: SearchInput, signal: AbortSignal): AsyncIterable<SearchEvent> {
+  watch(access: () => AccessSet, input: SearchInput, signal: AbortSignal): AsyncIterable<SearchEvent> {
     if (!this.watchHub) throw new QueryError('WATCH_DISABLED', 'this search service does not serve watch');
     // Validate now, so a bad filter fails the subscription at once instead of on the first event.
     inputConditions(input, resourceColumns('r'), new Params(), this.limits);

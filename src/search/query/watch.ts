@@ -22,7 +22,8 @@ export interface WatchHubOptions {
 }
 
 interface Subscriber {
-  access: AccessSet;
+  /** Read on every delivery, so a permission revoked mid-watch stops the events it no longer allows. */
+  access: () => AccessSet;
   input: SearchInput;
   last: number;
   queue: SearchEvent[];
@@ -79,8 +80,12 @@ export class WatchHub {
     }
   }
 
-  /** Changes matching `input` within `access`, from now until `signal` aborts. */
-  async *subscribe(access: AccessSet, input: SearchInput, signal: AbortSignal): AsyncGenerator<SearchEvent> {
+  /** Changes matching `input` within `access` (as it is at each delivery), from now until `signal` aborts. */
+  async *subscribe(
+    access: () => AccessSet,
+    input: SearchInput,
+    signal: AbortSignal,
+  ): AsyncGenerator<SearchEvent> {
     const subscriber: Subscriber = { access, input, last: 0, queue: [] };
     // Register as a watcher before reading the high-water mark, so no change falls between the two.
     this.subscribers.add(subscriber);
@@ -172,13 +177,14 @@ export class WatchHub {
     const high = Number(max.rows[0]?.id ?? 0);
     for (const s of this.subscribers) {
       if (s.last >= high) continue;
+      const access = s.access();
       const p = new Params();
       const cols = documentColumns('coalesce(e.new_data, e.old_data)', 'e.cluster');
       const where = and([
         `e.id > ${p.add(s.last)}`,
         `e.id <= ${p.add(high)}`,
         ...inputConditions(s.input, cols, p),
-        accessPredicate(s.access, this.options.hubCluster, cols, p),
+        accessPredicate(access, this.options.hubCluster, cols, p),
       ]);
       const rows = await this.options.pool.query<EventRow>({
         text: `SELECT e.id, e.operation, e.uid, e.cluster, e.old_data, e.new_data, e.at

@@ -1,0 +1,209 @@
+// `tenantkit search ...`: run the search service's parts (api, indexer, collector) or, for everyone
+// else, search the cluster as the kubeconfig's user and print the results like kubectl.
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { stringify } from 'yaml';
+import { KubeClient } from '../kube/client.ts';
+import { createLogger } from '../kube/log.ts';
+import { RbacAccessProvider } from '../search/access/provider.ts';
+import { compareWithRulesReview } from '../search/access/verify.ts';
+import { discoverEndpoint, graphql, type SearchEndpoint } from '../search/client/client.ts';
+import { parseSearchText } from '../search/client/query-text.ts';
+import { renderTable } from '../search/client/table.ts';
+import { Collector } from '../search/collector/collector.ts';
+import { RemoteSink } from '../search/indexer/remote-sink.ts';
+import type { Item } from '../search/model.ts';
+import { startSearchService } from '../search/service.ts';
+
+export const searchUsage = `Usage:
+  tenantkit search QUERY [-o table|json|yaml|name] [--limit N] [--search-url URL] [--ca-file FILE]
+      search as the current kubeconfig user, e.g. tenantkit search 'kind:Pod namespace:team-a name:web*'
+  tenantkit search api --cert-dir DIR [--port 4010] [--database-url URL | --db-dir DIR] [--sensitive-field F]...
+      serve the GraphQL API, the collectors' endpoint (--no-indexer: off) and collect this cluster
+      (--no-collector: off); F is [group/]Kind:path, e.g. apps/Deployment:spec.template.metadata.annotations.token
+  tenantkit search collector --cluster NAME --indexer-url URL --token-file FILE [--ca-file FILE]
+      collect a managed cluster ($KUBECONFIG) into the hub's index
+  tenantkit search verify-access --user NAME [--group G]... --namespace NS
+      compare the locally computed access set with a SelfSubjectRulesReview (for webhook authorizers)
+`;
+
+const serviceSubcommands = new Set(['api', 'collector', 'verify-access']);
+
+/** A managed cluster's collector: this cluster's objects, pushed to the hub's indexer over HTTPS. */
+async function collect(args: string[], signal: AbortSignal): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      cluster: { type: 'string' },
+      'indexer-url': { type: 'string' },
+      'token-file': { type: 'string' },
+      'ca-file': { type: 'string' },
+      'sensitive-field': { type: 'string', multiple: true, default: [] },
+    },
+  });
+  if (!values.cluster || !values['indexer-url'] || !values['token-file']) {
+    throw new Error(
+      '--cluster NAME, --indexer-url URL and --token-file FILE (a token of the hub allowed to update clusters.search.tenantkit.io/NAME) are required',
+    );
+  }
+  const tokenFile = values['token-file'];
+  const sink = new RemoteSink({
+    url: values['indexer-url'],
+    // Re-read for every batch, so a rotated (projected) token is picked up.
+    token: async () => (await readFile(tokenFile, 'utf8')).trim(),
+    ...(values['ca-file'] ? { ca: await readFile(values['ca-file'], 'utf8') } : {}),
+  });
+  const collector = new Collector({
+    client: KubeClient.fromDefault(),
+    sink,
+    cluster: values.cluster,
+    hub: false,
+    logger: createLogger('tenantkit-search-collector'),
+    sensitiveFields: values['sensitive-field']!,
+  });
+  await collector.run(signal);
+}
+
+/** Runs `tenantkit search <args>`; `stop` aborts long-running modes. */
+export async function searchCommand(args: string[], stop: () => AbortSignal): Promise<void> {
+  const sub = args[0];
+  if (sub === 'api') return serveApi(args.slice(1), stop());
+  if (sub === 'verify-access') return verifyAccess(args.slice(1));
+  if (sub === 'collector') return collect(args.slice(1), stop());
+  if (sub === 'help' || sub === '--help' || sub === '-h' || sub === undefined) {
+    process.stdout.write(searchUsage);
+    return;
+  }
+  return query(args);
+}
+
+async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      'cert-dir': { type: 'string' },
+      port: { type: 'string', default: '4010' },
+      host: { type: 'string', default: '0.0.0.0' },
+      'database-url': { type: 'string' },
+      'db-dir': { type: 'string' },
+      indexer: { type: 'boolean', default: true },
+      collector: { type: 'boolean', default: true },
+      'sensitive-field': { type: 'string', multiple: true, default: [] },
+    },
+    allowNegative: true,
+  });
+  if (!values['cert-dir']) throw new Error('--cert-dir is required (a directory with tls.crt and tls.key)');
+  const databaseUrl = values['database-url'] ?? process.env.TENANTKIT_SEARCH_DATABASE_URL;
+  if (!databaseUrl && !values['db-dir']) {
+    throw new Error(
+      'give --database-url (or $TENANTKIT_SEARCH_DATABASE_URL), or --db-dir for an embedded PostgreSQL',
+    );
+  }
+  const logger = createLogger('tenantkit-search');
+  const client = KubeClient.fromDefault();
+  const service = await startSearchService(
+    {
+      client,
+      ...(values.collector ? { hubCollector: { client, sensitiveFields: values['sensitive-field']! } } : {}),
+      logger,
+      ...(databaseUrl ? { databaseUrl } : { embeddedDir: values['db-dir']! }),
+      certificate: { certFile: `${values['cert-dir']}/tls.crt`, keyFile: `${values['cert-dir']}/tls.key` },
+      host: values.host!,
+      port: Number(values.port),
+      indexer: values.indexer!,
+    },
+    signal,
+  );
+  await service.done;
+}
+
+async function verifyAccess(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      user: { type: 'string' },
+      group: { type: 'string', multiple: true, default: [] },
+      namespace: { type: 'string', multiple: true, default: [] },
+    },
+  });
+  if (!values.user || values.namespace!.length === 0) {
+    throw new Error(
+      'give --user NAME and at least one --namespace NS (and --group for each of their groups)',
+    );
+  }
+  const client = KubeClient.fromDefault();
+  const stop = new AbortController();
+  const provider = new RbacAccessProvider({ client });
+  void provider.start(stop.signal);
+  try {
+    await provider.waitForSync();
+    const user = { username: values.user, groups: [...values.group!, 'system:authenticated'] };
+    const set = provider.forUser(user);
+    let differences = 0;
+    for (const namespace of values.namespace!) {
+      const result = await compareWithRulesReview(client, user, set, namespace);
+      for (const d of result.differences) {
+        differences++;
+        const names = (v: unknown) => (v === null ? 'all' : v === undefined ? 'none' : JSON.stringify(v));
+        process.stdout.write(
+          `${namespace}\t${d.apiGroup || 'core'}/${d.resource}\tcomputed: ${names(d.computed)}\treviewed: ${names(d.reviewed)}\n`,
+        );
+      }
+      if (result.incomplete) {
+        process.stdout.write(
+          `${namespace}\tthe review is incomplete (${result.evaluationError ?? 'no reason given'})\n`,
+        );
+      }
+    }
+    process.stdout.write(differences === 0 ? 'access sets agree with the authorizer\n' : '');
+    if (differences > 0) process.exitCode = 1;
+  } finally {
+    stop.abort();
+  }
+}
+
+const searchQuery = /* GraphQL */ `
+  query ($input: [SearchInput]) {
+    search(input: $input) {
+      items
+    }
+  }
+`;
+
+async function query(args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      output: { type: 'string', short: 'o', default: 'table' },
+      limit: { type: 'string' },
+      'search-url': { type: 'string' },
+      'ca-file': { type: 'string' },
+    },
+  });
+  if (positionals.length > 0 && serviceSubcommands.has(positionals[0]!)) throw new Error(searchUsage);
+  const text = positionals.join(' ').trim();
+  if (!text)
+    throw new Error(`give a query, e.g. tenantkit search 'kind:Pod namespace:team-a'\n\n${searchUsage}`);
+  const output = values.output!;
+  if (!['table', 'json', 'yaml', 'name'].includes(output)) {
+    throw new Error(`unknown output format "${output}": use table, json, yaml or name`);
+  }
+  const input = parseSearchText(text);
+  if (values.limit !== undefined) input.limit = Number(values.limit);
+  const kube = KubeClient.fromDefault();
+  const url = values['search-url'] ?? process.env.TENANTKIT_SEARCH_URL;
+  const endpoint: SearchEndpoint = url
+    ? { url, ...(values['ca-file'] ? { ca: await readFile(values['ca-file'], 'utf8') } : {}) }
+    : await discoverEndpoint(kube);
+  if (!url && values['ca-file']) endpoint.ca = await readFile(values['ca-file'], 'utf8');
+  const data = await graphql<{ search: { items: Item[] }[] }>(endpoint, kube, searchQuery, {
+    input: [input],
+  });
+  const items = data.search[0]?.items ?? [];
+  if (output === 'json') process.stdout.write(`${JSON.stringify({ items }, null, 2)}\n`);
+  else if (output === 'yaml') process.stdout.write(stringify({ items }));
+  else if (output === 'name') {
+    for (const i of items) process.stdout.write(`${String(i.kind).toLowerCase()}/${String(i.name)}\n`);
+  } else process.stdout.write(renderTable(items));
+}

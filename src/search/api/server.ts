@@ -1,0 +1,332 @@
+// The search service's HTTPS endpoint: the GraphQL API at /searchapi/graphql (HTTP and graphql-ws on the
+// same path) and, when this process indexes, the collectors' endpoint at /searchindexer/. Every request
+// is authenticated (bearer token or ACM's cookie, TokenReview) and, for the API, authorized from the
+// caller's local access set: no API call per request once the token is cached.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
+import {
+  type ASTVisitor,
+  GraphQLError,
+  type GraphQLSchema,
+  specifiedRules,
+  type ValidationContext,
+  type ValidationRule,
+  validate,
+} from 'graphql';
+import { createHandler, type Request as GraphQLHttpRequest, type Handler } from 'graphql-http';
+import { useServer } from 'graphql-ws/use/ws';
+import type { Logger } from 'pino';
+import { WebSocketServer } from 'ws';
+import { registry } from '../../kube/metrics.ts';
+import { HttpsListener, readBody, type ServingCertificate } from '../../webhook/https.ts';
+import {
+  SearchApiGroup,
+  SearchResource,
+  SearchUserClusterRoleName,
+  SearchVerb,
+} from '../access/search-api.ts';
+import { indexerEndpoint } from '../indexer/http.ts';
+import { searchMetrics } from '../metrics.ts';
+import type { AccessProvider, AccessSet, IndexSink, SearchBackend, SearchUser } from '../model.ts';
+import { tokenFromHeaders } from './authn.ts';
+import { type Message, type SearchContext, searchRoot } from './resolvers.ts';
+import { searchSchema } from './schema.ts';
+
+export const graphqlPath = '/searchapi/graphql';
+
+type AuthenticatedRequest = IncomingMessage & { searchUser?: SearchUser };
+
+export interface SearchApiLimits {
+  /** SearchInputs in one `search` call (default 20). */
+  maxInputs: number;
+  /** Request body size (default 1 MiB). */
+  maxBodyBytes: number;
+  /** Fields in one operation, aliases included (default 200): a query cannot multiply its own cost. */
+  maxFields: number;
+}
+
+export interface SearchServerOptions {
+  host?: string;
+  port?: number;
+  logger: Logger;
+  certificate: ServingCertificate;
+  /**
+   * CAs of the cluster's client certificates (kube-system/extension-apiserver-authentication): a caller
+   * presenting one is the certificate's CN, in its O groups, as kube-apiserver would see them.
+   */
+  clientCaPem?: string;
+  /** The user behind a token; undefined when the token is not valid; rejects when it cannot tell. */
+  authenticate(token: string): Promise<SearchUser | undefined>;
+  /** Serve the GraphQL API. */
+  api?: {
+    backend: SearchBackend;
+    access: AccessProvider;
+    messages?: () => Message[];
+    limits?: Partial<SearchApiLimits>;
+  };
+  /** Serve the collectors' endpoint (managed clusters push here). */
+  indexer?: { sink: IndexSink; mayWrite(user: SearchUser, cluster: string): Promise<boolean> };
+  /** /readyz answers 503 until this returns true. */
+  ready?: () => boolean;
+}
+
+const defaultLimits: SearchApiLimits = { maxInputs: 20, maxBodyBytes: 1024 * 1024, maxFields: 200 };
+
+/** A set that shows nothing: what someone who may not use search sees (e.g. on a watch after revocation). */
+const nothing: AccessSet = {
+  all: false,
+  clusterWide: [],
+  namespaced: [],
+  managedClusters: [],
+  canSearch: false,
+  digest: 'nothing',
+};
+
+function fieldLimitRule(max: number): ValidationRule {
+  return (context: ValidationContext): ASTVisitor => {
+    let fields = 0;
+    return {
+      Field() {
+        fields++;
+        if (fields === max + 1) {
+          context.reportError(
+            new GraphQLError(`the query selects more than ${max} fields; split it into several requests`, {
+              extensions: { code: 'QUERY_TOO_COMPLEX' },
+            }),
+          );
+        }
+      },
+    };
+  };
+}
+
+function replyJson(res: ServerResponse, status: number, code: string, message: string, headers = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify({ message, errors: [{ message, extensions: { code } }] }));
+}
+
+export const forbiddenMessage = (user: SearchUser) =>
+  `user "${user.username}" may not use search: it needs verb "${SearchVerb}" on "${SearchResource}.${SearchApiGroup}" in some namespace; ask an admin to bind the ClusterRole ${SearchUserClusterRoleName} (also part of the admin, edit and view roles)`;
+
+/** The user of a verified client certificate (the listener checked it against the client CAs). */
+function certificateUser(req: IncomingMessage): SearchUser | undefined {
+  const socket = req.socket as TLSSocket;
+  if (!socket.authorized) return undefined;
+  const cert = socket.getPeerCertificate();
+  const cn = cert?.subject?.CN;
+  if (typeof cn !== 'string' || cn === '') return undefined;
+  const o = cert.subject.O;
+  const groups = o === undefined ? [] : Array.isArray(o) ? o : [o];
+  return { username: cn, groups: [...groups, 'system:authenticated'] };
+}
+
+export class SearchServer {
+  private readonly options: SearchServerOptions;
+  private readonly listener: HttpsListener;
+  private readonly schema: GraphQLSchema;
+  private readonly limits: SearchApiLimits;
+  private readonly contexts = new WeakMap<IncomingMessage, SearchContext>();
+  private readonly handleGraphql: Handler<IncomingMessage, undefined>;
+  private readonly handleIndexer: ReturnType<typeof indexerEndpoint> | undefined;
+  private readonly ws: WebSocketServer;
+  private disposeWs?: () => Promise<void> | void;
+
+  constructor(options: SearchServerOptions) {
+    this.options = options;
+    this.limits = { ...defaultLimits, ...options.api?.limits };
+    this.schema = searchSchema();
+    const root = options.api
+      ? searchRoot({
+          backend: options.api.backend,
+          logger: options.logger,
+          maxInputs: this.limits.maxInputs,
+          ...(options.api.messages ? { messages: options.api.messages } : {}),
+        })
+      : {};
+    const validationRules = [...specifiedRules, fieldLimitRule(this.limits.maxFields)];
+    this.handleGraphql = createHandler<IncomingMessage, undefined, SearchContext>({
+      schema: this.schema,
+      rootValue: root,
+      validationRules,
+      context: (req) => this.contexts.get(req.raw)!,
+    });
+    this.handleIndexer = options.indexer
+      ? indexerEndpoint({
+          sink: options.indexer.sink,
+          logger: options.logger,
+          authenticate: options.authenticate,
+          mayWrite: options.indexer.mayWrite,
+        })
+      : undefined;
+    this.ws = new WebSocketServer({ noServer: true, maxPayload: this.limits.maxBodyBytes });
+    this.disposeWs = useServer<Record<string, unknown>, { user?: SearchUser }>(
+      {
+        schema: this.schema,
+        roots: { query: root, subscription: root },
+        validate: (schema, document) => validate(schema, document, validationRules),
+        onConnect: async (ctx) => {
+          // The upgrade request was authenticated already (see upgrade); connectionParams may carry a
+          // token instead, as some GraphQL clients send it there.
+          const upgraded = (ctx.extra.request as AuthenticatedRequest).searchUser;
+          if (upgraded) {
+            ctx.extra.user = upgraded;
+            return true;
+          }
+          const param = ctx.connectionParams?.authorization ?? ctx.connectionParams?.Authorization;
+          const token = typeof param === 'string' ? tokenFromHeaders({ authorization: param }) : undefined;
+          const user = token ? await options.authenticate(token).catch(() => undefined) : undefined;
+          if (!user || !this.mayUse(user)) return false;
+          ctx.extra.user = user;
+          return true;
+        },
+        context: (ctx) => this.contextFor(ctx.extra.user!),
+      },
+      this.ws,
+    ).dispose;
+    this.listener = new HttpsListener({
+      ...(options.host ? { host: options.host } : {}),
+      ...(options.port !== undefined ? { port: options.port } : {}),
+      logger: options.logger,
+      certificate: options.certificate,
+      ...(options.clientCaPem ? { clientCaPem: options.clientCaPem } : {}),
+      handler: (req, res) => this.handle(req, res),
+    });
+    this.listener.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      this.upgrade(req, socket, head).catch((err: unknown) => {
+        options.logger.warn({ err: String(err) }, 'websocket upgrade failed');
+        socket.destroy();
+      });
+    });
+  }
+
+  get port(): number {
+    return this.listener.port;
+  }
+
+  async start(): Promise<number> {
+    const port = await this.listener.start();
+    this.options.logger.info(
+      { port, api: Boolean(this.options.api), indexer: Boolean(this.options.indexer) },
+      'search server listening',
+    );
+    return port;
+  }
+
+  async stop(): Promise<void> {
+    for (const client of this.ws.clients) client.terminate();
+    await this.disposeWs?.();
+    await this.listener.stop();
+  }
+
+  private mayUse(user: SearchUser): boolean {
+    return this.options.api?.access.forUser(user).canSearch === true;
+  }
+
+  private contextFor(user: SearchUser): SearchContext {
+    const access = this.options.api!.access;
+    return {
+      user,
+      access: () => {
+        const set = access.forUser(user);
+        return set.canSearch ? set : nothing;
+      },
+    };
+  }
+
+  /** The caller, or undefined after answering 401/503 (no token, a rejected token, no TokenReview). */
+  private async caller(req: IncomingMessage, res: ServerResponse): Promise<SearchUser | undefined> {
+    const token = tokenFromHeaders(req.headers);
+    if (!token) {
+      const fromCertificate = certificateUser(req);
+      if (fromCertificate) return fromCertificate;
+      replyJson(
+        res,
+        401,
+        'UNAUTHENTICATED',
+        'send a bearer token of the cluster: Authorization: Bearer <token>',
+      );
+      return undefined;
+    }
+    try {
+      const user = await this.options.authenticate(token);
+      if (!user)
+        replyJson(res, 401, 'UNAUTHENTICATED', 'the token is not valid (expired or revoked); log in again');
+      return user;
+    } catch (err) {
+      this.options.logger.warn({ err: String(err) }, 'token review failed');
+      replyJson(res, 503, 'UNAVAILABLE', 'the token could not be checked with the API server; retry', {
+        'retry-after': '1',
+      });
+      return undefined;
+    }
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0]!;
+    if (req.method === 'GET' && (path === '/livez' || path === '/healthz'))
+      return void res.writeHead(200).end('ok');
+    if (req.method === 'GET' && path === '/readyz') {
+      const ready = this.options.ready?.() ?? true;
+      return void res.writeHead(ready ? 200 : 503).end(ready ? 'ok' : 'not ready');
+    }
+    if (req.method === 'GET' && path === '/metrics') {
+      return void res.writeHead(200, { 'content-type': registry.contentType }).end(await registry.metrics());
+    }
+    if (this.handleIndexer && (await this.handleIndexer(req, res))) return;
+    if (path !== graphqlPath || !this.options.api) return void res.writeHead(404).end('not found');
+
+    const stop = searchMetrics.apiSeconds.startTimer();
+    let status = 0;
+    try {
+      const user = await this.caller(req, res);
+      if (!user) return;
+      if (!this.mayUse(user)) {
+        replyJson(res, 403, 'FORBIDDEN', forbiddenMessage(user));
+        return;
+      }
+      const body = req.method === 'POST' ? await readBody(req, this.limits.maxBodyBytes) : '';
+      if (body === undefined) {
+        replyJson(res, 413, 'BAD_REQUEST', `the request is larger than ${this.limits.maxBodyBytes} bytes`);
+        return;
+      }
+      this.contexts.set(req, this.contextFor(user));
+      const request: GraphQLHttpRequest<IncomingMessage, undefined> = {
+        method: req.method ?? 'GET',
+        url: req.url ?? '/',
+        headers: req.headers,
+        body,
+        raw: req,
+        context: undefined,
+      };
+      const [text, init] = await this.handleGraphql(request);
+      res.writeHead(init.status, init.statusText, init.headers as Record<string, string>).end(text);
+    } finally {
+      status = res.statusCode;
+      stop({ code: String(status) });
+    }
+  }
+
+  private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0];
+    const refuse = (status: number, text: string) => {
+      socket.end(
+        `HTTP/1.1 ${status} ${text}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${text}\n`,
+      );
+    };
+    if (path !== graphqlPath || !this.options.api) return refuse(404, 'Not Found');
+    const token = tokenFromHeaders(req.headers);
+    let user: SearchUser | undefined = token ? undefined : certificateUser(req);
+    if (user && !this.mayUse(user)) return refuse(403, 'Forbidden');
+    if (token) {
+      user = await this.options.authenticate(token).catch(() => undefined);
+      if (!user) return refuse(401, 'Unauthorized');
+      if (!this.mayUse(user)) return refuse(403, 'Forbidden');
+    }
+    this.ws.handleUpgrade(req, socket, head, (client) => {
+      // graphql-ws reads the user from `extra`, which it builds from the upgrade request.
+      if (user) (req as AuthenticatedRequest).searchUser = user;
+      this.ws.emit('connection', client, req);
+    });
+  }
+}

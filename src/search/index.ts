@@ -1,0 +1,15 @@
+// The search capability: what its processes need from the API server (rendered into the Helm chart's
+// RBAC) and the ClusterRoles it installs. The parts themselves start from service.ts (api, indexer) and
+// collector/ (one per cluster).
+import type { PolicyRule } from '../cli/capabilities.ts';
+import { accessProviderRules } from './access/index.ts';
+
+/** The API and indexer: RBAC informers for access sets, TokenReview for callers, and SubjectAccessReview
+ * for collectors of managed clusters (may this identity write that cluster's rows?). */
+export const searchServiceRules: PolicyRule[] = [
+  ...accessProviderRules,
+  { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+  { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+];
+
+export { SearchUserClusterRoleName, searchUserClusterRoles } from './access/search-api.ts';

@@ -1,0 +1,156 @@
+// One search process: the index (a PostgreSQL URL or the embedded server), the access provider on RBAC
+// informers, token authentication, and the HTTPS server with the GraphQL API and/or the collectors'
+// endpoint. `tenantkit search api|indexer` and `tenantkit dev` all start here; the hub's collector is
+// started beside it (see collector/).
+import type { Logger } from 'pino';
+import type { KubeClient } from '../kube/client.ts';
+import { type KubeObject, Resources } from '../kube/resources.ts';
+import type { ServingCertificate } from '../webhook/https.ts';
+import { RbacAccessProvider } from './access/provider.ts';
+import { TokenAuthenticator } from './api/authn.ts';
+import type { Message } from './api/resolvers.ts';
+import { type SearchApiLimits, SearchServer } from './api/server.ts';
+import { Collector } from './collector/collector.ts';
+import { type IndexStore, openIndexStore } from './index-store.ts';
+import { clusterWriteAuthorizer } from './indexer/authorize.ts';
+import type { QueryLimits } from './query/engine.ts';
+
+export interface SearchServiceOptions {
+  client: KubeClient;
+  logger: Logger;
+  /** A PostgreSQL URL; without one, the embedded server runs in `embeddedDir`. */
+  databaseUrl?: string;
+  embeddedDir?: string;
+  certificate: ServingCertificate;
+  host?: string;
+  port?: number;
+  /** Serve the GraphQL API (default true). */
+  api?: boolean;
+  /** Serve the collectors' endpoint for managed clusters (default true). */
+  indexer?: boolean;
+  queryLimits?: Partial<QueryLimits>;
+  apiLimits?: Partial<SearchApiLimits>;
+  /** Extra conditions for `messages` (e.g. the hub collector still listing). */
+  messages?: () => Message[];
+  /** Token reviews are trusted this long (default 60 s). */
+  tokenTtlMs?: number;
+  /** Also collect the hub cluster itself into the index, with this client (default: none). */
+  hubCollector?: { client: KubeClient; sensitiveFields?: string[]; resyncPeriodMs?: number };
+}
+
+export interface SearchService {
+  store: IndexStore;
+  server: SearchServer;
+  access: RbacAccessProvider;
+  authenticator: TokenAuthenticator;
+  collector?: Collector;
+  port: number;
+  /** Resolves when `signal` aborts and everything has stopped. */
+  done: Promise<void>;
+}
+
+/**
+ * The CAs kube-apiserver trusts for client certificates, as it publishes them for extension API
+ * servers. Reading it needs the `extension-apiserver-authentication-reader` Role in kube-system; without
+ * it, callers authenticate by token only.
+ */
+async function clusterClientCa(client: KubeClient, logger: Logger): Promise<string | undefined> {
+  try {
+    const cm = await client.get<KubeObject & { data?: Record<string, string> }>(
+      Resources.configMaps,
+      'extension-apiserver-authentication',
+      'kube-system',
+    );
+    return cm?.data?.['client-ca-file'];
+  } catch (err) {
+    logger.warn(
+      { err: String(err) },
+      'cannot read the cluster client CA (kube-system/extension-apiserver-authentication); client certificates are not accepted',
+    );
+    return undefined;
+  }
+}
+
+export async function startSearchService(
+  options: SearchServiceOptions,
+  signal: AbortSignal,
+): Promise<SearchService> {
+  const { client, logger } = options;
+  const store = await openIndexStore({
+    logger,
+    ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+    ...(options.embeddedDir ? { embeddedDir: options.embeddedDir } : {}),
+    ...(options.queryLimits ? { limits: options.queryLimits } : {}),
+  });
+  const access = new RbacAccessProvider({ client, logger });
+  const running = [access.start(signal), store.run(signal)];
+  const hub = options.hubCollector;
+  const collector = hub
+    ? new Collector({
+        client: hub.client,
+        sink: store.indexer,
+        cluster: store.hubCluster,
+        hub: true,
+        logger: logger.child({ part: 'collector' }),
+        ...(hub.sensitiveFields ? { sensitiveFields: hub.sensitiveFields } : {}),
+        ...(hub.resyncPeriodMs !== undefined ? { resyncPeriodMs: hub.resyncPeriodMs } : {}),
+      })
+    : undefined;
+  if (collector) running.push(collector.run(signal));
+  const messages = (): Message[] => [
+    ...(collector && !collector.stats().synced
+      ? [
+          {
+            id: 'index-syncing',
+            kind: 'information' as const,
+            description: 'the index is still being filled from the cluster; results may be incomplete',
+          },
+        ]
+      : []),
+    ...(options.messages?.() ?? []),
+  ];
+  const authenticator = new TokenAuthenticator(client, {
+    ...(options.tokenTtlMs !== undefined ? { ttlMs: options.tokenTtlMs } : {}),
+  });
+  const clientCaPem = await clusterClientCa(client, logger);
+  const server = new SearchServer({
+    logger,
+    ...(clientCaPem ? { clientCaPem } : {}),
+    certificate: options.certificate,
+    ...(options.host ? { host: options.host } : {}),
+    ...(options.port !== undefined ? { port: options.port } : {}),
+    authenticate: (token) => authenticator.authenticate(token),
+    ...(options.api !== false
+      ? {
+          api: {
+            backend: store.engine,
+            access,
+            messages,
+            ...(options.apiLimits ? { limits: options.apiLimits } : {}),
+          },
+        }
+      : {}),
+    ...(options.indexer !== false
+      ? { indexer: { sink: store.indexer, mayWrite: clusterWriteAuthorizer(client) } }
+      : {}),
+    ready: () => access.hasSynced(),
+  });
+  let port: number;
+  try {
+    await access.waitForSync();
+    port = await server.start();
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const done = (async () => {
+    await new Promise<void>((resolve) => {
+      if (signal.aborted) resolve();
+      else signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+    await server.stop();
+    await Promise.allSettled(running);
+    await store.close();
+  })();
+  return { store, server, access, authenticator, port, done, ...(collector ? { collector } : {}) };
+}

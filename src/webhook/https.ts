@@ -1,0 +1,123 @@
+// HTTPS serving shared by tenantkit's servers (admission webhooks, search): a serving certificate that can
+// be swapped live (files re-read when they change on disk, e.g. a rotated Secret), bounded request
+// bodies, and a stop that finishes requests in flight without waiting on idle keep-alive connections.
+import { readFileSync, unwatchFile, watchFile } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import type { KeyPair } from '../pki/certs.ts';
+
+export type ServingCertificate = KeyPair | { certFile: string; keyFile: string };
+
+export interface HttpsListenerOptions {
+  host?: string;
+  port?: number;
+  logger: Logger;
+  certificate: ServingCertificate;
+  /**
+   * PEM bundle of CAs whose client certificates identify callers. Clients are then asked for a
+   * certificate (none is required); the handler reads `socket.authorized` and the peer certificate.
+   */
+  clientCaPem?: string;
+  handler(req: IncomingMessage, res: ServerResponse): Promise<void>;
+}
+
+export class HttpsListener {
+  readonly server: Server;
+  private readonly options: HttpsListenerOptions;
+
+  constructor(options: HttpsListenerOptions) {
+    this.options = options;
+    const pair = this.read();
+    const clientAuth = options.clientCaPem
+      ? { requestCert: true, rejectUnauthorized: false, ca: options.clientCaPem }
+      : {};
+    this.server = createServer({ cert: pair.certPem, key: pair.keyPem, ...clientAuth }, (req, res) => {
+      options.handler(req, res).catch((err: unknown) => {
+        options.logger.error({ path: req.url, err: String(err) }, 'request failed');
+        if (!res.headersSent) res.writeHead(500).end();
+      });
+    });
+    this.server.keepAliveTimeout = 65_000;
+  }
+
+  get port(): number {
+    return (this.server.address() as AddressInfo | null)?.port ?? 0;
+  }
+
+  private read(): KeyPair {
+    const c = this.options.certificate;
+    if ('certPem' in c) return c;
+    return { certPem: readFileSync(c.certFile, 'utf8'), keyPem: readFileSync(c.keyFile, 'utf8') };
+  }
+
+  /** Replaces the serving certificate; new TLS handshakes use it, open connections keep theirs. */
+  setCertificate(pair: KeyPair): void {
+    this.server.setSecureContext({
+      cert: pair.certPem,
+      key: pair.keyPem,
+      ...(this.options.clientCaPem ? { ca: this.options.clientCaPem } : {}),
+    });
+  }
+
+  async start(): Promise<number> {
+    const c = this.options.certificate;
+    if (!('certPem' in c)) {
+      const reload = () => {
+        try {
+          this.setCertificate(this.read());
+          this.options.logger.info('serving certificate reloaded');
+        } catch (err) {
+          this.options.logger.warn(
+            { err: String(err) },
+            'serving certificate reload failed; keeping the old one',
+          );
+        }
+      };
+      watchFile(c.certFile, { interval: 2000 }, reload);
+      watchFile(c.keyFile, { interval: 2000 }, reload);
+    }
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.options.port ?? 0, this.options.host ?? '127.0.0.1', () => resolve());
+    });
+    return this.port;
+  }
+
+  async stop(): Promise<void> {
+    const c = this.options.certificate;
+    if (!('certPem' in c)) {
+      unwatchFile(c.certFile);
+      unwatchFile(c.keyFile);
+    }
+    if (!this.server.listening) return;
+    // Finish requests in flight, but do not wait for clients' idle keep-alive connections: they would
+    // hold the close open for the whole keep-alive timeout.
+    const force = setTimeout(() => this.server.closeAllConnections(), 2000);
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeIdleConnections();
+    });
+    clearTimeout(force);
+  }
+}
+
+/** The request body as text, or undefined when it is larger than `max` bytes (the request is then dropped). */
+export function readBody(req: IncomingMessage, max: number): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) {
+        resolve(undefined);
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}

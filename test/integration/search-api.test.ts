@@ -1,0 +1,411 @@
+// The search API as tenants use it: their own tokens, through HTTPS, against the real API server's
+// TokenReview and RBAC. The service runs as a service account holding exactly searchServiceRules.
+// Index rows are written through the indexer (the collector has its own tests), so each case can place
+// objects exactly where it needs them.
+import { request } from 'node:https';
+import { createClient } from 'graphql-ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { silentLogger } from '../../src/kube/log.ts';
+import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { createCA } from '../../src/pki/certs.ts';
+import {
+  SearchUserClusterRoleName,
+  searchServiceRules,
+  searchUserClusterRoles,
+} from '../../src/search/index.ts';
+import { HubCluster, type IndexedResource, type ResourceData } from '../../src/search/model.ts';
+import { type SearchService, startSearchService } from '../../src/search/service.ts';
+import { eventually, TestCluster } from '../harness/cluster.ts';
+import { startTestDatabase } from '../harness/postgres.ts';
+
+const cluster = await TestCluster.connect();
+const db = await startTestDatabase();
+const stop = new AbortController();
+const ca = await createCA('search-api-test-ca');
+let service: SearchService;
+let url: string;
+let nsA: string;
+let nsB: string;
+let tokenA: string;
+let tokenB: string;
+
+interface Reply {
+  status: number;
+  body: {
+    data?: Record<string, unknown>;
+    errors?: { message: string; extensions?: { code?: string } }[];
+    message?: string;
+  };
+}
+
+function post(
+  token: string | undefined,
+  query: string,
+  variables = {},
+  headers: Record<string, string> = {},
+): Promise<Reply> {
+  const body = JSON.stringify({ query, variables });
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${url}/searchapi/graphql`,
+      {
+        method: 'POST',
+        ca: ca.certPem,
+        headers: {
+          'content-type': 'application/json',
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+          ...headers,
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          text += c;
+        });
+        res.on('end', () => {
+          try {
+            resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Reply['body'] });
+          } catch {
+            reject(new Error(`HTTP ${res.statusCode}: not JSON: ${text.slice(0, 200)}`));
+          }
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+type Items = {
+  search: {
+    count?: number;
+    items?: Record<string, string>[];
+    related?: { kind: string; count?: number; items?: Record<string, string>[] }[];
+  }[];
+};
+
+async function search(token: string, input: Record<string, unknown>): Promise<Items['search'][0]> {
+  const reply = await post(token, 'query ($input: [SearchInput]) { search(input: $input) { count items } }', {
+    input: [input],
+  });
+  expect(reply.body.errors).toBeUndefined();
+  return (reply.body.data as Items).search[0]!;
+}
+
+const names = (items: Record<string, string>[] | undefined) => (items ?? []).map((i) => i.name).sort();
+
+let n = 0;
+function row(
+  kind: string,
+  name: string,
+  namespace: string | undefined,
+  extra: Partial<ResourceData> = {},
+  edges: IndexedResource['edges'] = [],
+): IndexedResource {
+  const plural = `${kind.toLowerCase()}s`;
+  return {
+    uid: `${HubCluster}/api-test-${++n}`,
+    data: {
+      kind,
+      kind_plural: plural,
+      apiversion: 'v1',
+      name,
+      ...(namespace ? { namespace } : {}),
+      created: new Date().toISOString(),
+      _hubClusterResource: true,
+      ...extra,
+    },
+    edges,
+  };
+}
+
+beforeAll(async () => {
+  nsA = await cluster.namespace('search-a');
+  nsB = await cluster.namespace('search-b');
+  // The service's own identity: exactly the rules the chart grants it.
+  const identityNs = await cluster.namespace('search-sys');
+  const { client } = await cluster.serviceAccount(identityNs, 'search');
+  await cluster.grant(
+    { kind: 'ServiceAccount', name: 'search', namespace: identityNs },
+    { rules: searchServiceRules },
+  );
+  for (const role of searchUserClusterRoles()) {
+    await cluster.admin.apply(Resources.clusterRoles, role, { fieldManager: 'search-api-test', force: true });
+  }
+  // Tenants: a service account per namespace, admin there (which aggregates the search user role).
+  tokenA = (await cluster.serviceAccount(nsA, 'tenant')).token;
+  tokenB = (await cluster.serviceAccount(nsB, 'tenant')).token;
+  await cluster.grant(
+    { kind: 'ServiceAccount', name: 'tenant', namespace: nsA },
+    { clusterRole: 'admin' },
+    nsA,
+  );
+  await cluster.grant(
+    { kind: 'ServiceAccount', name: 'tenant', namespace: nsB },
+    { clusterRole: 'admin' },
+    nsB,
+  );
+  await eventually(
+    async () => {
+      const admin = await cluster.admin.get<KubeObject & { rules?: { resources?: string[] }[] }>(
+        Resources.clusterRoles,
+        'admin',
+      );
+      return admin?.rules?.some((r) => r.resources?.includes('searches'));
+    },
+    { what: `${SearchUserClusterRoleName} aggregated into admin` },
+  );
+
+  const serving = await ca.issue({ commonName: '127.0.0.1', usage: 'server', ipAddresses: ['127.0.0.1'] });
+  service = await startSearchService(
+    { client, logger: silentLogger, databaseUrl: db.url, certificate: serving, tokenTtlMs: 60_000 },
+    stop.signal,
+  );
+  url = `https://127.0.0.1:${service.port}`;
+  const podA = row('Pod', 'web-a', nsA, { status: 'Running' }, [
+    { type: 'uses', kind: 'ConfigMap', namespace: nsB, name: 'shared-b' },
+  ]);
+  await service.store.indexer.write({
+    cluster: HubCluster,
+    upserts: [
+      podA,
+      row('ConfigMap', 'settings-a', nsA),
+      row('ConfigMap', 'other-a', nsA),
+      row('Secret', 'creds-a', nsA),
+      row('Pod', 'web-b', nsB, { status: 'Running' }),
+      row('ConfigMap', 'shared-b', nsB),
+      row('Node', 'node-1', undefined),
+    ],
+  });
+}, 120_000);
+
+afterAll(async () => {
+  stop.abort();
+  await service?.done;
+  await db.close();
+  await cluster.cleanup();
+});
+
+describe('authentication and the right to search', () => {
+  it('answers 401 without a token or with a bad one, and says what to send', async () => {
+    const none = await post(undefined, '{ messages { id } }');
+    expect(none.status).toBe(401);
+    expect(none.body.message).toMatch(/bearer token/i);
+    const bad = await post('not-a-real-token', '{ messages { id } }');
+    expect(bad.status).toBe(401);
+    expect(bad.body.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
+  });
+
+  it('answers 403 naming the role to ask for when the user may not search', async () => {
+    const { token } = await cluster.serviceAccount(nsA, cluster.unique('nobody'));
+    const reply = await post(token, '{ messages { id } }');
+    expect(reply.status).toBe(403);
+    expect(reply.body.message).toContain(SearchUserClusterRoleName);
+  });
+
+  it("accepts ACM's console cookie and caches token reviews by token hash", async () => {
+    const before = service.authenticator.reviews;
+    const first = await post(
+      undefined,
+      '{ messages { id } }',
+      {},
+      { cookie: `other=1; acm-access-token-cookie=${tokenA}` },
+    );
+    expect(first.status).toBe(200);
+    for (let i = 0; i < 5; i++) expect((await post(tokenA, '{ messages { id } }')).status).toBe(200);
+    expect(service.authenticator.reviews - before).toBeLessThanOrEqual(1);
+  });
+});
+
+describe('tenants see exactly what they may list', () => {
+  it('shows a namespace admin their objects and nothing of other namespaces', async () => {
+    const a = await search(tokenA, {
+      filters: [{ property: 'kind', values: ['ConfigMap', 'Pod', 'Secret'] }],
+    });
+    expect(names(a.items)).toEqual(['creds-a', 'other-a', 'settings-a', 'web-a']);
+    expect(a.count).toBe(4);
+    const b = await search(tokenB, { keywords: ['web'] });
+    expect(names(b.items)).toEqual(['web-b']);
+    // Cluster-scoped kinds need a cluster-wide grant.
+    expect((await search(tokenA, { filters: [{ property: 'kind', values: ['Node'] }] })).count).toBe(0);
+  });
+
+  it('shows nothing to a user who may only get, and only the named object under resourceNames', async () => {
+    const name = cluster.unique('narrow');
+    const { token } = await cluster.serviceAccount(nsA, name);
+    const subject = { kind: 'ServiceAccount' as const, name, namespace: nsA };
+    await cluster.grant(subject, { clusterRole: SearchUserClusterRoleName }, nsA);
+    await cluster.grant(
+      subject,
+      { rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }] },
+      nsA,
+    );
+    await eventually(async () => (await post(token, '{ messages { id } }')).status === 200, {
+      what: 'search allowed',
+    });
+    expect((await search(token, { filters: [{ property: 'kind', values: ['ConfigMap'] }] })).count).toBe(0);
+    await cluster.grant(
+      subject,
+      {
+        rules: [
+          { apiGroups: [''], resources: ['configmaps'], verbs: ['list'], resourceNames: ['settings-a'] },
+        ],
+      },
+      nsA,
+    );
+    const named = await eventually(async () => {
+      const r = await search(token, { filters: [{ property: 'kind', values: ['ConfigMap'] }] });
+      return r.count === 1 ? r : undefined;
+    });
+    expect(names(named.items)).toEqual(['settings-a']);
+  });
+
+  it('never shows related objects of other namespaces', async () => {
+    const reply = await post(
+      tokenA,
+      'query ($input: [SearchInput]) { search(input: $input) { items related { kind count items } } }',
+      { input: [{ filters: [{ property: 'name', values: ['web-a'] }] }] },
+    );
+    const result = (reply.body.data as Items).search[0]!;
+    expect(names(result.items)).toEqual(['web-a']);
+    expect(result.related ?? []).toEqual([]);
+    // bob sees the config map, but not the pod that uses it.
+    const fromB = await post(
+      tokenB,
+      'query ($input: [SearchInput]) { search(input: $input) { related { kind count } } }',
+      { input: [{ filters: [{ property: 'name', values: ['shared-b'] }] }] },
+    );
+    expect((fromB.body.data as Items).search[0]!.related ?? []).toEqual([]);
+  });
+
+  it('filters searchComplete and searchSchema the same way', async () => {
+    const reply = await post(tokenA, '{ searchComplete(property: "namespace") searchSchema }');
+    expect(reply.body.data?.searchComplete).toEqual([nsA]);
+    const props = (reply.body.data?.searchSchema as { allProperties?: string[] } | undefined)?.allProperties;
+    expect(props).toContain('name');
+    const names = await post(
+      tokenB,
+      '{ searchComplete(property: "name", query: { filters: [{ property: "kind", values: ["Pod"] }] }) }',
+    );
+    expect(names.body.data?.searchComplete).toEqual(['web-b']);
+  });
+
+  it('makes a revoked permission disappear from results within a second', async () => {
+    const name = cluster.unique('revoked');
+    const { token } = await cluster.serviceAccount(nsB, name);
+    await cluster.grant({ kind: 'ServiceAccount', name, namespace: nsB }, { clusterRole: 'view' }, nsB);
+    await eventually(async () => (await post(token, '{ messages { id } }')).status === 200);
+    const bindings = await cluster.admin.list<KubeObject & { subjects?: { name: string }[] }>(
+      Resources.roleBindings,
+      { namespace: nsB },
+    );
+    const binding = bindings.items.find((b) => b.subjects?.some((s) => s.name === name))!;
+    expect((await search(token, { filters: [{ property: 'kind', values: ['Pod'] }] })).count).toBe(1);
+    await cluster.admin.delete(Resources.roleBindings, binding.metadata.name!, nsB);
+    const deleted = Date.now();
+    // Without any role left the user may not search at all: 403, with nothing shown.
+    const status = await eventually(
+      async () => {
+        const reply = await post(
+          token,
+          '{ search(input: [{ filters: [{ property: "kind", values: ["Pod"] }] }]) { count } }',
+        );
+        return reply.status === 403 ? reply.status : undefined;
+      },
+      { intervalMs: 20, timeoutMs: 5000 },
+    );
+    expect(status).toBe(403);
+    expect(Date.now() - deleted).toBeLessThan(1000);
+  });
+});
+
+describe('hostile and oversized queries', () => {
+  it('treats injection attempts in values, property names and orderBy as plain data', async () => {
+    const attempts = [
+      { filters: [{ property: 'name', values: ["x' OR '1'='1"] }] },
+      { filters: [{ property: "name' OR 1=1 --", values: ['*'] }] },
+      { filters: [{ property: 'namespace', values: [`${nsB}') OR ('a'='a`] }] },
+      { keywords: ["'); DROP TABLE search.resources; --"] },
+      { filters: [{ property: 'kind', values: ['Pod'] }], orderBy: 'name; DROP TABLE search.resources' },
+      { filters: [{ property: 'kind', values: ['Pod'] }], orderBy: '(SELECT 1) desc' },
+    ];
+    for (const input of attempts) {
+      const reply = await post(tokenA, 'query ($input: [SearchInput]) { search(input: $input) { items } }', {
+        input: [input],
+      });
+      expect(reply.status).toBe(200);
+      const items = (reply.body.data as Items | undefined)?.search?.[0]?.items ?? [];
+      for (const item of items) expect(item.namespace).toBe(nsA);
+    }
+    expect((await search(tokenB, { filters: [{ property: 'kind', values: ['ConfigMap'] }] })).count).toBe(1);
+  });
+
+  it('refuses over-limit queries with a clear GraphQL error', async () => {
+    const big = await post(tokenA, '{ search(input: [{ limit: 100000 }]) { items } }');
+    expect(big.body.errors?.[0]?.extensions?.code).toBe('LIMIT_TOO_HIGH');
+    expect(big.body.errors?.[0]?.message).toMatch(/offset/);
+    const aliases = Array.from({ length: 250 }, (_, i) => `a${i}: messages { id }`).join(' ');
+    const wide = await post(tokenA, `{ ${aliases} }`);
+    expect(wide.body.errors?.[0]?.message).toMatch(/more than 200 fields/);
+    const inputs = Array.from({ length: 30 }, () => '{ keywords: ["x"] }').join(',');
+    const many = await post(tokenA, `{ search(input: [${inputs}]) { count } }`);
+    expect(many.body.errors?.[0]?.extensions?.code).toBe('TOO_MANY_INPUTS');
+  });
+});
+
+describe('the watch subscription', () => {
+  it('streams only the changes the subscriber may list', async () => {
+    const events: Record<string, unknown>[] = [];
+    const token = tokenA;
+    class AuthenticatedSocket extends WebSocket {
+      constructor(address: string, protocols?: string | string[]) {
+        super(address, protocols, { ca: ca.certPem, headers: { authorization: `Bearer ${token}` } });
+      }
+    }
+    const client = createClient({
+      url: `${url.replace('https', 'wss')}/searchapi/graphql`,
+      webSocketImpl: AuthenticatedSocket,
+      retryAttempts: 0,
+    });
+    const done = new Promise<void>((resolve, reject) => {
+      client.subscribe(
+        {
+          query:
+            'subscription { watch(input: { filters: [{ property: "kind", values: ["ConfigMap"] }] }) { uid operation newData } }',
+        },
+        {
+          next: (value) => {
+            events.push((value.data as { watch: Record<string, unknown> }).watch);
+          },
+          error: reject,
+          complete: resolve,
+        },
+      );
+    });
+    await new Promise((r) => setTimeout(r, 500)); // the subscription registers
+    await service.store.indexer.write({
+      cluster: HubCluster,
+      upserts: [row('ConfigMap', 'hidden-b', nsB), row('ConfigMap', 'visible-a', nsA)],
+    });
+    await eventually(() => events.length > 0, { what: 'a watch event' });
+    await new Promise((r) => setTimeout(r, 1500)); // time for a wrongly delivered event to show up
+    expect(events.map((e) => (e.newData as { name: string }).name)).toEqual(['visible-a']);
+    await client.dispose();
+    await done.catch(() => {});
+  });
+
+  it('refuses a websocket without a valid token', async () => {
+    const status = await new Promise<number>((resolve) => {
+      const ws = new WebSocket(`${url.replace('https', 'wss')}/searchapi/graphql`, 'graphql-transport-ws', {
+        ca: ca.certPem,
+        headers: { authorization: 'Bearer nope' },
+      });
+      ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      ws.on('open', () => resolve(101));
+      ws.on('error', () => {});
+    });
+    expect(status).toBe(401);
+  });
+});
