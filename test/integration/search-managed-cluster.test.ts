@@ -1,0 +1,222 @@
+// A managed cluster, end to end: a second real control plane plays the managed cluster, its collector
+// (`tenantkit search collector` in code) pushes over HTTPS to the hub's indexer with a hub token that may
+// write only its own cluster, and hub users see that cluster's objects exactly as ACM's rule says: who
+// may create ManagedClusterViews in the cluster's namespace sees everything there except Secrets.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ControlPlane, startControlPlane } from '../../src/controlplane/launch.ts';
+import { KubeClient } from '../../src/kube/client.ts';
+import { silentLogger } from '../../src/kube/log.ts';
+import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { createCA } from '../../src/pki/certs.ts';
+import { ManagedClusterType } from '../../src/search/access/managed-clusters.ts';
+import { Collector } from '../../src/search/collector/collector.ts';
+import { searchServiceRules, searchUserClusterRoles } from '../../src/search/index.ts';
+import { clusterWriteAttributes } from '../../src/search/indexer/http.ts';
+import { RemoteSink } from '../../src/search/indexer/remote-sink.ts';
+import { BackPressureError } from '../../src/search/model.ts';
+import { type SearchService, startSearchService } from '../../src/search/service.ts';
+import { eventually, TestCluster } from '../harness/cluster.ts';
+import { startTestDatabase } from '../harness/postgres.ts';
+
+const hub = await TestCluster.connect();
+const db = await startTestDatabase();
+const ca = await createCA('search-managed-test-ca');
+const stop = new AbortController();
+const managedName = hub.unique('edge');
+let dir = '';
+let edge: ControlPlane;
+let service: SearchService;
+let url: string;
+let collectorToken: string;
+let viewerToken: string;
+let collectorRun: Promise<void> = Promise.resolve();
+
+function search(token: string, filters: { property: string; values: string[] }[]) {
+  const body = JSON.stringify({
+    query: 'query ($input: [SearchInput]) { search(input: $input) { items } }',
+    variables: { input: [{ filters }] },
+  });
+  return new Promise<Record<string, string>[]>((resolve, reject) => {
+    const req = request(
+      `${url}/searchapi/graphql`,
+      {
+        method: 'POST',
+        ca: ca.certPem,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          text += c;
+        });
+        res.on('end', () => {
+          try {
+            const parsed = JSON.parse(text) as { data?: { search: { items: Record<string, string>[] }[] } };
+            if (!parsed.data) return reject(new Error(`HTTP ${res.statusCode}: ${text}`));
+            resolve(parsed.data.search[0]!.items);
+          } catch (err) {
+            reject(err);
+          }
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tenantkit-managed-'));
+  edge = await startControlPlane({ dir, unsafeNoFsync: true });
+  const sysNs = await hub.namespace('search-sys');
+  const { client } = await hub.serviceAccount(sysNs, 'search');
+  await hub.grant(
+    { kind: 'ServiceAccount', name: 'search', namespace: sysNs },
+    { rules: searchServiceRules },
+  );
+  for (const role of searchUserClusterRoles()) {
+    await hub.admin.apply(Resources.clusterRoles, role, { fieldManager: 'managed-test', force: true });
+  }
+  // On the hub: the ManagedCluster, its namespace, a collector identity that may write only its rows,
+  // and a viewer who may create ManagedClusterViews there (and use search).
+  await hub.admin.apply(ManagedClusterType, { metadata: { name: managedName }, spec: {} } as KubeObject, {
+    fieldManager: 'managed-test',
+    force: true,
+  });
+  hub.defer(() => hub.admin.delete(ManagedClusterType, managedName));
+  await hub.admin.create(Resources.namespaces, { metadata: { name: managedName } });
+  hub.defer(() => hub.admin.delete(Resources.namespaces, managedName));
+  const w = clusterWriteAttributes(managedName);
+  collectorToken = (await hub.serviceAccount(managedName, 'collector')).token;
+  await hub.grant(
+    { kind: 'ServiceAccount', name: 'collector', namespace: managedName },
+    {
+      rules: [
+        { apiGroups: [w.group], resources: [w.resource], resourceNames: [managedName], verbs: [w.verb] },
+      ],
+    },
+  );
+  viewerToken = (await hub.serviceAccount(sysNs, 'viewer')).token;
+  const viewer = { kind: 'ServiceAccount' as const, name: 'viewer', namespace: sysNs };
+  await hub.grant(
+    viewer,
+    {
+      rules: [
+        {
+          apiGroups: ['view.open-cluster-management.io'],
+          resources: ['managedclusterviews'],
+          verbs: ['create'],
+        },
+      ],
+    },
+    managedName,
+  );
+  await hub.grant(viewer, { clusterRole: 'tenantkit:search:user' }, sysNs);
+
+  const serving = await ca.issue({ commonName: '127.0.0.1', usage: 'server', ipAddresses: ['127.0.0.1'] });
+  service = await startSearchService(
+    { client, logger: silentLogger, databaseUrl: db.url, certificate: serving },
+    stop.signal,
+  );
+  url = `https://127.0.0.1:${service.port}`;
+
+  // On the managed cluster: a namespace with a config map and a secret.
+  const edgeAdmin = KubeClient.fromKubeconfig({ path: edge.adminKubeconfigPath });
+  await edgeAdmin.create(Resources.namespaces, { metadata: { name: 'shop' } });
+  await edgeAdmin.create(Resources.configMaps, {
+    metadata: { name: 'shop-settings', namespace: 'shop' },
+    data: { a: 'b' },
+  } as KubeObject);
+  await edgeAdmin.create(Resources.secrets, {
+    metadata: { name: 'shop-secret', namespace: 'shop' },
+    stringData: { p: 'hunter2' },
+  } as KubeObject);
+  const collector = new Collector({
+    client: edgeAdmin,
+    sink: new RemoteSink({ url, token: () => collectorToken, ca: ca.certPem }),
+    cluster: managedName,
+    hub: false,
+    logger: silentLogger,
+  });
+  collectorRun = collector.run(stop.signal);
+  await collector.waitForInitialSync();
+}, 180_000);
+
+afterAll(async () => {
+  stop.abort();
+  await collectorRun.catch(() => {});
+  await service?.done;
+  await edge?.stop();
+  await db.close();
+  await hub.cleanup();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('a managed cluster in the hub index', () => {
+  it('is indexed through the hub indexer under its own cluster name', async () => {
+    const rows = await db.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM search.resources WHERE cluster = $1',
+      [managedName],
+    );
+    expect(rows.rows[0]!.n).toBeGreaterThan(20);
+    const hubRows = await db.pool.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM search.resources WHERE data ? '_hubClusterResource' AND cluster = $1",
+      [managedName],
+    );
+    expect(hubRows.rows[0]!.n).toBe(0);
+  });
+
+  it("shows the cluster's objects, except Secrets, to who may create ManagedClusterViews there", async () => {
+    const items = await eventually(async () => {
+      const found = await search(viewerToken, [{ property: 'namespace', values: ['shop'] }]);
+      return found.length > 0 ? found : undefined;
+    });
+    expect(items.every((i) => i.cluster === managedName)).toBe(true);
+    expect(items.map((i) => i.name)).toContain('shop-settings');
+    expect(items.map((i) => i.kind)).not.toContain('Secret');
+    const secrets = await search(viewerToken, [
+      { property: 'kind', values: ['Secret'] },
+      { property: 'cluster', values: [managedName] },
+    ]);
+    expect(secrets).toEqual([]);
+    // A hub tenant without that right sees nothing of the managed cluster.
+    const outsiderNs = await hub.namespace('outsider');
+    const { token } = await hub.serviceAccount(outsiderNs, 'tenant');
+    await hub.grant(
+      { kind: 'ServiceAccount', name: 'tenant', namespace: outsiderNs },
+      { clusterRole: 'admin' },
+      outsiderNs,
+    );
+    const seen = await eventually(async () =>
+      search(token, [{ property: 'cluster', values: [managedName] }]).catch(() => undefined),
+    );
+    expect(seen).toEqual([]);
+  });
+
+  it("refuses a collector's writes for any other cluster, with the grant it lacks", async () => {
+    const forged = new RemoteSink({ url, token: () => collectorToken, ca: ca.certPem });
+    const error = await forged.write({ cluster: 'local-cluster', deletes: ['local-cluster/anything'] }).then(
+      () => undefined,
+      (err: Error) => err,
+    );
+    expect(error).toBeInstanceOf(Error);
+    expect(error).not.toBeInstanceOf(BackPressureError);
+    expect(error?.message).toMatch(/403.*may not write cluster local-cluster/);
+    const smuggled = await forged.write({ cluster: managedName, deletes: ['local-cluster/anything'] }).then(
+      () => undefined,
+      (err: Error) => err,
+    );
+    expect(smuggled?.message).toMatch(/400/);
+    const bad = new RemoteSink({ url, token: () => 'not-a-token', ca: ca.certPem });
+    const unauthenticated = await bad.write({ cluster: managedName }).then(
+      () => undefined,
+      (err: Error) => err,
+    );
+    expect(unauthenticated?.message).toMatch(/401/);
+  });
+});
