@@ -4,6 +4,8 @@ import { stringify } from 'yaml';
 import { KubeClient } from '../kube/client.ts';
 import { silentLogger } from '../kube/log.ts';
 import { Manager } from '../kube/manager.ts';
+import { collectorRules } from '../search/collector/rules.ts';
+import { searchServiceRules, searchUserClusterRoles } from '../search/index.ts';
 import { webhookConfigurations } from '../webhook/registration.ts';
 import { baseControllerRules, capabilities } from './capabilities.ts';
 
@@ -59,9 +61,18 @@ export function renderRbac(): string {
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `${release}-webhooks` },
     subjects: [{ kind: 'ServiceAccount', name: `${release}-webhooks`, namespace }],
   };
+  // Users' right to search, aggregated into admin/edit/view; its name is part of the API (messages, docs).
+  const searchUser = searchUserClusterRoles().map((r) => ({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    ...r,
+    metadata: { ...r.metadata, labels: { ...r.metadata.labels, 'app.kubernetes.io/part-of': 'tenantkit' } },
+  }));
   return [
     clusterRole('controllers', controllerRules),
     clusterRole('webhooks', webhookRules),
+    clusterRole('search', searchServiceRules),
+    clusterRole('search-collector', collectorRules),
+    ...searchUser,
     role,
     roleBinding,
   ]

@@ -11,6 +11,7 @@ import { discoverEndpoint, graphql, type SearchEndpoint } from '../search/client
 import { parseSearchText } from '../search/client/query-text.ts';
 import { renderTable } from '../search/client/table.ts';
 import { Collector } from '../search/collector/collector.ts';
+import { openIndexStore } from '../search/index-store.ts';
 import { RemoteSink } from '../search/indexer/remote-sink.ts';
 import type { Item } from '../search/model.ts';
 import { startSearchService } from '../search/service.ts';
@@ -21,19 +22,25 @@ export const searchUsage = `Usage:
   tenantkit search api --cert-dir DIR [--port 4010] [--database-url URL | --db-dir DIR] [--sensitive-field F]...
       serve the GraphQL API, the collectors' endpoint (--no-indexer: off) and collect this cluster
       (--no-collector: off); F is [group/]Kind:path, e.g. apps/Deployment:spec.template.metadata.annotations.token
+  tenantkit search collector --hub [--database-url URL]
   tenantkit search collector --cluster NAME --indexer-url URL --token-file FILE [--ca-file FILE]
-      collect a managed cluster ($KUBECONFIG) into the hub's index
+      collect the hub into its index, or a managed cluster ($KUBECONFIG) through the hub's indexer
   tenantkit search verify-access --user NAME [--group G]... --namespace NS
       compare the locally computed access set with a SelfSubjectRulesReview (for webhook authorizers)
 `;
 
 const serviceSubcommands = new Set(['api', 'collector', 'verify-access']);
 
-/** A managed cluster's collector: this cluster's objects, pushed to the hub's indexer over HTTPS. */
+/**
+ * A collector: the hub's own (`--hub`: straight into the index database) or a managed cluster's
+ * (`--cluster NAME --indexer-url URL`: pushed to the hub's indexer over HTTPS).
+ */
 async function collect(args: string[], signal: AbortSignal): Promise<void> {
   const { values } = parseArgs({
     args,
     options: {
+      hub: { type: 'boolean', default: false },
+      'database-url': { type: 'string' },
       cluster: { type: 'string' },
       'indexer-url': { type: 'string' },
       'token-file': { type: 'string' },
@@ -41,9 +48,32 @@ async function collect(args: string[], signal: AbortSignal): Promise<void> {
       'sensitive-field': { type: 'string', multiple: true, default: [] },
     },
   });
+  const logger = createLogger('tenantkit-search-collector');
+  const common = {
+    client: KubeClient.fromDefault(),
+    logger,
+    sensitiveFields: values['sensitive-field']!,
+  };
+  if (values.hub) {
+    const databaseUrl = values['database-url'] ?? process.env.TENANTKIT_SEARCH_DATABASE_URL;
+    if (!databaseUrl) throw new Error('--hub needs --database-url URL (or $TENANTKIT_SEARCH_DATABASE_URL)');
+    const store = await openIndexStore({ databaseUrl, logger, connections: 4 });
+    try {
+      const collector = new Collector({
+        ...common,
+        sink: store.indexer,
+        cluster: store.hubCluster,
+        hub: true,
+      });
+      await collector.run(signal);
+    } finally {
+      await store.close();
+    }
+    return;
+  }
   if (!values.cluster || !values['indexer-url'] || !values['token-file']) {
     throw new Error(
-      '--cluster NAME, --indexer-url URL and --token-file FILE (a token of the hub allowed to update clusters.search.tenantkit.io/NAME) are required',
+      'give --hub, or --cluster NAME, --indexer-url URL and --token-file FILE (a hub token allowed to update clusters.search.tenantkit.io/NAME)',
     );
   }
   const tokenFile = values['token-file'];
@@ -53,15 +83,7 @@ async function collect(args: string[], signal: AbortSignal): Promise<void> {
     token: async () => (await readFile(tokenFile, 'utf8')).trim(),
     ...(values['ca-file'] ? { ca: await readFile(values['ca-file'], 'utf8') } : {}),
   });
-  const collector = new Collector({
-    client: KubeClient.fromDefault(),
-    sink,
-    cluster: values.cluster,
-    hub: false,
-    logger: createLogger('tenantkit-search-collector'),
-    sensitiveFields: values['sensitive-field']!,
-  });
-  await collector.run(signal);
+  await new Collector({ ...common, sink, cluster: values.cluster, hub: false }).run(signal);
 }
 
 /** Runs `tenantkit search <args>`; `stop` aborts long-running modes. */
