@@ -1,5 +1,6 @@
-// Builds the local control plane binary (testenv/, a Go module) once and caches it outside the repo,
-// keyed by a hash of the module's sources, so only the first run on a machine pays the build.
+// Builds the Go binaries tenantkit runs locally (the control plane from testenv/, Velero from
+// testenv/velero/) once and caches them outside the repo, keyed by a hash of each module's sources, so
+// only the first run on a machine pays the build.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -17,52 +18,61 @@ export function cacheDir(): string {
   );
 }
 
-async function sourceHash(): Promise<string> {
+export type Progress = (line: string) => void;
+
+/** Paths (relative, `/`-separated) of a module's go.mod, go.sum and *.go files; nested modules are theirs. */
+async function sourceFiles(moduleDir: string, sub = ''): Promise<string[]> {
+  const files: string[] = [];
+  for (const entry of await readdir(join(moduleDir, sub), { withFileTypes: true })) {
+    const path = sub ? `${sub}/${entry.name}` : entry.name;
+    if (entry.isDirectory()) {
+      if (!existsSync(join(moduleDir, path, 'go.mod'))) files.push(...(await sourceFiles(moduleDir, path)));
+    } else if (entry.name === 'go.mod' || entry.name === 'go.sum' || entry.name.endsWith('.go')) {
+      files.push(path);
+    }
+  }
+  return files;
+}
+
+/** A short hash of a module's sources: the cache key of what is built from it. */
+export async function sourceHash(moduleDir: string): Promise<string> {
   const hash = createHash('sha256');
-  const files = (await readdir(testenvDir)).filter(
-    (f) => f === 'go.mod' || f === 'go.sum' || f.endsWith('.go'),
-  );
-  for (const file of files.sort()) {
+  for (const file of (await sourceFiles(moduleDir)).sort()) {
     hash.update(file);
-    hash.update(await readFile(join(testenvDir, file)));
+    hash.update(await readFile(join(moduleDir, file)));
   }
   return hash.digest('hex').slice(0, 16);
 }
 
-/** The Kubernetes release the module pins, so the binary reports its real version. */
-async function kubernetesVersion(): Promise<string> {
-  const mod = await readFile(join(testenvDir, 'go.mod'), 'utf8');
-  const match = /^\s*k8s\.io\/kubernetes (v\d+\.\d+\.\d+)/m.exec(mod);
-  if (!match?.[1]) throw new Error('testenv/go.mod does not require k8s.io/kubernetes');
+/** The version of `modulePath` that the module in `moduleDir` requires, so binaries report it. */
+export async function requiredVersion(moduleDir: string, modulePath: string): Promise<string> {
+  const mod = await readFile(join(moduleDir, 'go.mod'), 'utf8');
+  const escaped = modulePath.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  const match = new RegExp(`^\\s*(?:require\\s+)?${escaped} (v\\d+\\.\\d+\\.\\d+)`, 'm').exec(mod);
+  if (!match?.[1]) throw new Error(`${join(moduleDir, 'go.mod')} does not require ${modulePath}`);
   return match[1];
 }
 
-export type Progress = (line: string) => void;
+export interface GoBuild {
+  /** What is built, for progress lines. */
+  what: string;
+  moduleDir: string;
+  /** Main packages: `.`, `./cmd/x` or a package path of a required module. */
+  packages: string[];
+  ldflags: string[];
+  /** A file for one package; a directory for several (each binary named after its package). */
+  output: string;
+}
 
-/** Returns the path of the control plane binary, building it first if this source hash has none. */
-export async function ensureControlPlaneBinary(progress: Progress = () => {}): Promise<string> {
-  const binary = join(cacheDir(), `controlplane-${await sourceHash()}`);
-  if (existsSync(binary)) return binary;
-  await mkdir(cacheDir(), { recursive: true });
-  const version = await kubernetesVersion();
-  const [major, minor] = version.slice(1).split('.');
-  const pkg = 'k8s.io/component-base/version';
-  const ldflags = [
-    '-s -w',
-    `-X ${pkg}.gitVersion=${version}`,
-    `-X ${pkg}.gitMajor=${major}`,
-    `-X ${pkg}.gitMinor=${minor}`,
-    `-X ${pkg}.gitTreeState=clean`,
-    `-X ${pkg}.buildDate=1970-01-01T00:00:00Z`,
-  ].join(' ');
-  const partial = `${binary}.${process.pid}.partial`;
-  progress(
-    `building the control plane (Kubernetes ${version}) into ${binary}; the first build takes minutes`,
-  );
+/** Runs `go build`, reporting every 100th compiled package as a heartbeat. */
+export async function goBuild(build: GoBuild, progress: Progress): Promise<void> {
   const started = Date.now();
+  const seconds = () => Math.round((Date.now() - started) / 1000);
+  const output = build.packages.length > 1 ? `${build.output}/` : build.output;
   await new Promise<void>((done, fail) => {
-    const child = spawn('go', ['build', '-v', '-trimpath', '-ldflags', ldflags, '-o', partial, '.'], {
-      cwd: testenvDir,
+    const args = ['build', '-v', '-trimpath', '-ldflags', build.ldflags.join(' '), '-o', output];
+    const child = spawn('go', [...args, ...build.packages], {
+      cwd: build.moduleDir,
       env: { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' },
       stdio: ['ignore', 'inherit', 'pipe'],
     });
@@ -71,24 +81,70 @@ export async function ensureControlPlaneBinary(progress: Progress = () => {}): P
     child.stderr.setEncoding('utf8');
     child.stderr.on('data', (chunk: string) => {
       tail = (tail + chunk).slice(-4000);
-      // `go build -v` names each package as it compiles it: report every 100th as a heartbeat.
+      // `go build -v` names each package as it compiles it.
       for (const line of chunk.split('\n')) {
         if (line.trim() === '' || line.startsWith('go: downloading')) continue;
         compiled++;
-        if (compiled % 100 === 0) {
-          progress(`  ${compiled} packages compiled (${Math.round((Date.now() - started) / 1000)} s)`);
-        }
+        if (compiled % 100 === 0) progress(`  ${compiled} packages compiled (${seconds()} s)`);
       }
     });
     child.on('error', fail);
     child.on('exit', (code) =>
-      code === 0 ? done() : fail(new Error(`go build failed with exit code ${code}:\n${tail}`)),
+      code === 0
+        ? done()
+        : fail(new Error(`go build of ${build.what} failed with exit code ${code}:\n${tail}`)),
     );
-  }).catch(async (err: unknown) => {
-    await rm(partial, { force: true });
-    throw err;
   });
-  await rename(partial, binary);
-  progress(`control plane built in ${Math.round((Date.now() - started) / 1000)} s`);
-  return binary;
+  progress(`${build.what} built in ${seconds()} s`);
+}
+
+/**
+ * Returns `target` (a file or a directory), first running `make` into a partial path that is renamed
+ * into place only when complete: an interrupted build never leaves a target that looks finished, and
+ * two processes building at once both end up with one complete target.
+ */
+export async function buildOnce(target: string, make: (partial: string) => Promise<void>): Promise<string> {
+  if (existsSync(target)) return target;
+  await mkdir(dirname(target), { recursive: true });
+  const partial = `${target}.${process.pid}.partial`;
+  try {
+    await make(partial);
+    await rename(partial, target).catch((err: unknown) => {
+      // A directory cannot replace another: someone else finished first, and theirs is as good.
+      if (!existsSync(target)) throw err;
+    });
+  } finally {
+    await rm(partial, { recursive: true, force: true });
+  }
+  return target;
+}
+
+/** Returns the path of the control plane binary, building it first if this source hash has none. */
+export async function ensureControlPlaneBinary(progress: Progress = () => {}): Promise<string> {
+  const binary = join(cacheDir(), `controlplane-${await sourceHash(testenvDir)}`);
+  return buildOnce(binary, async (partial) => {
+    const version = await requiredVersion(testenvDir, 'k8s.io/kubernetes');
+    const [major, minor] = version.slice(1).split('.');
+    const pkg = 'k8s.io/component-base/version';
+    progress(
+      `building the control plane (Kubernetes ${version}) into ${binary}; the first build takes minutes`,
+    );
+    await goBuild(
+      {
+        what: 'control plane',
+        moduleDir: testenvDir,
+        packages: ['.'],
+        ldflags: [
+          '-s -w',
+          `-X ${pkg}.gitVersion=${version}`,
+          `-X ${pkg}.gitMajor=${major}`,
+          `-X ${pkg}.gitMinor=${minor}`,
+          `-X ${pkg}.gitTreeState=clean`,
+          `-X ${pkg}.buildDate=1970-01-01T00:00:00Z`,
+        ],
+        output: partial,
+      },
+      progress,
+    );
+  });
 }

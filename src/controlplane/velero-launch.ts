@@ -1,0 +1,280 @@
+// Starts a real Velero against a cluster: the S3 server (gofakes3 on a directory) as its object store,
+// Velero's CRDs as the Velero binary prints them, the objects `velero install` would create (namespace,
+// credentials Secret, `velero` Deployment, default BackupStorageLocation) and `velero server` as a
+// local process. There is no kubelet here, so the Deployment never runs: Velero reads it for images.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import { KubeClient } from '../kube/client.ts';
+import { installCrds } from '../kube/crds.ts';
+import { type KubeObject, Resources, type ResourceType } from '../kube/resources.ts';
+import { type BackupStorageLocation, VeleroResources } from '../kube/velero.ts';
+import type { Progress } from './build.ts';
+import { freePort } from './launch.ts';
+import { type GroupProcess, spawnGroup } from './process-group.ts';
+import { listObjects, type S3Object } from './s3-list.ts';
+import { ensureVeleroBinaries, type VeleroBinaries } from './velero-build.ts';
+
+export interface VeleroOptions {
+  /** Admin kubeconfig: Velero backs up and restores anything, as it does with its cluster-admin binding. */
+  kubeconfigPath: string;
+  /** Velero's namespace (its Backups, Restores and BackupStorageLocations live there). Default `velero`. */
+  namespace?: string;
+  /** Holds the object store's data, credentials and logs. */
+  dir: string;
+  /** Default `velero`. */
+  bucket?: string;
+  /**
+   * How often Velero re-validates its storage locations and syncs backups from object storage
+   * (`--store-validation-frequency`, `--backup-sync-period`). Default `5s`, so tests see changes fast.
+   */
+  syncPeriod?: string;
+  progress?: Progress;
+}
+
+export interface Velero {
+  namespace: string;
+  bucket: string;
+  /** The S3 endpoint, as in the default BackupStorageLocation's `s3Url`. */
+  s3Url: string;
+  /** The default BackupStorageLocation's name. */
+  storageLocation: string;
+  /** The Secret (key `cloud`, AWS credentials file format) the BackupStorageLocation uses. */
+  credentialsSecret: string;
+  binaries: VeleroBinaries;
+  /** `velero server`'s log. */
+  logFile: string;
+  /** The objects in the bucket whose key starts with `prefix` (e.g. `backups/<name>/`). */
+  listObjects(prefix?: string): Promise<S3Object[]>;
+  /** Stops Velero (with its plugin processes) and the S3 server; resolves once every process exited. */
+  stop(): Promise<void>;
+}
+
+const deployments: ResourceType = {
+  group: 'apps',
+  version: 'v1',
+  plural: 'deployments',
+  kind: 'Deployment',
+  namespaced: true,
+};
+
+const fieldManager = 'tenantkit-velero';
+
+/** Velero's CRDs exactly as this Velero build installs them (`velero install --crds-only`). */
+async function veleroCrds(velero: string): Promise<KubeObject[]> {
+  const args = ['install', '--crds-only', '--dry-run', '-o', 'json'];
+  const { stdout } = await promisify(execFile)(velero, args, { maxBuffer: 64 * 1024 * 1024 });
+  const list = JSON.parse(stdout) as { items: (KubeObject & { status?: unknown })[] };
+  // The printed objects carry an empty status and a null creationTimestamp: neither is ours to apply.
+  return list.items.map(({ status: _status, ...crd }) => {
+    const { creationTimestamp: _created, ...metadata } = crd.metadata;
+    return { ...crd, metadata };
+  });
+}
+
+interface Watched {
+  name: string;
+  process: GroupProcess;
+  logFile: string;
+}
+
+/** Polls `probe` until it returns a value; fails early, with its log's tail, if a watched process exits. */
+async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  watched: Watched[],
+  timeoutMs: number,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let gone: (Watched & { code: number }) | undefined;
+  for (const w of watched) {
+    void w.process.exited.then((code) => {
+      gone ??= { ...w, code };
+    });
+  }
+  let last = '';
+  for (;;) {
+    if (gone) {
+      const tail = (await readFile(gone.logFile, 'utf8').catch(() => '')).slice(-3000);
+      throw new Error(
+        `${gone.name} exited with code ${gone.code} while waiting for ${what}; log tail (${gone.logFile}):\n${tail}`,
+      );
+    }
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (err) {
+      last = err instanceof Error ? err.message : String(err);
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`${what} not reached after ${timeoutMs} ms${last ? ` (last: ${last})` : ''}`);
+    }
+    await sleep(100);
+  }
+}
+
+export async function startVelero(options: VeleroOptions): Promise<Velero> {
+  const progress = options.progress ?? (() => {});
+  const namespace = options.namespace ?? 'velero';
+  const bucket = options.bucket ?? 'velero';
+  const syncPeriod = options.syncPeriod ?? '5s';
+  const dir = options.dir;
+  const binaries = await ensureVeleroBinaries(progress);
+  const client = KubeClient.fromKubeconfig({ path: options.kubeconfigPath });
+  for (const sub of ['s3', 'home', 'tmp']) await mkdir(join(dir, sub), { recursive: true });
+
+  const started: GroupProcess[] = [];
+  const stopAll = async () => {
+    await Promise.all(started.splice(0).map((p) => p.stop()));
+  };
+  try {
+    const s3Port = await freePort();
+    const s3Url = `http://127.0.0.1:${s3Port}`;
+    const s3Log = join(dir, 's3server.log');
+    const s3 = spawnGroup(
+      binaries.s3server,
+      ['--listen', `127.0.0.1:${s3Port}`, '--dir', join(dir, 's3'), '--bucket', bucket],
+      { logFile: s3Log },
+    );
+    started.push(s3);
+    await waitFor(
+      `the S3 server on ${s3Url}`,
+      async () => {
+        await listObjects(s3Url, bucket, 'no-such-prefix/');
+        return true;
+      },
+      [{ name: 's3server', process: s3, logFile: s3Log }],
+      30_000,
+    );
+
+    await installCrds(client, await veleroCrds(binaries.velero));
+
+    // What `velero install` creates. The S3 server accepts any key; a restart reuses the previous one.
+    const credentialsFile = join(dir, 'credentials');
+    const credentials = existsSync(credentialsFile)
+      ? await readFile(credentialsFile, 'utf8')
+      : `[default]\naws_access_key_id = tenantkit\naws_secret_access_key = ${randomBytes(16).toString('hex')}\n`;
+    await writeFile(credentialsFile, credentials, { mode: 0o600 });
+    const credentialsSecret = 'cloud-credentials';
+    const apply = { fieldManager, force: true };
+    await client.apply(Resources.namespaces, { metadata: { name: namespace } }, apply);
+    await client.apply(
+      Resources.secrets,
+      {
+        metadata: { name: credentialsSecret, namespace, labels: { component: 'velero' } },
+        type: 'Opaque',
+        data: { cloud: Buffer.from(credentials).toString('base64') },
+      } as KubeObject,
+      apply,
+    );
+    // Never runs (no kubelet here): restores read it for the image of their helper containers.
+    const labels = { component: 'velero', deploy: 'velero' };
+    await client.apply(
+      deployments,
+      {
+        metadata: { name: 'velero', namespace, labels },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: { deploy: 'velero' } },
+          template: {
+            metadata: { labels },
+            spec: {
+              containers: [
+                {
+                  name: 'velero',
+                  image: `velero/velero:${binaries.veleroVersion}`,
+                  command: ['/velero'],
+                  args: ['server'],
+                },
+              ],
+            },
+          },
+        },
+      } as KubeObject,
+      apply,
+    );
+    const storageLocation = 'default';
+    const location: BackupStorageLocation = {
+      metadata: { name: storageLocation, namespace, labels: { component: 'velero' } },
+      spec: {
+        provider: 'aws',
+        default: true,
+        objectStorage: { bucket },
+        credential: { name: credentialsSecret, key: 'cloud' },
+        config: { region: 'minio', s3ForcePathStyle: 'true', s3Url },
+      },
+    };
+    await client.apply(VeleroResources.backupStorageLocations, location, apply);
+
+    const metricsPort = await freePort();
+    const logFile = join(dir, 'velero.log');
+    const args = [
+      'server',
+      `--kubeconfig=${options.kubeconfigPath}`,
+      `--namespace=${namespace}`,
+      `--plugin-dir=${binaries.pluginDir}`,
+      `--metrics-address=127.0.0.1:${metricsPort}`,
+      // An empty address turns the pprof server off.
+      '--profiler-address=',
+      `--store-validation-frequency=${syncPeriod}`,
+      `--backup-sync-period=${syncPeriod}`,
+      // The default; it only matters for file-system backups, which need a node-agent (none here).
+      '--uploader-type=kopia',
+      '--log-format=text',
+    ];
+    progress(`starting Velero ${binaries.veleroVersion} in namespace ${namespace} (log: ${logFile})`);
+    // A minimal environment: no AWS or kubeconfig settings of the caller leak in, and Velero's home,
+    // temporary files (it writes BSL credentials there) and default credentials stay in `dir`.
+    const velero = spawnGroup(binaries.velero, args, {
+      logFile,
+      cwd: dir,
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: join(dir, 'home'),
+        TMPDIR: join(dir, 'tmp'),
+        AWS_SHARED_CREDENTIALS_FILE: credentialsFile,
+        AWS_EC2_METADATA_DISABLED: 'true',
+      },
+    });
+    started.push(velero);
+    // A reused dir may hold a location validated by an earlier run: only a validation by this one counts.
+    const since = Math.floor(Date.now() / 1000) * 1000;
+    await waitFor(
+      `BackupStorageLocation ${namespace}/${storageLocation} Available`,
+      async () => {
+        const bsl = await client.get<BackupStorageLocation>(
+          VeleroResources.backupStorageLocations,
+          storageLocation,
+          namespace,
+        );
+        const validated = Date.parse(bsl?.status?.lastValidationTime ?? '') >= since;
+        if (validated && bsl?.status?.phase === 'Available') return bsl;
+        throw new Error(`phase ${bsl?.status?.phase ?? '(none)'}: ${bsl?.status?.message ?? ''}`);
+      },
+      [
+        { name: 'velero server', process: velero, logFile },
+        { name: 's3server', process: s3, logFile: s3Log },
+      ],
+      60_000,
+    );
+
+    return {
+      namespace,
+      bucket,
+      s3Url,
+      storageLocation,
+      credentialsSecret,
+      binaries,
+      logFile,
+      listObjects: (prefix = '') => listObjects(s3Url, bucket, prefix),
+      stop: stopAll,
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}

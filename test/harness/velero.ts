@@ -1,0 +1,87 @@
+// A real Velero for the test files that need one: call startTestVelero() in beforeAll (only those files
+// pay its start, about 2 s once built) with veleroStartTimeoutMs, and stop() in afterAll. Velero runs as
+// a local process against the shared control plane, in a namespace of its own, with the S3 server
+// (gofakes3 on a directory, a stand-in for S3 or MinIO) as its object store.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { inject } from 'vitest';
+import { startVelero, type Velero } from '../../src/controlplane/velero-launch.ts';
+import { type KubeObject, Resources, type ResourceType } from '../../src/kube/resources.ts';
+import { type Backup, finishedPhases, type Restore, VeleroResources } from '../../src/kube/velero.ts';
+import { eventually, type TestCluster } from './cluster.ts';
+
+/**
+ * The beforeAll timeout for startTestVelero(): on a fresh machine the first start builds Velero (about
+ * 4 minutes on 2 cores), far beyond the project's default hook timeout.
+ */
+export const veleroStartTimeoutMs = 15 * 60_000;
+
+export interface TestVelero extends Velero {
+  /** Creates a Backup in Velero's namespace and resolves with it once Velero finished it. */
+  backup(name: string, spec: Backup['spec'], timeoutMs?: number): Promise<Backup>;
+  /** Creates a Restore in Velero's namespace and resolves with it once Velero finished it. */
+  restore(name: string, spec: Restore['spec'], timeoutMs?: number): Promise<Restore>;
+  /** Waits until a Backup or Restore reached one of the finished phases, and returns it. */
+  finished<T extends Backup | Restore>(type: ResourceType, name: string, timeoutMs?: number): Promise<T>;
+}
+
+export async function startTestVelero(cluster: TestCluster): Promise<TestVelero> {
+  const dir = await mkdtemp(join(tmpdir(), 'tenantkit-velero-'));
+  const admin = cluster.admin;
+  let velero: Velero;
+  try {
+    velero = await startVelero({
+      kubeconfigPath: inject('cluster').adminKubeconfigPath,
+      namespace: cluster.unique('velero'),
+      dir,
+      progress: (line) => console.log(`[velero] ${line}`),
+    });
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+  const namespace = velero.namespace;
+
+  const finished = async <T extends Backup | Restore>(type: ResourceType, name: string, timeoutMs = 60_000) =>
+    eventually(
+      async () => {
+        const object = await admin.get<T>(type, name, namespace);
+        const phase = object?.status?.phase ?? '';
+        return (finishedPhases as readonly string[]).includes(phase) ? object : undefined;
+      },
+      {
+        timeoutMs,
+        intervalMs: 100,
+        what: `${type.kind} ${namespace}/${name} finished (log: ${velero.logFile})`,
+      },
+    ) as Promise<T>;
+
+  return {
+    ...velero,
+    finished,
+    async backup(name, spec, timeoutMs) {
+      await admin.create<Backup>(VeleroResources.backups, { metadata: { name, namespace }, spec });
+      return finished<Backup>(VeleroResources.backups, name, timeoutMs);
+    },
+    async restore(name, spec, timeoutMs) {
+      await admin.create<Restore>(VeleroResources.restores, { metadata: { name, namespace }, spec });
+      return finished<Restore>(VeleroResources.restores, name, timeoutMs);
+    },
+    async stop() {
+      await velero.stop();
+      // With Velero gone, nothing would remove the finalizer it puts on Restores, and the namespace
+      // would stay Terminating.
+      const restores = await admin.list<KubeObject>(VeleroResources.restores, { namespace });
+      for (const restore of restores.items) {
+        if (restore.metadata.finalizers?.length) {
+          await admin.patch(VeleroResources.restores, restore.metadata.name!, namespace, {
+            metadata: { finalizers: null },
+          });
+        }
+      }
+      await admin.delete(Resources.namespaces, namespace);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,90 @@
+// Command s3server is a small S3-compatible server (gofakes3 with its filesystem backend) that stands
+// in for AWS S3 or MinIO as Velero's object store in tests and `tenantkit dev`. It speaks plain HTTP on
+// loopback and keeps objects in a directory, so a restart finds the same buckets. It does not check
+// request signatures: any credentials are accepted.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3afero"
+	"github.com/tenantkit/tenantkit/testenv/velero/internal/parent"
+)
+
+func main() {
+	listen := flag.String("listen", "127.0.0.1:9000", "address to serve S3 on (plain HTTP)")
+	dir := flag.String("dir", "", "directory that holds the buckets and object metadata (created if missing)")
+	buckets := flag.String("bucket", "", "comma-separated buckets to create at start if they do not exist")
+	verbose := flag.Bool("verbose", false, "log every request, not only warnings and errors")
+	flag.Parse()
+	if err := run(*listen, *dir, *buckets, *verbose); err != nil {
+		log.Fatalf("s3server: %v", err)
+	}
+}
+
+func run(listen, dir, buckets string, verbose bool) error {
+	if dir == "" {
+		return errors.New("--dir is required")
+	}
+	fs, err := s3afero.FsPath(dir, s3afero.FsPathCreateAll)
+	if err != nil {
+		return err
+	}
+	backend, err := s3afero.MultiBucket(fs)
+	if err != nil {
+		return err
+	}
+	for _, bucket := range strings.Split(buckets, ",") {
+		if bucket = strings.TrimSpace(bucket); bucket == "" {
+			continue
+		}
+		exists, err := backend.BucketExists(bucket)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			if err := backend.CreateBucket(bucket); err != nil {
+				return fmt.Errorf("create bucket %s: %v", bucket, err)
+			}
+		}
+	}
+	levels := []gofakes3.LogLevel{gofakes3.LogErr, gofakes3.LogWarn}
+	if verbose {
+		levels = append(levels, gofakes3.LogInfo)
+	}
+	faker := gofakes3.New(backend, gofakes3.WithLogger(gofakes3.GlobalLog(levels...)))
+
+	listener, err := net.Listen("tcp", listen)
+	if err != nil {
+		return err
+	}
+	server := &http.Server{Handler: faker.Server(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- server.Serve(listener) }()
+	log.Printf("s3server: serving http://%s from %s", listener.Addr(), dir)
+
+	orphaned := make(chan struct{})
+	parent.OnExit(func() { close(orphaned) })
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case err := <-served:
+		return err
+	case <-orphaned:
+		log.Print("s3server: parent process exited, stopping")
+	case s := <-sig:
+		log.Printf("s3server: %s received, stopping", s)
+	}
+	return server.Close()
+}
