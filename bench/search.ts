@@ -4,19 +4,25 @@
 // a cluster admin, `view` in all 1,000 namespaces, `view` in 10. Prints ingest rate, first-call and
 // p50/p95 latency of ACM's query mix per user, new-user cost, revocation latency, database size, memory.
 //   node bench/search.ts [--objects 1000000] [--namespaces 1000] [--runs 40] [--keep DIR]
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { Agent, request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { parse as parseYaml } from 'yaml';
 import { startControlPlane } from '../src/controlplane/launch.ts';
 import { mapLimit } from '../src/kube/access.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { silentLogger } from '../src/kube/log.ts';
 import { metrics } from '../src/kube/metrics.ts';
 import { Resources } from '../src/kube/resources.ts';
+import { createCA } from '../src/pki/certs.ts';
 import { RbacAccessProvider } from '../src/search/access/index.ts';
+import { TokenAuthenticator } from '../src/search/api/authn.ts';
+import { SearchServer } from '../src/search/api/server.ts';
 import { migrate } from '../src/search/db/migrations.ts';
 import { startEmbedded } from '../src/search/db/postgres.ts';
+import { searchUserClusterRoles } from '../src/search/index.ts';
 import { Indexer } from '../src/search/indexer/indexer.ts';
 import { HubCluster, type IndexedResource, type SearchInput, type SearchUser } from '../src/search/model.ts';
 import { PostgresSearch } from '../src/search/query/engine.ts';
@@ -40,6 +46,12 @@ await chmod(dir, 0o755);
 const cp = await startControlPlane({
   dir: join(dir, 'cp'),
   unsafeNoFsync: true,
+  // Bearer tokens for the same three users, to query through the HTTPS API as clients do.
+  tokenUsers: [
+    { name: 'root', groups: ['system:masters'] },
+    { name: 'wide', groups: [] },
+    { name: 'narrow', groups: [] },
+  ],
   progress: (l) => console.error(l),
 });
 const db = await startEmbedded({ dir: join(dir, 'pg'), statementTimeoutMs: 60_000, max: 8 });
@@ -65,6 +77,10 @@ try {
   await migrate(db.pool);
   const admin = KubeClient.fromKubeconfig({ yaml: cp.adminKubeconfig });
 
+  // Using search is part of `view` (aggregated), as in an installation.
+  for (const role of searchUserClusterRoles()) {
+    await admin.apply(Resources.clusterRoles, role, { fieldManager: 'bench', force: true });
+  }
   // RBAC: `view` for the wide user in every namespace, for the narrow user in the first ten.
   let t = performance.now();
   await mapLimit([...Array(namespaces).keys()], 16, async (i) => {
@@ -222,6 +238,76 @@ try {
       );
     }
     void access;
+  }
+
+  // The same mix through the API as clients send it: HTTPS, GraphQL, bearer tokens (TokenReview, cached).
+  {
+    const ca = await createCA('bench-search');
+    const serving = await ca.issue({ commonName: '127.0.0.1', usage: 'server', ipAddresses: ['127.0.0.1'] });
+    const authenticator = new TokenAuthenticator(admin);
+    const server = new SearchServer({
+      logger: silentLogger,
+      certificate: serving,
+      authenticate: (token) => authenticator.authenticate(token),
+      api: { backend: engine, access: provider },
+    });
+    const port = await server.start();
+    const agent = new Agent({ keepAlive: true, ca: ca.certPem, maxSockets: 4 });
+    const tokenOf = async (user: string) => {
+      const config = parseYaml(await readFile(cp.tokenKubeconfigPath(user), 'utf8')) as {
+        users: { user: { token: string } }[];
+      };
+      return config.users[0]!.user.token;
+    };
+    const post = (token: string, query: string, variables: Record<string, unknown>) =>
+      new Promise<{ data?: Record<string, unknown>; errors?: unknown[] }>((resolve, reject) => {
+        const body = JSON.stringify({ query, variables });
+        const req = httpsRequest(
+          `https://127.0.0.1:${port}/searchapi/graphql`,
+          {
+            method: 'POST',
+            agent,
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (c: string) => {
+              text += c;
+            });
+            res.on('end', () => resolve(JSON.parse(text) as { data?: Record<string, unknown> }));
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+    const graphqlOf: Record<(typeof queries)[number][2], string> = {
+      items: 'query ($i: [SearchInput]) { search(input: $i) { items } }',
+      count: 'query ($i: [SearchInput]) { search(input: $i) { count } }',
+      complete: '{ searchComplete(property: "name") }',
+      relcount: 'query ($i: [SearchInput]) { search(input: $i) { related { kind count } } }',
+      relitems: 'query ($i: [SearchInput]) { search(input: $i) { related { kind items } } }',
+    };
+    console.log('\nthrough the HTTPS GraphQL API, in ms (first call, then p50 / p95 over', runs, 'runs)');
+    for (const [label, user] of users) {
+      const token = await tokenOf(user.username);
+      console.log(`\n${label}`);
+      for (const [name, input, kind] of queries) {
+        const run = async (r: number) => {
+          const reply = await post(token, graphqlOf[kind], { i: [input(user.username, r)] });
+          if (reply.errors) throw new Error(JSON.stringify(reply.errors));
+        };
+        const [first] = await time(() => run(0));
+        const samples: number[] = [];
+        for (let r = 1; r <= runs; r++) samples.push((await time(() => run(r)))[0]);
+        samples.sort((a, b) => a - b);
+        console.log(
+          `  ${name.padEnd(28)} first ${fmt(first).padStart(7)}  p50 ${fmt(percentile(samples, 50)).padStart(7)}  p95 ${fmt(percentile(samples, 95)).padStart(7)}`,
+        );
+      }
+    }
+    agent.destroy();
+    await server.stop();
   }
 
   // A user never seen before: the set is built from the informers' caches, no API call.
