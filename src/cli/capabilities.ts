@@ -1,37 +1,8 @@
-// The capabilities tenantkit runs. Each capability folder exposes one entry point; the runtime
-// (src/kube, src/webhook) never imports them, only the CLI wires them together here.
-import type { KubeClient } from '../kube/client.ts';
-import type { Manager } from '../kube/manager.ts';
+// The capabilities tenantkit runs. Each capability folder exposes one entry point (the contract is
+// ../capability.ts); the runtime (src/kube, src/webhook) never imports them, only the CLI wires them here.
+import type { Capability, PolicyRule } from '../capability.ts';
 import { scopes } from '../scopes/index.ts';
 import { tenancy } from '../tenancy/index.ts';
-import type { WebhookDefinition } from '../webhook/registration.ts';
-
-export interface CapabilityContext {
-  client: KubeClient;
-  manager: Manager;
-  /** Namespace tenantkit runs in (leases, admin-side objects). */
-  namespace: string;
-}
-
-export interface PolicyRule {
-  apiGroups: string[];
-  resources: string[];
-  verbs: string[];
-}
-
-export interface Capability {
-  name: string;
-  /** Exactly what the controllers of this capability need; rendered into the Helm chart's RBAC. */
-  controllerRules: PolicyRule[];
-  /** Exactly what its webhooks need. */
-  webhookRules: PolicyRule[];
-  /** What its webhooks need only in the namespace tenantkit runs in (granted by a Role there). */
-  webhookNamespacedRules?: PolicyRule[];
-  /** Adds controllers to the manager. */
-  controllers?(ctx: CapabilityContext): void;
-  /** Admission webhooks this capability serves. */
-  webhooks?(ctx: CapabilityContext): WebhookDefinition[];
-}
 
 export const capabilities: Capability[] = [scopes, tenancy];
 
@@ -55,3 +26,5 @@ export function selectCapabilities(list: string | undefined): Capability[] {
   }
   return capabilities.filter((c) => names.includes(c.name));
 }
+
+export type { Capability, CapabilityContext, PolicyRule } from '../capability.ts';

@@ -1,6 +1,6 @@
 // Scoped RBAC: ScopeTemplate / ScopeInstance controllers and their escalation guard.
 import { type ScopeTemplate, ScopeTemplateCrd } from '../api/scopes.ts';
-import type { Capability } from '../cli/capabilities.ts';
+import type { Capability } from '../capability.ts';
 import { reviewInstance, reviewTemplate } from './escalation.ts';
 import { registerInstanceController } from './instance-controller.ts';
 import { registerTemplateController } from './template-controller.ts';

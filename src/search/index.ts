@@ -1,7 +1,7 @@
 // The search capability: what its processes need from the API server (rendered into the Helm chart's
 // RBAC) and the ClusterRoles it installs. The parts themselves start from service.ts (api, indexer) and
 // collector/ (one per cluster).
-import type { PolicyRule } from '../cli/capabilities.ts';
+import type { PolicyRule } from '../capability.ts';
 import { accessProviderRules } from './access/index.ts';
 
 /** The API and indexer: RBAC informers for access sets, TokenReview for callers, and SubjectAccessReview

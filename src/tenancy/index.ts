@@ -1,7 +1,7 @@
 // Namespace ownership by organizations: admission policies for namespaces and reserved guardrails.
 
 import { tenancyConfigKeys } from '../api/tenancy.ts';
-import type { Capability } from '../cli/capabilities.ts';
+import type { Capability } from '../capability.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
 import { allow, deny } from '../webhook/admission.ts';
 import type { WebhookDefinition } from '../webhook/registration.ts';

@@ -1,6 +1,6 @@
 // Search authorization: what each user may list, computed locally from RBAC informers. The query
 // engine depends only on AccessSet/AccessProvider (../model.ts); this is where they come from.
-import type { PolicyRule } from '../../cli/capabilities.ts';
+import type { PolicyRule } from '../../capability.ts';
 import { ManagedClusterType } from './managed-clusters.ts';
 
 export { allows, type ObjectAttributes } from './allows.ts';

@@ -5,7 +5,7 @@
 //
 // Listing Secrets returns their data to the collector; it deletes the data before anything reads the
 // object, and config maps and every other kind without derived properties are read as metadata only.
-import type { PolicyRule } from '../../cli/capabilities.ts';
+import type { PolicyRule } from '../../capability.ts';
 
 export const collectorRules: PolicyRule[] = [
   { apiGroups: ['*'], resources: ['*'], verbs: ['list', 'watch'] },

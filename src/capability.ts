@@ -1,0 +1,33 @@
+// The contract between tenantkit's runtime and its capabilities (scopes/, tenancy/, search/, backup/):
+// what a capability declares (the RBAC its components need) and how it plugs into a process (controllers
+// on a manager, admission webhooks). Capabilities import only this; the CLI wires them together.
+import type { KubeClient } from './kube/client.ts';
+import type { Manager } from './kube/manager.ts';
+import type { WebhookDefinition } from './webhook/registration.ts';
+
+export interface CapabilityContext {
+  client: KubeClient;
+  manager: Manager;
+  /** Namespace tenantkit runs in (leases, admin-side objects). */
+  namespace: string;
+}
+
+export interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+export interface Capability {
+  name: string;
+  /** Exactly what the controllers of this capability need; rendered into the Helm chart's RBAC. */
+  controllerRules: PolicyRule[];
+  /** Exactly what its webhooks need. */
+  webhookRules: PolicyRule[];
+  /** What its webhooks need only in the namespace tenantkit runs in (granted by a Role there). */
+  webhookNamespacedRules?: PolicyRule[];
+  /** Adds controllers to the manager. */
+  controllers?(ctx: CapabilityContext): void;
+  /** Admission webhooks this capability serves. */
+  webhooks?(ctx: CapabilityContext): WebhookDefinition[];
+}
