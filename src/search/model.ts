@@ -52,7 +52,8 @@ export interface IndexedType {
 
 /**
  * One unit of work for the indexer, all for one cluster. Applied in one transaction, in this order:
- * upserts, deletes, then each resync (delete every row of that type that the collector did not list).
+ * upserts, deletes, then each resync (delete every row of that type that the collector did not list),
+ * dropped types, and last the types to keep.
  */
 export interface IndexBatch {
   cluster: string;
@@ -63,6 +64,11 @@ export interface IndexBatch {
   resyncs?: (IndexedType & { uids: string[] })[];
   /** Types the cluster no longer serves (a CRD went away): all their rows go. */
   dropTypes?: IndexedType[];
+  /**
+   * After a complete discovery: the only types the cluster serves. Rows of every other type go, such as
+   * a CRD deleted while the collector was not running. Applied last.
+   */
+  keepTypes?: IndexedType[];
 }
 
 /** Thrown by an {@link IndexSink} that is behind: try again after `retryAfterMs`. */

@@ -466,6 +466,24 @@ describe('search collector', () => {
 
   it('resyncs on start: rows of objects deleted while it was stopped go, new ones come', async () => {
     await stopCollector();
+    // A type that went away while the collector was down (e.g. its CRD was deleted).
+    await indexer.write({
+      cluster: HubCluster,
+      upserts: [
+        {
+          uid: `${HubCluster}/gone-type-object`,
+          data: {
+            kind: 'Widget',
+            kind_plural: 'widgets',
+            apigroup: 'gone.example.com',
+            apiversion: 'v1',
+            name: 'w',
+          },
+          edges: [],
+        },
+      ],
+    });
+    expect(await row('Widget', 'w')).toBeDefined();
     await cluster.admin.delete(Resources.configMaps, 'fresh', ns);
     await cluster.admin.create(Resources.configMaps, { metadata: { name: 'while-stopped', namespace: ns } });
     expect(await row('ConfigMap', 'fresh', ns)).toBeDefined();
@@ -473,6 +491,7 @@ describe('search collector', () => {
     // The initial sync means every type's resync is committed: no waiting.
     expect(await row('ConfigMap', 'fresh', ns)).toBeUndefined();
     expect(await row('ConfigMap', 'while-stopped', ns)).toBeDefined();
+    expect(await row('Widget', 'w')).toBeUndefined();
     expect(collector.stats()).toMatchObject({ synced: true, lists: { gone: 0 } });
 
     // The periodic resync lists again: a row lost from the index comes back without any change in the cluster.

@@ -42,6 +42,7 @@ export class BatchQueue {
   private deletes = new Set<string>();
   private resyncs: (IndexedType & { uids: string[] })[] = [];
   private dropTypes: IndexedType[] = [];
+  private keep: IndexedType[] | undefined;
   private openObjects = 0;
   private timer: NodeJS.Timeout | undefined;
   private readonly sealed: Sealed[] = [];
@@ -88,6 +89,13 @@ export class BatchQueue {
   dropType(type: IndexedType): void {
     if (this.stopping.signal.aborted) return;
     this.dropTypes.push(type);
+    this.seal();
+  }
+
+  /** After a complete discovery: rows of any type but these go (types removed while we were down). */
+  keepTypes(types: IndexedType[]): void {
+    if (this.stopping.signal.aborted) return;
+    this.keep = types;
     this.seal();
   }
 
@@ -158,12 +166,14 @@ export class BatchQueue {
     if (this.deletes.size > 0) batch.deletes = [...this.deletes];
     if (this.resyncs.length > 0) batch.resyncs = this.resyncs;
     if (this.dropTypes.length > 0) batch.dropTypes = this.dropTypes;
-    if (!batch.upserts && !batch.deletes && !batch.resyncs && !batch.dropTypes) return;
+    if (this.keep) batch.keepTypes = this.keep;
+    if (!batch.upserts && !batch.deletes && !batch.resyncs && !batch.dropTypes && !batch.keepTypes) return;
     this.sealed.push({ batch, seq: ++this.sealedSeq, objects: this.openObjects });
     this.upserts = new Map();
     this.deletes = new Set();
     this.resyncs = [];
     this.dropTypes = [];
+    this.keep = undefined;
     this.openObjects = 0;
     void this.pump();
   }

@@ -243,6 +243,13 @@ export class Collector {
         );
       }
     }
+    if (first && found.unavailableGroups.size === 0) {
+      // Everything served is known: rows of any other type are of types removed while we were down.
+      this.queue.keepTypes([
+        ...[...wanted.values()].map((t) => ({ apigroup: t.group, kind_plural: t.plural })),
+        { apigroup: clusterRowGroup, kind_plural: clusterRowPlural },
+      ]);
+    }
     for (const [key, type] of wanted) {
       if (this.watchers.has(key)) continue;
       const watcher = new TypeWatcher(this.host, type);

@@ -7,7 +7,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { searchMetrics } from '../metrics.ts';
 import { BackPressureError, type IndexBatch, type IndexSink } from '../model.ts';
-import { deleteResources, pruneType, upsertResources } from './statements.ts';
+import { deleteResources, pruneType, pruneTypesExcept, upsertResources } from './statements.ts';
 import { validateBatch } from './validate.ts';
 
 export interface IndexerOptions {
@@ -73,6 +73,10 @@ export class Indexer implements IndexSink {
       }
       for (const t of batch.dropTypes ?? []) {
         deleted += await pruneType(client, batch.cluster, `${t.apigroup}/${t.kind_plural}`, []);
+      }
+      if (batch.keepTypes) {
+        const keep = batch.keepTypes.map((t) => `${t.apigroup}/${t.kind_plural}`);
+        deleted += await pruneTypesExcept(client, batch.cluster, keep);
       }
       await client.query('COMMIT');
     } catch (err) {

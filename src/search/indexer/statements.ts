@@ -151,3 +151,16 @@ export async function pruneType(sql: Sql, cluster: string, gr: string, keep: str
     stale.rows.map((r) => r.uid),
   );
 }
+
+/** Deletes the objects of `cluster` whose type is not one of `keep` (`<apigroup>/<plural>`). */
+export async function pruneTypesExcept(sql: Sql, cluster: string, keep: string[]): Promise<number> {
+  const stale = await sql.query<{ uid: string }>(
+    'SELECT uid FROM search.resources WHERE cluster = $1 AND NOT (_gr = ANY($2))',
+    [cluster, keep],
+  );
+  return deleteResources(
+    sql,
+    cluster,
+    stale.rows.map((r) => r.uid),
+  );
+}

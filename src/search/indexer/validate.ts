@@ -69,6 +69,7 @@ export function validateBatch(batch: IndexBatch, hubCluster: string): void {
   for (const [name, list] of [
     ['resyncs', batch.resyncs],
     ['dropTypes', batch.dropTypes],
+    ['keepTypes', batch.keepTypes],
   ] as const) {
     if (list === undefined) continue;
     if (!Array.isArray(list)) fail(`${name} must be a list`);
