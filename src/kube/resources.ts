@@ -78,7 +78,8 @@ const core = (plural: string, kind: string, namespaced = true): ResourceType => 
   kind,
   namespaced,
 });
-const of = (
+/** A resource type by its parts (`namespaced` defaults to true). */
+export const resourceType = (
   group: string,
   version: string,
   plural: string,
@@ -101,52 +102,52 @@ export const Resources = {
   resourceQuotas: core('resourcequotas', 'ResourceQuota'),
   limitRanges: core('limitranges', 'LimitRange'),
   coreEvents: core('events', 'Event'),
-  events: of('events.k8s.io', 'v1', 'events', 'Event'),
-  leases: of('coordination.k8s.io', 'v1', 'leases', 'Lease'),
-  roles: of('rbac.authorization.k8s.io', 'v1', 'roles', 'Role'),
-  roleBindings: of('rbac.authorization.k8s.io', 'v1', 'rolebindings', 'RoleBinding'),
-  clusterRoles: of('rbac.authorization.k8s.io', 'v1', 'clusterroles', 'ClusterRole', false),
-  clusterRoleBindings: of(
+  events: resourceType('events.k8s.io', 'v1', 'events', 'Event'),
+  leases: resourceType('coordination.k8s.io', 'v1', 'leases', 'Lease'),
+  roles: resourceType('rbac.authorization.k8s.io', 'v1', 'roles', 'Role'),
+  roleBindings: resourceType('rbac.authorization.k8s.io', 'v1', 'rolebindings', 'RoleBinding'),
+  clusterRoles: resourceType('rbac.authorization.k8s.io', 'v1', 'clusterroles', 'ClusterRole', false),
+  clusterRoleBindings: resourceType(
     'rbac.authorization.k8s.io',
     'v1',
     'clusterrolebindings',
     'ClusterRoleBinding',
     false,
   ),
-  customResourceDefinitions: of(
+  customResourceDefinitions: resourceType(
     'apiextensions.k8s.io',
     'v1',
     'customresourcedefinitions',
     'CustomResourceDefinition',
     false,
   ),
-  validatingWebhookConfigurations: of(
+  validatingWebhookConfigurations: resourceType(
     'admissionregistration.k8s.io',
     'v1',
     'validatingwebhookconfigurations',
     'ValidatingWebhookConfiguration',
     false,
   ),
-  mutatingWebhookConfigurations: of(
+  mutatingWebhookConfigurations: resourceType(
     'admissionregistration.k8s.io',
     'v1',
     'mutatingwebhookconfigurations',
     'MutatingWebhookConfiguration',
     false,
   ),
-  subjectAccessReviews: of(
+  subjectAccessReviews: resourceType(
     'authorization.k8s.io',
     'v1',
     'subjectaccessreviews',
     'SubjectAccessReview',
     false,
   ),
-  selfSubjectAccessReviews: of(
+  selfSubjectAccessReviews: resourceType(
     'authorization.k8s.io',
     'v1',
     'selfsubjectaccessreviews',
     'SelfSubjectAccessReview',
     false,
   ),
-  tokenReviews: of('authentication.k8s.io', 'v1', 'tokenreviews', 'TokenReview', false),
+  tokenReviews: resourceType('authentication.k8s.io', 'v1', 'tokenreviews', 'TokenReview', false),
 } satisfies Record<string, ResourceType>;

@@ -2,7 +2,6 @@
 // TokenReview and RBAC. The service runs as a service account holding exactly searchServiceRules.
 // Index rows are written through the indexer (the collector has its own tests), so each case can place
 // objects exactly where it needs them.
-import { request } from 'node:https';
 import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -18,6 +17,7 @@ import { HubCluster, type IndexedResource, type ResourceData } from '../../src/s
 import { type SearchService, startSearchService } from '../../src/search/service.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { startTestDatabase } from '../harness/postgres.ts';
+import { type GraphQLReply, postGraphQL } from '../harness/search-client.ts';
 
 const cluster = await TestCluster.connect();
 const db = await startTestDatabase();
@@ -30,14 +30,7 @@ let nsB: string;
 let tokenA: string;
 let tokenB: string;
 
-interface Reply {
-  status: number;
-  body: {
-    data?: Record<string, unknown>;
-    errors?: { message: string; extensions?: { code?: string } }[];
-    message?: string;
-  };
-}
+type Reply = GraphQLReply;
 
 function post(
   token: string | undefined,
@@ -45,37 +38,7 @@ function post(
   variables = {},
   headers: Record<string, string> = {},
 ): Promise<Reply> {
-  const body = JSON.stringify({ query, variables });
-  return new Promise((resolve, reject) => {
-    const req = request(
-      `${url}/searchapi/graphql`,
-      {
-        method: 'POST',
-        ca: ca.certPem,
-        headers: {
-          'content-type': 'application/json',
-          ...(token ? { authorization: `Bearer ${token}` } : {}),
-          ...headers,
-        },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => {
-          text += c;
-        });
-        res.on('end', () => {
-          try {
-            resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Reply['body'] });
-          } catch {
-            reject(new Error(`HTTP ${res.statusCode}: not JSON: ${text.slice(0, 200)}`));
-          }
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
+  return postGraphQL(url, ca.certPem, token, query, variables, headers);
 }
 
 type Items = {

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installCrds } from '../../src/kube/crds.ts';
 import { silentLogger } from '../../src/kube/log.ts';
-import { type KubeObject, Resources, type ResourceType } from '../../src/kube/resources.ts';
+import { type KubeObject, Resources, type ResourceType, resourceType } from '../../src/kube/resources.ts';
 import {
   Collector,
   type CollectorOptions,
@@ -36,13 +36,8 @@ const all: AccessSet = {
   digest: 'all',
 };
 
-const core = (plural: string, kind: string, namespaced = true): ResourceType => ({
-  group: '',
-  version: 'v1',
-  plural,
-  kind,
-  namespaced,
-});
+const core = (plural: string, kind: string, namespaced = true) =>
+  resourceType('', 'v1', plural, kind, namespaced);
 const Types = {
   nodes: core('nodes', 'Node', false),
   services: core('services', 'Service'),

@@ -3,7 +3,6 @@
 // write only its own cluster, and hub users see that cluster's objects exactly as ACM's rule says: who
 // may create ManagedClusterViews in the cluster's namespace sees everything there except Secrets.
 import { mkdtemp, rm } from 'node:fs/promises';
-import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +20,7 @@ import { BackPressureError } from '../../src/search/model.ts';
 import { type SearchService, startSearchService } from '../../src/search/service.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { startTestDatabase } from '../harness/postgres.ts';
+import { postGraphQL } from '../harness/search-client.ts';
 
 const hub = await TestCluster.connect();
 const db = await startTestDatabase();
@@ -35,39 +35,17 @@ let collectorToken: string;
 let viewerToken: string;
 let collectorRun: Promise<void> = Promise.resolve();
 
-function search(token: string, filters: { property: string; values: string[] }[]) {
-  const body = JSON.stringify({
-    query: 'query ($input: [SearchInput]) { search(input: $input) { items } }',
-    variables: { input: [{ filters }] },
-  });
-  return new Promise<Record<string, string>[]>((resolve, reject) => {
-    const req = request(
-      `${url}/searchapi/graphql`,
-      {
-        method: 'POST',
-        ca: ca.certPem,
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => {
-          text += c;
-        });
-        res.on('end', () => {
-          try {
-            const parsed = JSON.parse(text) as { data?: { search: { items: Record<string, string>[] }[] } };
-            if (!parsed.data) return reject(new Error(`HTTP ${res.statusCode}: ${text}`));
-            resolve(parsed.data.search[0]!.items);
-          } catch (err) {
-            reject(err);
-          }
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
+async function search(token: string, filters: { property: string; values: string[] }[]) {
+  const reply = await postGraphQL(
+    url,
+    ca.certPem,
+    token,
+    'query ($input: [SearchInput]) { search(input: $input) { items } }',
+    { input: [{ filters }] },
+  );
+  const data = reply.body.data as { search: { items: Record<string, string>[] }[] } | undefined;
+  if (!data) throw new Error(`HTTP ${reply.status}: ${JSON.stringify(reply.body)}`);
+  return data.search[0]!.items;
 }
 
 beforeAll(async () => {

@@ -1,24 +1,12 @@
 // The collector's transforms on hand-written objects: common properties, pod status as kubectl prints
 // it, workload counts, secret redaction, admin-declared sensitive fields and relationships.
 import { describe, expect, it } from 'vitest';
-import type { KubeObject, ResourceType } from '../../src/kube/resources.ts';
+import { type KubeObject, resourceType } from '../../src/kube/resources.ts';
 import { podStatus } from '../../src/search/collector/pod.ts';
 import { parseSensitiveField, SensitiveFieldError } from '../../src/search/collector/sensitive.ts';
 import { needsFullObject, type TransformContext, toIndexed } from '../../src/search/collector/transform.ts';
 
-const type = (
-  group: string,
-  version: string,
-  plural: string,
-  kind: string,
-  namespaced = true,
-): ResourceType => ({
-  group,
-  version,
-  plural,
-  kind,
-  namespaced,
-});
+const type = resourceType;
 const Pod = type('', 'v1', 'pods', 'Pod');
 const Secret = type('', 'v1', 'secrets', 'Secret');
 const ConfigMap = type('', 'v1', 'configmaps', 'ConfigMap');

@@ -13,37 +13,23 @@ function templateUses(object: JsonObject, namespace: string | undefined, ...temp
   return namespace ? podSpecReferences(at(object, ...templatePath, 'spec'), namespace, 'uses') : [];
 }
 
-export const deployment: KindTransform = (o, ns) => ({
-  properties: {
-    desired: asNumber(at(o, 'spec', 'replicas')) ?? 1,
-    current: count(o, 'status', 'replicas'),
-    ready: count(o, 'status', 'readyReplicas'),
-    available: count(o, 'status', 'availableReplicas'),
-    updated: count(o, 'status', 'updatedReplicas'),
-  },
-  edges: templateUses(o, ns, 'spec', 'template'),
-});
+/** desired/current/ready/available(/updated) of a controller with `spec.replicas` and replica status. */
+function replicated(updated: boolean): KindTransform {
+  return (o, ns) => ({
+    properties: {
+      desired: asNumber(at(o, 'spec', 'replicas')) ?? 1,
+      current: count(o, 'status', 'replicas'),
+      ready: count(o, 'status', 'readyReplicas'),
+      available: count(o, 'status', 'availableReplicas'),
+      ...(updated ? { updated: count(o, 'status', 'updatedReplicas') } : {}),
+    },
+    edges: templateUses(o, ns, 'spec', 'template'),
+  });
+}
 
-export const replicaSet: KindTransform = (o, ns) => ({
-  properties: {
-    desired: asNumber(at(o, 'spec', 'replicas')) ?? 1,
-    current: count(o, 'status', 'replicas'),
-    ready: count(o, 'status', 'readyReplicas'),
-    available: count(o, 'status', 'availableReplicas'),
-  },
-  edges: templateUses(o, ns, 'spec', 'template'),
-});
-
-export const statefulSet: KindTransform = (o, ns) => ({
-  properties: {
-    desired: asNumber(at(o, 'spec', 'replicas')) ?? 1,
-    current: count(o, 'status', 'replicas'),
-    ready: count(o, 'status', 'readyReplicas'),
-    available: count(o, 'status', 'availableReplicas'),
-    updated: count(o, 'status', 'updatedReplicas'),
-  },
-  edges: templateUses(o, ns, 'spec', 'template'),
-});
+export const deployment = replicated(true);
+export const replicaSet = replicated(false);
+export const statefulSet = replicated(true);
 
 export const daemonSet: KindTransform = (o, ns) => ({
   properties: {

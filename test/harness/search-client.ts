@@ -1,0 +1,53 @@
+// Talks to a search service as a client would: a GraphQL POST over HTTPS with a bearer token (or other
+// headers), trusting the test CA. Returns the status and the parsed JSON body.
+import { request } from 'node:https';
+
+export interface GraphQLReply {
+  status: number;
+  body: {
+    data?: Record<string, unknown>;
+    errors?: { message: string; extensions?: { code?: string } }[];
+    message?: string;
+  };
+}
+
+export function postGraphQL(
+  baseUrl: string,
+  ca: string,
+  token: string | undefined,
+  query: string,
+  variables: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+): Promise<GraphQLReply> {
+  const body = JSON.stringify({ query, variables });
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${baseUrl}/searchapi/graphql`,
+      {
+        method: 'POST',
+        ca,
+        headers: {
+          'content-type': 'application/json',
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+          ...headers,
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          text += c;
+        });
+        res.on('end', () => {
+          try {
+            resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as GraphQLReply['body'] });
+          } catch {
+            reject(new Error(`HTTP ${res.statusCode}: not JSON: ${text.slice(0, 200)}`));
+          }
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
