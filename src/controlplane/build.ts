@@ -88,7 +88,15 @@ export async function goBuild(build: GoBuild, progress: Progress): Promise<void>
         if (compiled % 100 === 0) progress(`  ${compiled} packages compiled (${seconds()} s)`);
       }
     });
-    child.on('error', fail);
+    child.on('error', (err: NodeJS.ErrnoException) =>
+      fail(
+        err.code === 'ENOENT'
+          ? new Error(
+              'Go (1.26 or newer) is needed to build the local control plane and Velero once; install it from https://go.dev/dl and put `go` on PATH',
+            )
+          : err,
+      ),
+    );
     child.on('exit', (code) =>
       code === 0
         ? done()
