@@ -1,0 +1,100 @@
+// Admin enforcement of tenant spec fields (seed 000, and what its users asked for after it): a field the
+// admin sets is the only value a tenant may use, and is filled in when the tenant leaves it out. Unlike
+// upstream, any JSON value can be enforced (false, 0, "", [] and {} included: presence is what counts),
+// and enforcement reaches into nested objects, so `labelSelector.matchLabels.team` can be fixed alone.
+// Fields that tenantkit itself sets to keep tenants apart can never be enforced.
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+
+export type EnforcedKind = 'NonAdminBackup' | 'NonAdminRestore' | 'NonAdminBackupStorageLocation';
+
+/** Where each kind's enforced spec lives in the tenant object, for messages. */
+export const specPathOf: Record<EnforcedKind, string> = {
+  NonAdminBackup: 'spec.backupSpec',
+  NonAdminRestore: 'spec.restoreSpec',
+  NonAdminBackupStorageLocation: 'spec.backupStorageLocationSpec',
+};
+
+/** Fields the admin may not enforce, with the reason the configuration reports. */
+export const unenforceable: Record<EnforcedKind, Record<string, string>> = {
+  NonAdminBackup: {
+    includedNamespaces: "tenantkit always sets it to the tenant's own namespace",
+    excludedNamespaces: "a tenant's backup covers its own namespace only",
+    includeClusterResources: 'tenants may never back up cluster-scoped resources',
+    includedClusterScopedResources: 'tenants may never back up cluster-scoped resources',
+    excludedClusterScopedResources: 'tenants may never back up cluster-scoped resources',
+    storageLocation:
+      "tenantkit chooses it: the default location, or one of the tenant's own NonAdminBackupStorageLocations",
+  },
+  NonAdminRestore: {
+    backupName: "tenantkit sets it to the Velero backup of the tenant's NonAdminBackup",
+    scheduleName: 'tenants restore from their own backups only',
+    includedNamespaces: "tenantkit always sets it to the tenant's own namespace",
+    excludedNamespaces: "a tenant's restore covers its own namespace only",
+    namespaceMapping: "a tenant's restore may not write into other namespaces",
+    includeClusterResources: 'tenants may never restore cluster-scoped resources',
+  },
+  NonAdminBackupStorageLocation: {
+    credential: "tenantkit points it at the copy of the tenant's own Secret",
+    objectStorage: "tenantkit keeps the tenant's objects under a prefix of the tenant's namespace",
+  },
+};
+
+const isObject = (v: Json | undefined): v is JsonObject =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Deep equality of JSON values; object key order does not matter. */
+export function jsonEqual(a: Json | undefined, b: Json | undefined): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a) && Array.isArray(b)) {
+    return a.length === b.length && a.every((v, i) => jsonEqual(v, b[i]));
+  }
+  if (isObject(a) && isObject(b)) {
+    const keys = Object.keys(a);
+    return keys.length === Object.keys(b).length && keys.every((k) => k in b && jsonEqual(a[k], b[k]));
+  }
+  return false;
+}
+
+/** The message upstream shows, so scripts that match on it keep working. */
+export const enforcedMessage = (kind: EnforcedKind, path: string) =>
+  `${kind} ${specPathOf[kind]}.${path} field value is enforced by admin user, can not override it`;
+
+/**
+ * Every tenant value that differs from an enforced one, as `field.path` (dotted). An object enforced
+ * under an object is compared field by field; any other value (arrays included) must be equal as a
+ * whole. A field the tenant leaves out is never a violation: it is filled in.
+ */
+export function violations(tenant: JsonObject, enforced: JsonObject, prefix = ''): string[] {
+  const found: string[] = [];
+  for (const [key, want] of Object.entries(enforced)) {
+    if (!(key in tenant)) continue;
+    const have = tenant[key];
+    const path = prefix ? `${prefix}.${key}` : key;
+    if (isObject(want) && isObject(have)) found.push(...violations(have, want, path));
+    else if (!jsonEqual(have, want)) found.push(path);
+  }
+  return found;
+}
+
+/** The tenant's spec with every enforced value filled in (enforced values win, nested objects merge). */
+export function withEnforced(tenant: JsonObject, enforced: JsonObject): JsonObject {
+  const out: JsonObject = { ...tenant };
+  for (const [key, want] of Object.entries(enforced)) {
+    const have = out[key];
+    out[key] = isObject(want) && isObject(have) ? withEnforced(have, want) : structuredClone(want);
+  }
+  return out;
+}
+
+/** Problems with an admin's enforced spec (at `configPath`): fields that cannot be enforced, and why. */
+export function policyProblems(
+  kind: EnforcedKind,
+  enforced: JsonObject | undefined,
+  configPath: string,
+): string[] {
+  return Object.keys(enforced ?? {})
+    .filter((field) => field in unenforceable[kind])
+    .map((field) => `${configPath}.${field} cannot be enforced: ${unenforceable[kind][field]}`);
+}

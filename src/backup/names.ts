@@ -1,0 +1,38 @@
+// Names and metadata that tie a tenant's object to the Velero object made for it, as seed 001 lists
+// them. Identity is the NACUUID (written to the tenant object's status before any Velero object exists)
+// carried as a label, never the name alone: a tenant cannot forge it onto someone else's object because
+// tenants cannot write in the Velero namespace.
+import { randomUUID } from 'node:crypto';
+
+export const ManagedByValue = 'tenantkit.io/backup';
+export const Labels = {
+  managedBy: 'app.kubernetes.io/managed-by',
+  oadp: 'openshift.io/oadp',
+  nabUuid: 'openshift.io/oadp-nab-origin-nacuuid',
+  narUuid: 'openshift.io/oadp-nar-origin-nacuuid',
+  backupName: 'velero.io/backup-name',
+  backupUid: 'velero.io/backup-uid',
+} as const;
+export const Annotations = {
+  nabName: 'openshift.io/oadp-nab-origin-name',
+  nabNamespace: 'openshift.io/oadp-nab-origin-namespace',
+  narName: 'openshift.io/oadp-nar-origin-name',
+  narNamespace: 'openshift.io/oadp-nar-origin-namespace',
+} as const;
+
+const maxName = 63;
+
+/**
+ * `<namespace>-<name>-<uuid v4>`, at most 63 characters (a valid object name and label value): when too
+ * long, the name is shortened first, then the namespace; the UUID is always whole, so names stay unique.
+ */
+export function nacObjectName(namespace: string, name: string, uuid: string = randomUUID()): string {
+  const room = maxName - uuid.length - 2;
+  let ns = namespace;
+  let n = name;
+  if (ns.length + n.length > room) n = n.slice(0, Math.max(0, room - ns.length));
+  if (ns.length + n.length > room) ns = ns.slice(0, room);
+  // A cut may leave a trailing '-' or '.', which would make two separators in a row.
+  const parts = [ns.replace(/[-.]+$/, ''), n.replace(/[-.]+$/, ''), uuid].filter((p) => p !== '');
+  return parts.join('-');
+}
