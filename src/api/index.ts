@@ -1,5 +1,6 @@
 // Every CRD tenantkit owns. `npm run generate` writes them to config/crd/; a unit test fails when the
 // checked-in YAML differs from what these definitions produce.
+import { backupCrds } from './backup.ts';
 import { ScopeInstanceCrd, ScopeTemplateCrd } from './scopes.ts';
 import { OrganizationCrd, TenancyConfigCrd, TenantUserCrd, UsageProfileCrd } from './tenancy.ts';
 
@@ -10,4 +11,5 @@ export const allCrds = [
   TenantUserCrd,
   TenancyConfigCrd,
   UsageProfileCrd,
+  ...backupCrds,
 ];

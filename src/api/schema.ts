@@ -1,6 +1,14 @@
 // One definition per CRD: a TypeBox schema gives both the TypeScript type (Static<>) and the CRD's
 // structural OpenAPI schema. This module turns a definition into a CustomResourceDefinition object.
-import { type Static, type TObject, type TSchema, Type } from '@sinclair/typebox';
+import {
+  type SchemaOptions,
+  type Static,
+  type TNull,
+  type TObject,
+  type TSchema,
+  type TUnion,
+  Type,
+} from '@sinclair/typebox';
 import type { KubeObject, ResourceType } from '../kube/resources.ts';
 
 export interface PrinterColumn {
@@ -26,6 +34,8 @@ export interface CrdDefinition<Spec extends TObject = TObject, Status extends TO
   printerColumns?: PrinterColumn[];
   /** CEL rules on the whole object (x-kubernetes-validations at the root). */
   validations?: { rule: string; message: string }[];
+  /** Whether the object must have a spec (default true); upstream APIs that accept none set false. */
+  requireSpec?: boolean;
 }
 
 export type ObjectOf<D extends CrdDefinition> = KubeObject & {
@@ -63,6 +73,43 @@ export const ConditionsSchema = Type.Array(ConditionSchema, {
   'x-kubernetes-list-map-keys': ['type'],
 });
 
+/**
+ * metav1.Condition with the validation Kubernetes' own types carry (CamelCase reason, qualified type,
+ * int64 generation), for APIs that must match an upstream CRD generated from Go types.
+ */
+export const MetaV1ConditionSchema = Type.Object({
+  type: Type.String({
+    maxLength: 316,
+    pattern:
+      '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
+    description: 'Condition type, CamelCase or prefixed with a DNS subdomain (example.com/CamelCase).',
+  }),
+  status: Type.Union([Type.Literal('True'), Type.Literal('False'), Type.Literal('Unknown')]),
+  observedGeneration: Type.Optional(
+    Type.Integer({
+      format: 'int64',
+      minimum: 0,
+      description: 'The metadata.generation this condition judged.',
+    }),
+  ),
+  lastTransitionTime: Type.String({
+    format: 'date-time',
+    description: 'When the status last changed.',
+  }),
+  reason: Type.String({
+    minLength: 1,
+    maxLength: 1024,
+    pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$',
+    description: 'Machine-readable CamelCase reason for the last transition.',
+  }),
+  message: Type.String({ maxLength: 32768, description: 'Human-readable details; may be empty.' }),
+});
+
+/** A value that may also be JSON null: `nullable: true` in the CRD, `T | null` in TypeScript. */
+export function Nullable<T extends TSchema>(schema: T, options: SchemaOptions = {}): TUnion<[T, TNull]> {
+  return Type.Union([schema, Type.Null()], options);
+}
+
 /** Keywords a structural CRD schema accepts; TypeBox's own markers and JSON-Schema-only words are dropped. */
 const passthrough = new Set([
   'type',
@@ -90,6 +137,15 @@ type Json = Record<string, unknown>;
 /** Converts a TypeBox schema to a structural OpenAPI v3 schema as CRDs require. */
 export function toStructural(schema: TSchema): Json {
   const s = schema as unknown as Json;
+  // A union with null (Nullable) is the other member with `nullable: true`.
+  if (Array.isArray(s.anyOf) && (s.anyOf as Json[]).some((m) => m.type === 'null')) {
+    const members = (s.anyOf as Json[]).filter((m) => m.type !== 'null');
+    const inner = members.length === 1 ? members[0]! : { ...s, anyOf: members };
+    const out: Json = { ...toStructural(inner as unknown as TSchema), nullable: true };
+    if (s.description) out.description = s.description;
+    if (s.default !== undefined) out.default = s.default;
+    return out;
+  }
   // A union of string literals is an enum.
   if (Array.isArray(s.anyOf) && (s.anyOf as Json[]).every((m) => typeof m.const === 'string')) {
     const out: Json = { type: 'string', enum: (s.anyOf as Json[]).map((m) => m.const) };
@@ -136,8 +192,8 @@ export function crdManifest(def: CrdDefinition): Json {
       spec: toStructural(def.spec),
       status: toStructural(def.status),
     },
-    required: ['spec'],
   };
+  if (def.requireSpec !== false) root.required = ['spec'];
   if (def.validations?.length) root['x-kubernetes-validations'] = def.validations;
   const names: Json = {
     kind: def.kind,

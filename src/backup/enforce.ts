@@ -4,42 +4,12 @@
 // and enforcement reaches into nested objects, so `labelSelector.matchLabels.team` can be fixed alone.
 // Fields that tenantkit itself sets to keep tenants apart can never be enforced.
 
+import { type EnforcedKind, specPathOf, unenforceable } from '../api/backup-policy.ts';
+
+export { type EnforcedKind, specPathOf, unenforceable };
+
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
-
-export type EnforcedKind = 'NonAdminBackup' | 'NonAdminRestore' | 'NonAdminBackupStorageLocation';
-
-/** Where each kind's enforced spec lives in the tenant object, for messages. */
-export const specPathOf: Record<EnforcedKind, string> = {
-  NonAdminBackup: 'spec.backupSpec',
-  NonAdminRestore: 'spec.restoreSpec',
-  NonAdminBackupStorageLocation: 'spec.backupStorageLocationSpec',
-};
-
-/** Fields the admin may not enforce, with the reason the configuration reports. */
-export const unenforceable: Record<EnforcedKind, Record<string, string>> = {
-  NonAdminBackup: {
-    includedNamespaces: "tenantkit always sets it to the tenant's own namespace",
-    excludedNamespaces: "a tenant's backup covers its own namespace only",
-    includeClusterResources: 'tenants may never back up cluster-scoped resources',
-    includedClusterScopedResources: 'tenants may never back up cluster-scoped resources',
-    excludedClusterScopedResources: 'tenants may never back up cluster-scoped resources',
-    storageLocation:
-      "tenantkit chooses it: the default location, or one of the tenant's own NonAdminBackupStorageLocations",
-  },
-  NonAdminRestore: {
-    backupName: "tenantkit sets it to the Velero backup of the tenant's NonAdminBackup",
-    scheduleName: 'tenants restore from their own backups only',
-    includedNamespaces: "tenantkit always sets it to the tenant's own namespace",
-    excludedNamespaces: "a tenant's restore covers its own namespace only",
-    namespaceMapping: "a tenant's restore may not write into other namespaces",
-    includeClusterResources: 'tenants may never restore cluster-scoped resources',
-  },
-  NonAdminBackupStorageLocation: {
-    credential: "tenantkit points it at the copy of the tenant's own Secret",
-    objectStorage: "tenantkit keeps the tenant's objects under a prefix of the tenant's namespace",
-  },
-};
 
 const isObject = (v: Json | undefined): v is JsonObject =>
   typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { describe, expect, it } from 'vitest';
 import { staleCrdFiles } from '../../src/api/generate.ts';
-import { toStructural } from '../../src/api/schema.ts';
+import { Nullable, toStructural } from '../../src/api/schema.ts';
 
 describe('CRD generation', () => {
   it('has config/crd/ up to date with src/api (run `npm run generate` if this fails)', async () => {
@@ -26,6 +26,29 @@ describe('CRD generation', () => {
         items: { type: 'array', maxItems: 3, items: { type: 'integer', minimum: 0 } },
       },
       required: ['mode', 'items'],
+    });
+  });
+
+  it('turns Nullable into nullable: true, for enums and objects too', () => {
+    const schema = Type.Object({
+      list: Nullable(Type.Array(Type.String()), { description: 'd' }),
+      mode: Type.Optional(Nullable(Type.Union([Type.Literal('A'), Type.Literal('B')]))),
+      selector: Nullable(Type.Object({ a: Type.String() }, { 'x-kubernetes-map-type': 'atomic' })),
+    });
+    expect(toStructural(schema)).toEqual({
+      type: 'object',
+      properties: {
+        list: { type: 'array', items: { type: 'string' }, nullable: true, description: 'd' },
+        mode: { type: 'string', enum: ['A', 'B'], nullable: true },
+        selector: {
+          type: 'object',
+          'x-kubernetes-map-type': 'atomic',
+          properties: { a: { type: 'string' } },
+          required: ['a'],
+          nullable: true,
+        },
+      },
+      required: ['list', 'selector'],
     });
   });
 
