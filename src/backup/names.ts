@@ -4,7 +4,8 @@
 // tenants cannot write in the Velero namespace.
 import { randomUUID } from 'node:crypto';
 
-export const ManagedByValue = 'tenantkit.io/backup';
+/** A label value (no slashes): marks Velero objects that tenantkit made for tenants. */
+export const ManagedByValue = 'tenantkit-backup';
 export const Labels = {
   managedBy: 'app.kubernetes.io/managed-by',
   oadp: 'openshift.io/oadp',

@@ -1,0 +1,91 @@
+// Non-admin backup and restore: tenants' NonAdminBackups run as Velero Backups in Velero's namespace,
+// under the admin's NonAdminBackupConfig. The one entry point of the capability.
+import {
+  backupCrds,
+  NonAdminBackupConfigCrd,
+  NonAdminBackupCrd,
+  NonAdminBackupStorageLocationRequestCrd,
+} from '../api/backup.ts';
+import type { Capability } from '../capability.ts';
+import type { KubeObject } from '../kube/resources.ts';
+import { registerNabController } from './nab-controller.ts';
+
+const nab = NonAdminBackupCrd.type;
+const config = NonAdminBackupConfigCrd.type;
+
+export const backup: Capability = {
+  name: 'backup',
+  controllerRules: [
+    // Tenants' requests: read them, keep a finalizer on them, report in status, delete on deleteBackup.
+    {
+      apiGroups: [nab.group],
+      resources: [nab.plural],
+      verbs: ['get', 'list', 'watch', 'update', 'patch', 'delete'],
+    },
+    { apiGroups: [nab.group], resources: [`${nab.plural}/status`], verbs: ['get', 'update', 'patch'] },
+    { apiGroups: [config.group], resources: [config.plural], verbs: ['get', 'list', 'watch'] },
+    // Velero's side, in its namespace (Velero's CRDs are namespaced; the chart can narrow this to a Role).
+    { apiGroups: ['velero.io'], resources: ['backups'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
+    {
+      apiGroups: ['velero.io'],
+      resources: ['deletebackuprequests'],
+      verbs: ['get', 'list', 'watch', 'create', 'delete'],
+    },
+  ],
+  webhookRules: [],
+  controllers(ctx) {
+    registerNabController(ctx.manager);
+  },
+};
+
+// Storage location requests are the admin's (approval), not the tenant's.
+const tenantKinds = backupCrds
+  .filter(
+    (d) => d.type.group === NonAdminBackupCrd.type.group && d !== NonAdminBackupStorageLocationRequestCrd,
+  )
+  .map((d) => d.type.plural);
+const aggregate = (...roles: string[]) =>
+  Object.fromEntries(roles.map((r) => [`rbac.authorization.k8s.io/aggregate-to-${r}`, 'true']));
+
+/**
+ * What tenants get through the default roles, as the seed's RBAC shows: namespace admins and editors
+ * manage the non-admin kinds, viewers read them. Nothing in Velero's namespace.
+ */
+export function backupUserClusterRoles(): KubeObject[] {
+  return [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: 'tenantkit:backup:editor', labels: aggregate('admin', 'edit') },
+      rules: [
+        {
+          apiGroups: [NonAdminBackupCrd.type.group],
+          resources: tenantKinds,
+          verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'],
+        },
+        {
+          apiGroups: [NonAdminBackupCrd.type.group],
+          resources: tenantKinds.map((k) => `${k}/status`),
+          verbs: ['get'],
+        },
+      ],
+    } as KubeObject,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: 'tenantkit:backup:viewer', labels: aggregate('view') },
+      rules: [
+        {
+          apiGroups: [NonAdminBackupCrd.type.group],
+          resources: tenantKinds,
+          verbs: ['get', 'list', 'watch'],
+        },
+        {
+          apiGroups: [NonAdminBackupCrd.type.group],
+          resources: tenantKinds.map((k) => `${k}/status`),
+          verbs: ['get'],
+        },
+      ],
+    } as KubeObject,
+  ];
+}

@@ -1,0 +1,202 @@
+// NonAdminBackup end to end, as a tenant, through the real API server and a real Velero writing to a real
+// S3 store: accepted backups run limited to the tenant's namespace with the admin's enforced fields;
+// escapes and overrides are refused with the seed's messages; deleteBackup removes the data from the
+// bucket; policy changes apply live.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type NonAdminBackup,
+  type NonAdminBackupConfig,
+  NonAdminBackupConfigCrd,
+  NonAdminBackupCrd,
+} from '../../src/api/backup.ts';
+import { backup, backupUserClusterRoles } from '../../src/backup/index.ts';
+import { Labels } from '../../src/backup/names.ts';
+import type { KubeClient } from '../../src/kube/client.ts';
+import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { VeleroResources } from '../../src/kube/velero.ts';
+import { eventually, TestCluster } from '../harness/cluster.ts';
+import { runCapability } from '../harness/components.ts';
+import { startTestVelero, type TestVelero, veleroStartTimeoutMs } from '../harness/velero.ts';
+
+const cluster = await TestCluster.connect();
+let velero: TestVelero;
+let ns: string;
+let tenant: KubeClient;
+const nabType = NonAdminBackupCrd.type;
+const apply = { fieldManager: 'backup-nab-test', force: true };
+
+async function setPolicy(nonAdmin: Record<string, unknown>) {
+  await cluster.admin.apply(
+    NonAdminBackupConfigCrd.type,
+    {
+      metadata: { name: 'cluster' },
+      spec: { nonAdmin: { enable: true, veleroNamespace: velero.namespace, ...nonAdmin } },
+    } as NonAdminBackupConfig,
+    apply,
+  );
+}
+
+const nab = (name: string, namespace = ns) => cluster.admin.get<NonAdminBackup>(nabType, name, namespace);
+
+async function settled(name: string, namespace = ns): Promise<NonAdminBackup> {
+  return eventually(
+    async () => {
+      const o = await nab(name, namespace);
+      const phase = o?.status?.phase;
+      if (phase === 'BackingOff') return o;
+      const velero = o?.status?.veleroBackup?.status?.phase;
+      return velero && ['Completed', 'PartiallyFailed', 'Failed', 'FailedValidation'].includes(velero)
+        ? o
+        : undefined;
+    },
+    { timeoutMs: 60_000, what: `NonAdminBackup ${namespace}/${name} settled` },
+  );
+}
+
+beforeAll(async () => {
+  velero = await startTestVelero(cluster);
+  for (const role of backupUserClusterRoles()) await cluster.admin.apply(Resources.clusterRoles, role, apply);
+  await runCapability(cluster, backup);
+  await setPolicy({ enforceBackupSpec: { snapshotVolumes: false } });
+  cluster.defer(() => cluster.admin.delete(NonAdminBackupConfigCrd.type, 'cluster'));
+  ns = await cluster.namespace('shop');
+  // The tenant administers its namespace through the default admin role, nothing more.
+  tenant = await cluster.user(cluster.unique('alice'));
+  await cluster.grant({ kind: 'User', name: tenant.userName }, { clusterRole: 'admin' }, ns);
+  await eventually(
+    async () =>
+      (
+        await cluster.admin.get<KubeObject & { rules?: { resources?: string[] }[] }>(
+          Resources.clusterRoles,
+          'admin',
+        )
+      )?.rules?.some((r) => r.resources?.includes('nonadminbackups')),
+    { what: 'backup roles aggregated into admin' },
+  );
+  await cluster.admin.create(Resources.configMaps, {
+    metadata: { name: 'settings', namespace: ns },
+    data: { color: 'blue' },
+  } as KubeObject);
+}, veleroStartTimeoutMs);
+
+afterAll(async () => {
+  await cluster.cleanup();
+  await velero?.stop();
+});
+
+describe('NonAdminBackup', () => {
+  it("runs a tenant's backup in Velero, limited to its namespace, with enforced fields filled in", async () => {
+    await tenant.create(nabType, {
+      metadata: { name: 'nightly', namespace: ns },
+      spec: { backupSpec: {} },
+    } as KubeObject);
+    const done = await settled('nightly');
+    expect(done.status?.phase).toBe('Created');
+    expect(done.status?.veleroBackup?.status?.phase).toBe('Completed');
+    const ref = done.status!.veleroBackup!;
+    expect(ref.nacuuid).toMatch(new RegExp(`^${ns}-nightly-[0-9a-f-]{36}$`));
+    const vb = await cluster.admin.get<KubeObject & { spec: Record<string, unknown> }>(
+      VeleroResources.backups,
+      ref.name!,
+      velero.namespace,
+    );
+    expect(vb?.spec.includedNamespaces).toEqual([ns]);
+    expect(vb?.spec.snapshotVolumes).toBe(false);
+    expect(vb?.metadata.labels?.[Labels.nabUuid]).toBe(ref.nacuuid);
+    expect(done.status?.conditions?.find((c) => c.type === 'Accepted')?.status).toBe('True');
+    expect((await velero.listObjects(`backups/${ref.name}/`)).length).toBeGreaterThan(0);
+  });
+
+  it('refuses an override of an enforced field with the seed message, and creates nothing', async () => {
+    await tenant.create(nabType, {
+      metadata: { name: 'with-snapshots', namespace: ns },
+      spec: { backupSpec: { snapshotVolumes: true } },
+    } as KubeObject);
+    const refused = await settled('with-snapshots');
+    expect(refused.status?.phase).toBe('BackingOff');
+    const accepted = refused.status?.conditions?.find((c) => c.type === 'Accepted');
+    expect(accepted?.status).toBe('False');
+    expect(accepted?.message).toBe(
+      'NonAdminBackup spec.backupSpec.snapshotVolumes field value is enforced by admin user, can not override it',
+    );
+    expect(refused.status?.veleroBackup).toBeUndefined();
+  });
+
+  it('refuses other namespaces and cluster-scoped resources, saying what to change', async () => {
+    const other = await cluster.namespace('victim');
+    await tenant.create(nabType, {
+      metadata: { name: 'escape', namespace: ns },
+      spec: { backupSpec: { includedNamespaces: [ns, other], includeClusterResources: true } },
+    } as KubeObject);
+    const refused = await settled('escape');
+    const message = refused.status?.conditions?.find((c) => c.type === 'Accepted')?.message ?? '';
+    expect(message).toContain(`includedNamespaces may only name this namespace (${ns})`);
+    expect(message).toContain('includeClusterResources may not be true');
+    const backups = await cluster.admin.list<KubeObject>(VeleroResources.backups, {
+      namespace: velero.namespace,
+    });
+    expect(
+      backups.items.some((b) => b.metadata.annotations?.['openshift.io/oadp-nab-origin-name'] === 'escape'),
+    ).toBe(false);
+  });
+
+  it('applies a policy change live to the next backups', async () => {
+    await setPolicy({ enforceBackupSpec: { snapshotVolumes: false, ttl: '2h0m0s' } });
+    await eventually(async () => {
+      await tenant.create(nabType, {
+        metadata: { name: cluster.unique('live'), namespace: ns },
+        spec: { backupSpec: {} },
+      } as KubeObject);
+      return true;
+    });
+    const list = await cluster.admin.list<NonAdminBackup>(nabType, { namespace: ns });
+    const live = list.items.find((n) => n.metadata.name!.startsWith('live-'))!;
+    const done = await settled(live.metadata.name!);
+    expect(done.status?.veleroBackup?.spec?.ttl).toBe('2h0m0s');
+    await setPolicy({ enforceBackupSpec: { snapshotVolumes: false } });
+  });
+
+  it('names backups within 63 characters when namespace and name are at their maximum', async () => {
+    const longNs = `l${cluster.unique('x').replace(/-/g, '')}${'n'.repeat(63)}`.slice(0, 63);
+    await cluster.admin.create(Resources.namespaces, { metadata: { name: longNs } });
+    cluster.defer(() => cluster.admin.delete(Resources.namespaces, longNs));
+    await cluster.grant({ kind: 'User', name: tenant.userName }, { clusterRole: 'admin' }, longNs);
+    const longName = 'b'.repeat(253);
+    await eventually(async () => {
+      await tenant.create(nabType, {
+        metadata: { name: longName, namespace: longNs },
+        spec: { backupSpec: {} },
+      } as KubeObject);
+      return true;
+    });
+    const done = await settled(longName, longNs);
+    expect(done.status?.veleroBackup?.status?.phase).toBe('Completed');
+    expect(done.status!.veleroBackup!.name!.length).toBeLessThanOrEqual(63);
+  });
+
+  it('deletes the backup data from the bucket on spec.deleteBackup, then the NonAdminBackup', async () => {
+    await tenant.create(nabType, {
+      metadata: { name: 'to-delete', namespace: ns },
+      spec: { backupSpec: {} },
+    } as KubeObject);
+    const done = await settled('to-delete');
+    const name = done.status!.veleroBackup!.name!;
+    expect((await velero.listObjects(`backups/${name}/`)).length).toBeGreaterThan(0);
+    await tenant.patch(nabType, 'to-delete', ns, { spec: { deleteBackup: true } });
+    await eventually(async () => (await nab('to-delete')) === undefined, {
+      timeoutMs: 60_000,
+      what: 'NAB gone',
+    });
+    expect(await velero.listObjects(`backups/${name}/`)).toEqual([]);
+  });
+
+  it("keeps tenants out of each other's backups", async () => {
+    const other = await cluster.user(cluster.unique('mallory'));
+    const otherNs = await cluster.namespace('mallory');
+    await cluster.grant({ kind: 'User', name: other.userName }, { clusterRole: 'admin' }, otherNs);
+    await expect(other.get(nabType, 'nightly', ns)).rejects.toThrow(/forbidden/i);
+    await expect(other.list(VeleroResources.backups, { namespace: velero.namespace })).rejects.toThrow(
+      /forbidden/i,
+    );
+  });
+});
