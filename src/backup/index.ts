@@ -2,13 +2,18 @@
 // under the admin's NonAdminBackupConfig. The one entry point of the capability.
 import {
   backupCrds,
+  type NonAdminBackup,
+  type NonAdminBackupConfig,
   NonAdminBackupConfigCrd,
   NonAdminBackupCrd,
   NonAdminBackupStorageLocationRequestCrd,
 } from '../api/backup.ts';
 import type { Capability } from '../capability.ts';
 import type { KubeObject } from '../kube/resources.ts';
+import type { AdmissionRequest } from '../webhook/admission.ts';
+import { reviewNonAdminBackup } from './admission.ts';
 import { registerNabController } from './nab-controller.ts';
+import { registerNarController } from './nar-controller.ts';
 
 const nab = NonAdminBackupCrd.type;
 const config = NonAdminBackupConfigCrd.type;
@@ -23,18 +28,53 @@ export const backup: Capability = {
       verbs: ['get', 'list', 'watch', 'update', 'patch', 'delete'],
     },
     { apiGroups: [nab.group], resources: [`${nab.plural}/status`], verbs: ['get', 'update', 'patch'] },
+    // Restores: the same, without delete (a NonAdminRestore goes only when its tenant deletes it).
+    {
+      apiGroups: [nab.group],
+      resources: ['nonadminrestores'],
+      verbs: ['get', 'list', 'watch', 'update', 'patch'],
+    },
+    { apiGroups: [nab.group], resources: ['nonadminrestores/status'], verbs: ['get', 'update', 'patch'] },
     { apiGroups: [config.group], resources: [config.plural], verbs: ['get', 'list', 'watch'] },
     // Velero's side, in its namespace (Velero's CRDs are namespaced; the chart can narrow this to a Role).
     { apiGroups: ['velero.io'], resources: ['backups'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
+    {
+      apiGroups: ['velero.io'],
+      resources: ['restores'],
+      verbs: ['get', 'list', 'watch', 'create', 'delete'],
+    },
     {
       apiGroups: ['velero.io'],
       resources: ['deletebackuprequests'],
       verbs: ['get', 'list', 'watch', 'create', 'delete'],
     },
   ],
-  webhookRules: [],
+  // The admission webhook reads the policy from its cache.
+  webhookRules: [{ apiGroups: [config.group], resources: [config.plural], verbs: ['get', 'list', 'watch'] }],
+  webhooks({ manager }) {
+    const configs = manager.informer<NonAdminBackupConfig>(config);
+    return [
+      {
+        name: 'nonadminbackups',
+        type: 'validating',
+        // Fail closed: the controller would refuse the same objects, but the tenant deserves to hear it now.
+        failurePolicy: 'Fail',
+        timeoutSeconds: 5,
+        rules: [
+          {
+            operations: ['CREATE', 'UPDATE'],
+            apiGroups: [nab.group],
+            apiVersions: [nab.version],
+            resources: [nab.plural],
+          },
+        ],
+        handler: (request) => reviewNonAdminBackup(configs, request as AdmissionRequest<NonAdminBackup>),
+      },
+    ];
+  },
   controllers(ctx) {
     registerNabController(ctx.manager);
+    registerNarController(ctx.manager);
   },
 };
 

@@ -16,7 +16,7 @@ import { Annotations, Labels, ManagedByValue, nacObjectName } from './names.ts';
 import { backupSpecProblems } from './validate.ts';
 
 export const NabFinalizer = 'tenantkit.io/nonadminbackup';
-const ByNabUuid = 'backup/nab-nacuuid';
+export const ByNabUuid = 'backup/nab-nacuuid';
 const managed = `${Labels.oadp}=True,${Labels.managedBy}=${ManagedByValue}`;
 
 /** Velero objects tenantkit made, only: the caches never hold anyone else's Backups. */

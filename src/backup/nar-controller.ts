@@ -1,0 +1,267 @@
+// NonAdminRestore controller: a tenant's NAR becomes a Velero Restore in Velero's namespace, from the
+// Velero backup of one of the tenant's own NonAdminBackups, into the tenant's namespace only, with the
+// admin's enforced fields filled in; the Restore's progress is mirrored back.
+// Crash safety as for backups: the NACUUID goes into status before any Velero object exists, the Restore
+// is named by it and found by its label, so a controller killed at any step neither duplicates nor
+// orphans anything. A Restore is never run twice behind the tenant's back: once tenantkit has seen it,
+// a Restore that disappears is reported, not made again.
+import {
+  type NonAdminBackup,
+  type NonAdminBackupConfig,
+  NonAdminBackupCrd,
+  type NonAdminRestore,
+  NonAdminRestoreCrd,
+} from '../api/backup.ts';
+import { isAlreadyExists, PatchType } from '../kube/client.ts';
+import { type Condition, findCondition, isTrue, setCondition } from '../kube/conditions.ts';
+import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../kube/finalizers.ts';
+import type { Manager } from '../kube/manager.ts';
+import { type KubeObject, objectKey, type ResourceType } from '../kube/resources.ts';
+import { VeleroResources } from '../kube/velero.ts';
+import { configType, currentPolicy } from './config.ts';
+import { type JsonObject, jsonEqual, withEnforced } from './enforce.ts';
+import { ByNabUuid, managedBackups } from './nab-controller.ts';
+import { Annotations, Labels, ManagedByValue, nacObjectName } from './names.ts';
+import { enforceableRestoreSpec, restoreSpecProblems } from './validate.ts';
+
+export const NarFinalizer = 'tenantkit.io/nonadminrestore';
+const ByNarUuid = 'backup/nar-nacuuid';
+/** NARs by the NonAdminBackup they restore from, as `namespace/name`. */
+const ByBackupRef = 'backup/nar-backup';
+
+/** Velero Restores tenantkit made, only: the cache never holds anyone else's. */
+export const managedRestores: ResourceType = {
+  ...VeleroResources.restores,
+  labelSelector: managedBackups.labelSelector!,
+};
+
+type VeleroObject = KubeObject & { spec?: JsonObject; status?: JsonObject };
+type Status = NonNullable<NonAdminRestore['status']>;
+
+/** The NAR a Velero Restore was made for, from the annotations tenantkit wrote (tenants cannot write there). */
+const originOf = (o: KubeObject): string[] => {
+  const ns = o.metadata.annotations?.[Annotations.narNamespace];
+  const name = o.metadata.annotations?.[Annotations.narName];
+  return ns && name ? [`${ns}/${name}`] : [];
+};
+
+const restoreSpecOf = (nar: NonAdminRestore): JsonObject => ({
+  ...((nar.spec?.restoreSpec ?? {}) as JsonObject),
+});
+
+export function registerNarController(manager: Manager): void {
+  const nars = manager.informer<NonAdminRestore>(NonAdminRestoreCrd.type);
+  const nabs = manager.informer<NonAdminBackup>(NonAdminBackupCrd.type);
+  const restores = manager.informer<VeleroObject>(managedRestores);
+  const backups = manager.informer<VeleroObject>(managedBackups);
+  const configs = manager.informer<NonAdminBackupConfig>(configType);
+  const label = (name: string) => (o: KubeObject) => {
+    const v = o.metadata.labels?.[name];
+    return v ? [v] : [];
+  };
+  restores.addIndex(ByNarUuid, label(Labels.narUuid));
+  backups.addIndex(ByNabUuid, label(Labels.nabUuid));
+  nars.addIndex(ByBackupRef, (nar) => {
+    const name = nar.spec?.restoreSpec?.backupName;
+    return name ? [`${nar.metadata.namespace}/${name}`] : [];
+  });
+
+  manager
+    .controller('nonadminrestore')
+    .for(NonAdminRestoreCrd.type)
+    .watches(managedRestores, originOf)
+    // A NAR waiting for its backup to complete (or to exist) goes on when it does.
+    .watches(NonAdminBackupCrd.type, (nab) =>
+      nars.byIndex(ByBackupRef, objectKey(nab.metadata)).map((n) => objectKey(n.metadata)),
+    )
+    // A policy change applies live: every NAR is checked again.
+    .watches(configType, () => nars.list().map((n) => objectKey(n.metadata)))
+    .concurrency(4)
+    .complete(async (key, ctx) => {
+      const nar = nars.get(key);
+      if (!nar) return undefined;
+      const policy = currentPolicy(configs);
+      const ref = nar.status?.veleroRestore;
+      const uuid = ref?.nacuuid;
+      const restore = uuid ? restores.byIndex(ByNarUuid, uuid)[0] : undefined;
+      const type = NonAdminRestoreCrd.type;
+      const ns = nar.metadata.namespace!;
+      const generation = nar.metadata.generation;
+      const base: Status = { ...(nar.status ?? {}) };
+
+      const writeStatus = async (status: Status) => {
+        if (jsonEqual(status as never, (nar.status ?? {}) as never)) return;
+        await ctx.client.patch(type, nar.metadata.name!, ns, { status }, PatchType.merge, 'status');
+      };
+      const condition = (c: Omit<Condition, 'lastTransitionTime'>): Condition[] =>
+        setCondition(base.conditions as Condition[] | undefined, { ...c, observedGeneration: generation });
+      const backOff = async (reason: string, message: string) =>
+        writeStatus({
+          ...base,
+          phase: 'BackingOff',
+          conditions: condition({ type: 'Accepted', status: 'False', reason, message }),
+        });
+
+      // Removed by the tenant: the Velero Restore object goes too (Velero then removes its own finalizer
+      // and the restore's logs and results); what was restored stays in the namespace.
+      if (nar.metadata.deletionTimestamp) {
+        if (!hasFinalizer(nar, NarFinalizer)) return undefined;
+        const found = uuid ? restores.byIndex(ByNarUuid, uuid) : [];
+        for (const r of found) {
+          await ctx.client.delete(VeleroResources.restores, r.metadata.name!, r.metadata.namespace);
+        }
+        // Also by name: a Restore created just now may not be in the cache yet.
+        if (uuid && !found.some((r) => r.metadata.name === ref?.name)) {
+          await ctx.client.delete(
+            VeleroResources.restores,
+            ref?.name ?? uuid,
+            ref?.namespace ?? policy.veleroNamespace,
+          );
+        }
+        await removeFinalizer(ctx.client, type, nar, NarFinalizer);
+        return undefined;
+      }
+
+      if (!policy.enabled) {
+        await backOff(
+          'NonAdminDisabled',
+          'non-admin restores are not enabled: an admin must set spec.nonAdmin.enable: true in NonAdminBackupConfig "cluster"',
+        );
+        return undefined;
+      }
+
+      // Once a Velero Restore exists, the NAR's request is settled: mirror it, whatever the spec says now.
+      if (restore) {
+        const veleroPhase = (restore.status?.phase as string | undefined) ?? 'New';
+        // Accepted may read False from a check made while the Restore was being created (or while the
+        // feature was disabled): the Restore exists, so the request was accepted.
+        const conditions = isTrue(base.conditions as Condition[] | undefined, 'Accepted')
+          ? base.conditions
+          : condition({
+              type: 'Accepted',
+              status: 'True',
+              reason: 'RestoreAccepted',
+              message: `Velero Restore ${restore.metadata.name} was created for this restore`,
+            });
+        await writeStatus({
+          ...base,
+          phase: 'Created',
+          veleroRestore: {
+            ...base.veleroRestore,
+            name: restore.metadata.name!,
+            namespace: restore.metadata.namespace!,
+            ...(restore.status ? { status: restore.status as never } : {}),
+          },
+          conditions: setCondition(conditions as Condition[] | undefined, {
+            type: 'Queued',
+            status: 'True',
+            observedGeneration: generation,
+            reason: 'RestoreScheduled',
+            message: `Velero Restore ${restore.metadata.name} is ${veleroPhase}`,
+          }),
+        });
+        return undefined;
+      }
+
+      // Seen before (Queued is only set once the Restore was observed) and gone now: deleted outside
+      // tenantkit. Making it again would restore a second time, unasked.
+      if (uuid && findCondition(base.conditions as Condition[] | undefined, 'Queued')) {
+        await writeStatus({
+          ...base,
+          conditions: condition({
+            type: 'Queued',
+            status: 'False',
+            reason: 'VeleroRestoreDeleted',
+            message: `Velero Restore ${ref?.name ?? uuid} no longer exists (it was deleted outside tenantkit); create a new NonAdminRestore to restore again`,
+          }),
+        });
+        return undefined;
+      }
+
+      // Checked again before the Restore is made (not only before the NACUUID is): the backup named must
+      // still be there and complete when Velero is asked to restore it.
+      const tenantSpec = restoreSpecOf(nar);
+      const findNab = (name: string) => nabs.get(`${ns}/${name}`);
+      const problems = restoreSpecProblems(ns, tenantSpec, policy.enforceRestoreSpec, findNab);
+      const nab = problems.length === 0 ? findNab(tenantSpec.backupName as string) : undefined;
+      const source = nab?.status?.veleroBackup;
+      if (nab && source) {
+        // The Velero Backup the NAB reports must be one tenantkit made for that very NAB.
+        const made = backups
+          .byIndex(ByNabUuid, source.nacuuid ?? '')
+          .some(
+            (b) =>
+              b.metadata.name === source.name &&
+              b.metadata.annotations?.[Annotations.nabNamespace] === ns &&
+              b.metadata.annotations?.[Annotations.nabName] === nab.metadata.name,
+          );
+        if (!made) {
+          problems.push(
+            `spec.restoreSpec.backupName "${nab.metadata.name}": its Velero Backup ${source.name} no longer exists (expired or deleted); pick another NonAdminBackup`,
+          );
+        }
+      }
+      if (problems.length > 0) {
+        const message = problems.join('; ');
+        ctx.events.record(nar, 'Warning', 'InvalidRestoreSpec', 'Validate', message);
+        ctx.logger.info({ nar: key, problems }, 'NonAdminRestore rejected');
+        await backOff('InvalidRestoreSpec', message);
+        return undefined;
+      }
+
+      await ensureFinalizer(ctx.client, type, nar, NarFinalizer);
+      if (!uuid) {
+        // Step 1: the identity, in status, before anything exists in Velero's namespace.
+        const name = nacObjectName(ns, nar.metadata.name!);
+        await writeStatus({
+          ...base,
+          phase: 'New',
+          veleroRestore: { nacuuid: name, name, namespace: policy.veleroNamespace },
+          conditions: condition({
+            type: 'Accepted',
+            status: 'True',
+            reason: 'RestoreAccepted',
+            message: `restore from NonAdminBackup ${nab!.metadata.name} accepted against NonAdminBackupConfig generation ${policy.generation}`,
+          }),
+        });
+        return undefined;
+      }
+
+      // Step 2: the Velero Restore, named and labelled by the NACUUID, from the NAB's Velero backup (the
+      // tenant's backupName is a NAB name, never passed to Velero), into this namespace only.
+      const restoreSpec: JsonObject = {
+        ...withEnforced(tenantSpec, enforceableRestoreSpec(policy.enforceRestoreSpec)),
+        backupName: source!.name!,
+        includedNamespaces: [ns],
+      };
+      for (const field of ['scheduleName', 'excludedNamespaces', 'namespaceMapping'] as const) {
+        delete restoreSpec[field];
+      }
+      const restoreName = ref!.name ?? uuid;
+      try {
+        await ctx.client.create(VeleroResources.restores, {
+          metadata: {
+            name: restoreName,
+            namespace: ref!.namespace ?? policy.veleroNamespace,
+            labels: {
+              [Labels.managedBy]: ManagedByValue,
+              [Labels.oadp]: 'True',
+              [Labels.narUuid]: uuid,
+            },
+            annotations: { [Annotations.narName]: nar.metadata.name!, [Annotations.narNamespace]: ns },
+          },
+          spec: restoreSpec,
+        } as KubeObject);
+        ctx.events.record(
+          nar,
+          'Normal',
+          'RestoreCreated',
+          'Create',
+          `created Velero Restore ${restoreName} from Velero Backup ${source!.name} (NonAdminBackup ${nab!.metadata.name})`,
+        );
+      } catch (err) {
+        if (!isAlreadyExists(err)) throw err;
+      }
+      return undefined;
+    });
+}
