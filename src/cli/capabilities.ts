@@ -1,10 +1,12 @@
 // The capabilities tenantkit runs. Each capability folder exposes one entry point (the contract is
 // ../capability.ts); the runtime (src/kube, src/webhook) never imports them, only the CLI wires them here.
+
+import { backup } from '../backup/index.ts';
 import type { Capability, PolicyRule } from '../capability.ts';
 import { scopes } from '../scopes/index.ts';
 import { tenancy } from '../tenancy/index.ts';
 
-export const capabilities: Capability[] = [scopes, tenancy];
+export const capabilities: Capability[] = [scopes, tenancy, backup];
 
 /** What every controllers process needs whatever capabilities it runs (leases are granted by a Role). */
 export const baseControllerRules: PolicyRule[] = [

@@ -5,10 +5,13 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
+import { NonAdminBackupConfigCrd } from '../api/backup.ts';
 import { allCrds } from '../api/index.ts';
 import { crdManifest } from '../api/schema.ts';
 import { OrganizationCrd, TenantUserCrd } from '../api/tenancy.ts';
+import { backupUserClusterRoles } from '../backup/index.ts';
 import { portIsFree, startControlPlane } from '../controlplane/launch.ts';
+import { startVelero } from '../controlplane/velero-launch.ts';
 import { KubeClient } from '../kube/client.ts';
 import { installCrds } from '../kube/crds.ts';
 import { createLogger } from '../kube/log.ts';
@@ -107,6 +110,36 @@ async function seedTenants(client: KubeClient): Promise<void> {
   }
 }
 
+/**
+ * Velero (built from testenv/velero on first use) writing to a local S3 store, non-admin backups enabled
+ * for its namespace, and the tenant roles that let namespace admins use them.
+ */
+async function startDevVelero(
+  client: KubeClient,
+  kubeconfigPath: string,
+  dir: string,
+  say: (l: string) => void,
+) {
+  const velero = await startVelero({
+    kubeconfigPath,
+    namespace: 'velero',
+    dir: join(dir, 'velero'),
+    progress: say,
+  });
+  for (const role of backupUserClusterRoles()) {
+    await client.apply(Resources.clusterRoles, role, { fieldManager, force: true });
+  }
+  await client.apply(
+    NonAdminBackupConfigCrd.type,
+    {
+      metadata: { name: 'cluster' },
+      spec: { nonAdmin: { enable: true, veleroNamespace: velero.namespace } },
+    } as KubeObject,
+    { fieldManager, force: true },
+  );
+  return velero;
+}
+
 /** The search service on an embedded PostgreSQL in `dir`, collecting this cluster, published for clients. */
 async function startDevSearch(
   client: KubeClient,
@@ -162,6 +195,10 @@ export async function runDev(args: string[], stop: AbortController): Promise<voi
     await client.delete(Resources.mutatingWebhookConfigurations, webhookConfigName).catch(() => {});
     await seedTenants(client);
 
+    // A real Velero with an S3 store in dir/velero, before the controllers (they watch Velero's kinds).
+    const velero = await startDevVelero(client, controlPlane.adminKubeconfigPath, dir, say);
+    const stopVelero = () => velero.stop();
+
     // One process runs everything here, so there is nobody to elect: controllers start at once.
     const manager = new Manager({ client, logger, component: 'tenantkit.io/dev' });
     const ctx: CapabilityContext = { client, manager, namespace: systemNamespace };
@@ -204,6 +241,8 @@ Try first:
   KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl create namespace kube-mine   # denied: reserved name
   KUBECONFIG=${controlPlane.adminKubeconfigPath} kubectl get crds -l app.kubernetes.io/part-of=tenantkit
   KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} npx tenantkit search 'kind:ConfigMap'   # alice's objects only
+  KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl apply -f - <<<'{"apiVersion":"oadp.openshift.io/v1alpha1","kind":"NonAdminBackup","metadata":{"name":"first"},"spec":{"backupSpec":{}}}'
+  KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl get nab first    # Velero-Phase Completed: a real backup in ${dir}/velero
   KUBECONFIG=${controlPlane.tokenKubeconfigPath('bob')} npx tenantkit search 'namespace:team-a'   # nothing: bob may not list there
 
 Ctrl-C stops everything; the next run reuses ${dir}.
@@ -214,6 +253,7 @@ Ctrl-C stops everything; the next run reuses ${dir}.
     await client.delete(Resources.validatingWebhookConfigurations, webhookConfigName).catch(() => {});
     await client.delete(Resources.mutatingWebhookConfigurations, webhookConfigName).catch(() => {});
     await server.stop();
+    await stopVelero();
     say('tenantkit dev: components stopped');
   } finally {
     await stopControlPlane();

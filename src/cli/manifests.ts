@@ -1,6 +1,7 @@
 // Renders the parts of the Helm chart that come from code: the RBAC each component needs and the
 // webhook registrations, so the chart can never drift from what the capabilities declare.
 import { stringify } from 'yaml';
+import { backupUserClusterRoles } from '../backup/index.ts';
 import { KubeClient } from '../kube/client.ts';
 import { silentLogger } from '../kube/log.ts';
 import { Manager } from '../kube/manager.ts';
@@ -61,8 +62,8 @@ export function renderRbac(): string {
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `${release}-webhooks` },
     subjects: [{ kind: 'ServiceAccount', name: `${release}-webhooks`, namespace }],
   };
-  // Users' right to search, aggregated into admin/edit/view; its name is part of the API (messages, docs).
-  const searchUser = searchUserClusterRoles().map((r) => ({
+  // Tenants' rights (search, non-admin backup), aggregated into admin/edit/view; the names appear in messages.
+  const tenantRoles = [...searchUserClusterRoles(), ...backupUserClusterRoles()].map((r) => ({
     apiVersion: 'rbac.authorization.k8s.io/v1',
     ...r,
     metadata: { ...r.metadata, labels: { ...r.metadata.labels, 'app.kubernetes.io/part-of': 'tenantkit' } },
@@ -72,7 +73,7 @@ export function renderRbac(): string {
     clusterRole('webhooks', webhookRules),
     clusterRole('search', searchServiceRules),
     clusterRole('search-collector', collectorRules),
-    ...searchUser,
+    ...tenantRoles,
     role,
     roleBinding,
   ]
