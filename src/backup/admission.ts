@@ -1,12 +1,12 @@
-// Admission for NonAdminBackups: the controller's checks, made before the object is stored, so that
+// Admission for NonAdminBackups and NonAdminRestores: the controllers' checks, made before the object is stored, so that
 // `kubectl apply` prints the rejection. The controller keeps checking too (a webhook can be bypassed by
 // an admin or be down); both use the same rules and messages.
-import type { NonAdminBackup, NonAdminBackupConfig } from '../api/backup.ts';
+import type { NonAdminBackup, NonAdminBackupConfig, NonAdminRestore } from '../api/backup.ts';
 import type { Informer } from '../kube/informer.ts';
 import { type AdmissionRequest, allow, deny, type Verdict } from '../webhook/admission.ts';
 import { currentPolicy } from './config.ts';
 import { type JsonObject, jsonEqual } from './enforce.ts';
-import { backupSpecProblems } from './validate.ts';
+import { backupSpecProblems, restoreSpecProblems } from './validate.ts';
 
 const invalid = (message: string) => deny(message, 422, 'Invalid');
 
@@ -30,11 +30,40 @@ export function reviewNonAdminBackup(
     if (accepted || jsonEqual(spec, (old.spec?.backupSpec ?? {}) as JsonObject)) return allow();
   }
   const policy = currentPolicy(configs);
-  if (!policy.enabled) {
-    return invalid(
-      'non-admin backups are not enabled on this cluster: an admin must set spec.nonAdmin.enable: true in NonAdminBackupConfig "cluster"',
-    );
-  }
   const problems = backupSpecProblems(namespace, spec, policy.enforceBackupSpec);
-  return problems.length > 0 ? invalid(problems.join('; ')) : allow();
+  if (problems.length > 0) return invalid(problems.join('; '));
+  return allow(policy.enabled ? [] : [disabledWarning]);
+}
+
+// Disabled is the cluster's state, not the tenant's mistake: the object is kept and runs once enabled.
+const disabledWarning =
+  'non-admin backup and restore are not enabled on this cluster yet; this request waits until an admin sets spec.nonAdmin.enable: true in NonAdminBackupConfig "cluster"';
+
+/**
+ * Admission for NonAdminRestores: every rule that does not depend on the NonAdminBackup it names (that
+ * one may still be running, or come later; the controller holds the restore until it completed).
+ */
+export function reviewNonAdminRestore(
+  configs: Informer<NonAdminBackupConfig>,
+  request: AdmissionRequest<NonAdminRestore>,
+): Verdict {
+  const nar = request.object;
+  if (!nar || request.operation === 'DELETE') return allow();
+  const namespace = request.namespace ?? nar.metadata.namespace ?? '';
+  const spec = (nar.spec?.restoreSpec ?? {}) as JsonObject;
+  const old = request.oldObject;
+  if (request.operation === 'UPDATE' && old) {
+    const accepted = old.status?.veleroRestore?.nacuuid;
+    const unchanged = jsonEqual(spec, (old.spec?.restoreSpec ?? {}) as JsonObject);
+    if (accepted && !unchanged) {
+      return invalid(
+        `spec.restoreSpec cannot change after the restore was accepted (Velero Restore ${old.status?.veleroRestore?.name ?? accepted}); create a new NonAdminRestore instead`,
+      );
+    }
+    if (accepted || unchanged) return allow();
+  }
+  const policy = currentPolicy(configs);
+  const problems = restoreSpecProblems(namespace, spec, policy.enforceRestoreSpec);
+  if (problems.length > 0) return invalid(problems.join('; '));
+  return allow(policy.enabled ? [] : [disabledWarning]);
 }

@@ -7,11 +7,13 @@ import {
   NonAdminBackupConfigCrd,
   NonAdminBackupCrd,
   NonAdminBackupStorageLocationRequestCrd,
+  type NonAdminRestore,
+  NonAdminRestoreCrd,
 } from '../api/backup.ts';
 import type { Capability } from '../capability.ts';
 import type { KubeObject } from '../kube/resources.ts';
 import type { AdmissionRequest } from '../webhook/admission.ts';
-import { reviewNonAdminBackup } from './admission.ts';
+import { reviewNonAdminBackup, reviewNonAdminRestore } from './admission.ts';
 import { registerNabController } from './nab-controller.ts';
 import { registerNarController } from './nar-controller.ts';
 
@@ -53,6 +55,12 @@ export const backup: Capability = {
   webhookRules: [{ apiGroups: [config.group], resources: [config.plural], verbs: ['get', 'list', 'watch'] }],
   webhooks({ manager }) {
     const configs = manager.informer<NonAdminBackupConfig>(config);
+    const rule = (type: { group: string; version: string; plural: string }) => ({
+      operations: ['CREATE' as const, 'UPDATE' as const],
+      apiGroups: [type.group],
+      apiVersions: [type.version],
+      resources: [type.plural],
+    });
     return [
       {
         name: 'nonadminbackups',
@@ -60,15 +68,16 @@ export const backup: Capability = {
         // Fail closed: the controller would refuse the same objects, but the tenant deserves to hear it now.
         failurePolicy: 'Fail',
         timeoutSeconds: 5,
-        rules: [
-          {
-            operations: ['CREATE', 'UPDATE'],
-            apiGroups: [nab.group],
-            apiVersions: [nab.version],
-            resources: [nab.plural],
-          },
-        ],
+        rules: [rule(nab)],
         handler: (request) => reviewNonAdminBackup(configs, request as AdmissionRequest<NonAdminBackup>),
+      },
+      {
+        name: 'nonadminrestores',
+        type: 'validating',
+        failurePolicy: 'Fail',
+        timeoutSeconds: 5,
+        rules: [rule(NonAdminRestoreCrd.type)],
+        handler: (request) => reviewNonAdminRestore(configs, request as AdmissionRequest<NonAdminRestore>),
       },
     ];
   },

@@ -66,7 +66,8 @@ export function restoreSpecProblems(
   namespace: string,
   spec: JsonObject,
   enforced: JsonObject,
-  findNab: (name: string) => NonAdminBackup | undefined,
+  /** Omitted at admission: the NonAdminBackup may not exist or be complete yet, and the restore waits. */
+  findNab?: (name: string) => NonAdminBackup | undefined,
 ): string[] {
   const problems: string[] = [];
   const backupName = spec.backupName;
@@ -74,7 +75,7 @@ export function restoreSpecProblems(
     problems.push(
       `${restorePath}.backupName is required: set it to the name of a NonAdminBackup in namespace ${namespace} whose backup completed`,
     );
-  } else {
+  } else if (findNab) {
     const problem = backupProblem(namespace, backupName, findNab(backupName));
     if (problem) problems.push(problem);
   }
