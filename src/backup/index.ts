@@ -16,6 +16,7 @@ import type { AdmissionRequest } from '../webhook/admission.ts';
 import { reviewNonAdminBackup, reviewNonAdminRestore } from './admission.ts';
 import { registerNabController } from './nab-controller.ts';
 import { registerNarController } from './nar-controller.ts';
+import { registerTransparencyController } from './transparency-controller.ts';
 
 const nab = NonAdminBackupCrd.type;
 const config = NonAdminBackupConfigCrd.type;
@@ -50,6 +51,16 @@ export const backup: Capability = {
       resources: ['deletebackuprequests'],
       verbs: ['get', 'list', 'watch', 'create', 'delete'],
     },
+    // Transparency: a Role + RoleBinding per tenant namespace in Velero's namespace, letting the namespace's
+    // admins get their own Backups/Restores by name. Granting `get` on backups/restores needs holding it
+    // (above). Cluster-wide like every capability's rules; the chart could narrow them to a Role in the
+    // Velero namespace (plus list/watch of RoleBindings and namespaces cluster-wide).
+    {
+      apiGroups: ['rbac.authorization.k8s.io'],
+      resources: ['roles', 'rolebindings'],
+      verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+    },
+    { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
   ],
   // The admission webhook reads the policy from its cache.
   webhookRules: [{ apiGroups: [config.group], resources: [config.plural], verbs: ['get', 'list', 'watch'] }],
@@ -84,6 +95,7 @@ export const backup: Capability = {
   controllers(ctx) {
     registerNabController(ctx.manager);
     registerNarController(ctx.manager);
+    registerTransparencyController(ctx.manager);
   },
 };
 
