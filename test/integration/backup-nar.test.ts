@@ -17,36 +17,13 @@ import { backup, backupUserClusterRoles } from '../../src/backup/index.ts';
 import { Annotations, Labels } from '../../src/backup/names.ts';
 import { NarFinalizer } from '../../src/backup/nar-controller.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
-import { type KubeObject, Resources, type ResourceType, resourcePath } from '../../src/kube/resources.ts';
+import { type KubeObject, Resources, resourcePath } from '../../src/kube/resources.ts';
 import { finishedPhases, VeleroResources } from '../../src/kube/velero.ts';
+import { createShopApp, deleteShopApp, expectShopApp } from '../fixtures/shop-app.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { type RunningCapability, runCapability } from '../harness/components.ts';
 import { startTestVelero, type TestVelero, veleroStartTimeoutMs } from '../harness/velero.ts';
 
-const Types = {
-  services: { group: '', version: 'v1', plural: 'services', kind: 'Service', namespaced: true },
-  pvcs: {
-    group: '',
-    version: 'v1',
-    plural: 'persistentvolumeclaims',
-    kind: 'PersistentVolumeClaim',
-    namespaced: true,
-  },
-  deployments: { group: 'apps', version: 'v1', plural: 'deployments', kind: 'Deployment', namespaced: true },
-} satisfies Record<string, ResourceType>;
-
-interface WithData extends KubeObject {
-  data?: Record<string, string>;
-}
-interface Service extends KubeObject {
-  spec: { ports: { name: string; port: number; targetPort: number }[] };
-}
-interface Deployment extends KubeObject {
-  spec: { replicas: number; template: { spec: { containers: { image: string }[] } } };
-}
-interface Pvc extends KubeObject {
-  spec: { resources: { requests: Record<string, string> } };
-}
 type VeleroRestore = KubeObject & { spec: Record<string, unknown>; status?: { phase?: string } };
 
 const cluster = await TestCluster.connect();
@@ -158,40 +135,10 @@ afterAll(async () => {
 
 describe('NonAdminRestore', () => {
   it("brings a tenant's deleted objects back with their data from its own backup", async () => {
-    const labels = { app: 'shop' };
-    await tenant.create(Resources.configMaps, {
-      metadata: { name: 'settings', namespace: ns },
-      data: { 'app.properties': 'color=blue\nsize=3\n' },
-    } as KubeObject);
+    await createShopApp(tenant, ns);
     await tenant.create(Resources.configMaps, {
       metadata: { name: 'features', namespace: ns },
       data: { beta: 'on' },
-    } as KubeObject);
-    await tenant.create(Resources.secrets, {
-      metadata: { name: 'db', namespace: ns },
-      type: 'Opaque',
-      data: { password: Buffer.from('s3cr3t').toString('base64') },
-    } as KubeObject);
-    await tenant.create(Types.services, {
-      metadata: { name: 'shop', namespace: ns, labels },
-      spec: { selector: labels, ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
-    } as KubeObject);
-    // Never runs (no kubelet here); only its spec matters.
-    await tenant.create(Types.deployments, {
-      metadata: { name: 'shop', namespace: ns, labels },
-      spec: {
-        replicas: 2,
-        selector: { matchLabels: labels },
-        template: {
-          metadata: { labels },
-          spec: { containers: [{ name: 'shop', image: 'registry.example/shop:1.2.3' }] },
-        },
-      },
-    } as KubeObject);
-    // Stays Pending (nothing provisions volumes here); the claim itself is what comes back.
-    await tenant.create(Types.pvcs, {
-      metadata: { name: 'data', namespace: ns },
-      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
     } as KubeObject);
 
     const started = Date.now();
@@ -199,21 +146,8 @@ describe('NonAdminRestore', () => {
     const backupMs = Date.now() - started;
 
     // The tenant loses its objects.
-    await tenant.delete(Resources.configMaps, 'settings', ns);
     await tenant.delete(Resources.configMaps, 'features', ns);
-    await tenant.delete(Resources.secrets, 'db', ns);
-    await tenant.delete(Types.services, 'shop', ns);
-    await tenant.delete(Types.deployments, 'shop', ns);
-    await tenant.delete(Types.pvcs, 'data', ns);
-    // kube-controller-manager here runs no PVC protection controller to lift its finalizer.
-    await tenant
-      .patch(Types.pvcs, 'data', ns, { metadata: { finalizers: null } }, PatchType.merge)
-      .catch(() => {});
-    await eventually(async () => (await tenant.get(Types.pvcs, 'data', ns)) === undefined, {
-      what: 'PVC gone',
-      intervalMs: 50,
-    });
-    expect(await tenant.get(Resources.configMaps, 'settings', ns)).toBeUndefined();
+    await deleteShopApp(tenant, ns);
 
     const restoreStarted = Date.now();
     await tenant.create(narType, {
@@ -259,18 +193,11 @@ describe('NonAdminRestore', () => {
     });
 
     // Everything is back, as the tenant sees it, with its data.
-    const settings = await tenant.get<WithData>(Resources.configMaps, 'settings', ns);
-    expect(settings?.data).toEqual({ 'app.properties': 'color=blue\nsize=3\n' });
-    expect((await tenant.get<WithData>(Resources.configMaps, 'features', ns))?.data).toEqual({ beta: 'on' });
-    const secret = await tenant.get<WithData>(Resources.secrets, 'db', ns);
-    expect(Buffer.from(secret?.data?.password ?? '', 'base64').toString()).toBe('s3cr3t');
-    const service = await tenant.get<Service>(Types.services, 'shop', ns);
-    expect(service?.spec?.ports).toMatchObject([{ name: 'http', port: 80, targetPort: 8080 }]);
-    const deployment = await tenant.get<Deployment>(Types.deployments, 'shop', ns);
-    expect(deployment?.spec?.replicas).toBe(2);
-    expect(deployment?.spec?.template.spec.containers[0]?.image).toBe('registry.example/shop:1.2.3');
-    const pvc = await tenant.get<Pvc>(Types.pvcs, 'data', ns);
-    expect(pvc?.spec?.resources).toEqual({ requests: { storage: '1Gi' } });
+    await expectShopApp(tenant, ns);
+    expect(
+      (await tenant.get<KubeObject & { data?: Record<string, string> }>(Resources.configMaps, 'features', ns))
+        ?.data,
+    ).toEqual({ beta: 'on' });
     console.log(`[nar] backup completed in ${backupMs} ms, restore (NAR to Completed) in ${restoreMs} ms`);
 
     // Deleting the NAR deletes its Velero Restore (Velero lifts its own finalizer); the objects stay.

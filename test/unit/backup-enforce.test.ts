@@ -27,7 +27,7 @@ describe('NACUUID names', () => {
   });
 
   it('never leaves two separators in a row where a cut falls on a dash', () => {
-    const name = nacObjectName('team-a', 'x'.repeat(18) + '-tail', uuid);
+    const name = nacObjectName('team-a', `${'x'.repeat(18)}-tail`, uuid);
     expect(name).not.toMatch(/--/);
     expect(name).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
   });
