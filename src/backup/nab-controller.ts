@@ -13,6 +13,7 @@ import { VeleroResources } from '../kube/velero.ts';
 import { configType, currentPolicy } from './config.ts';
 import { type JsonObject, jsonEqual, withEnforced } from './enforce.ts';
 import { Annotations, Labels, ManagedByValue, nacObjectName } from './names.ts';
+import { backupQueuePhases, CreatedAtAnnotation, changedFields, QueueTracker } from './queue.ts';
 import { backupSpecProblems } from './validate.ts';
 
 export const NabFinalizer = 'tenantkit.io/nonadminbackup';
@@ -36,7 +37,19 @@ const originOf = (o: KubeObject): string[] => {
   return ns && name ? [`${ns}/${name}`] : [];
 };
 
+/** True for Velero objects tenantkit made (by their labels; only admins write in Velero's namespace). */
+export const isManaged = (o: KubeObject): boolean =>
+  o.metadata.labels?.[Labels.oadp] === 'True' && o.metadata.labels?.[Labels.managedBy] === ManagedByValue;
+
 export function registerNabController(manager: Manager): void {
+  // Velero's queue: every Backup in Velero's namespace counts, not only tenantkit's, so this informer
+  // is unfiltered. The tracker's handlers run before the controller's (registered first), so the watch
+  // below maps each event to the NABs whose position it changed, and to nothing else.
+  const queue = new QueueTracker({
+    queuePhases: backupQueuePhases,
+    originOf: (o) => (isManaged(o) ? originOf(o)[0] : undefined),
+  });
+  manager.informer(VeleroResources.backups).addHandlers(queue.handlers());
   const nabs = manager.informer<NonAdminBackup>(NonAdminBackupCrd.type);
   const backups = manager.informer<VeleroObject>(managedBackups);
   const deleteRequests = manager.informer<VeleroObject>(managedDeleteRequests);
@@ -53,6 +66,7 @@ export function registerNabController(manager: Manager): void {
     .for(NonAdminBackupCrd.type)
     .watches(managedBackups, originOf)
     .watches(managedDeleteRequests, originOf)
+    .watches(VeleroResources.backups, () => queue.drain())
     // A policy change applies live: every NAB is checked again.
     .watches(configType, () => nabs.list().map((n) => objectKey(n.metadata)))
     .concurrency(4)
@@ -68,7 +82,14 @@ export function registerNabController(manager: Manager): void {
 
       const writeStatus = async (status: Status) => {
         if (jsonEqual(status as never, (nab.status ?? {}) as never)) return;
-        await ctx.client.patch(type, nab.metadata.name!, ns, { status }, PatchType.merge, 'status');
+        await ctx.client.patch(
+          type,
+          nab.metadata.name!,
+          ns,
+          { status: changedFields(status as JsonObject, (nab.status ?? {}) as JsonObject) },
+          PatchType.merge,
+          'status',
+        );
       };
       const condition = (status: Status, c: Omit<Condition, 'lastTransitionTime'>): Condition[] =>
         setCondition(status.conditions as Condition[] | undefined, { ...c, observedGeneration: generation });
@@ -165,7 +186,11 @@ export function registerNabController(manager: Manager): void {
                 [Labels.oadp]: 'True',
                 [Labels.nabUuid]: uuid,
               },
-              annotations: { [Annotations.nabName]: nab.metadata.name!, [Annotations.nabNamespace]: ns },
+              annotations: {
+                [Annotations.nabName]: nab.metadata.name!,
+                [Annotations.nabNamespace]: ns,
+                [CreatedAtAnnotation]: new Date().toISOString(),
+              },
             },
             spec: backupSpec,
           } as KubeObject);
@@ -176,11 +201,15 @@ export function registerNabController(manager: Manager): void {
         return undefined;
       }
 
-      // Step 3: mirror the Velero Backup.
+      // Step 3: mirror the Velero Backup, with its place in Velero's queue. Until the queue's informer
+      // saw the Backup its position is unknown; that informer's event brings this NAB back.
+      const veleroNs = backup.metadata.namespace!;
+      if (!queue.has(veleroNs, backup.metadata.name!)) return undefined;
       const veleroPhase = (backup.status?.phase as string | undefined) ?? 'New';
       await writeStatus({
         ...base,
         phase: 'Created',
+        queueInfo: { estimatedQueuePosition: queue.position(veleroNs, backup.metadata.name!) },
         veleroBackup: {
           ...base.veleroBackup,
           name: backup.metadata.name!,

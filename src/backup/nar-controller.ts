@@ -20,8 +20,9 @@ import { type KubeObject, objectKey, type ResourceType } from '../kube/resources
 import { VeleroResources } from '../kube/velero.ts';
 import { configType, currentPolicy } from './config.ts';
 import { type JsonObject, jsonEqual, withEnforced } from './enforce.ts';
-import { ByNabUuid, managedBackups } from './nab-controller.ts';
+import { ByNabUuid, isManaged, managedBackups } from './nab-controller.ts';
 import { Annotations, Labels, ManagedByValue, nacObjectName } from './names.ts';
+import { CreatedAtAnnotation, changedFields, QueueTracker, restoreQueuePhases } from './queue.ts';
 import { enforceableRestoreSpec, restoreSpecProblems } from './validate.ts';
 
 export const NarFinalizer = 'tenantkit.io/nonadminrestore';
@@ -50,6 +51,12 @@ const restoreSpecOf = (nar: NonAdminRestore): JsonObject => ({
 });
 
 export function registerNarController(manager: Manager): void {
+  // Velero's queue of Restores, anyone's (see the NAB controller): the tracker's handlers run first.
+  const queue = new QueueTracker({
+    queuePhases: restoreQueuePhases,
+    originOf: (o) => (isManaged(o) ? originOf(o)[0] : undefined),
+  });
+  manager.informer(VeleroResources.restores).addHandlers(queue.handlers());
   const nars = manager.informer<NonAdminRestore>(NonAdminRestoreCrd.type);
   const nabs = manager.informer<NonAdminBackup>(NonAdminBackupCrd.type);
   const restores = manager.informer<VeleroObject>(managedRestores);
@@ -70,6 +77,7 @@ export function registerNarController(manager: Manager): void {
     .controller('nonadminrestore')
     .for(NonAdminRestoreCrd.type)
     .watches(managedRestores, originOf)
+    .watches(VeleroResources.restores, () => queue.drain())
     // A NAR waiting for its backup to complete (or to exist) goes on when it does.
     .watches(NonAdminBackupCrd.type, (nab) =>
       nars.byIndex(ByBackupRef, objectKey(nab.metadata)).map((n) => objectKey(n.metadata)),
@@ -91,7 +99,14 @@ export function registerNarController(manager: Manager): void {
 
       const writeStatus = async (status: Status) => {
         if (jsonEqual(status as never, (nar.status ?? {}) as never)) return;
-        await ctx.client.patch(type, nar.metadata.name!, ns, { status }, PatchType.merge, 'status');
+        await ctx.client.patch(
+          type,
+          nar.metadata.name!,
+          ns,
+          { status: changedFields(status as JsonObject, (nar.status ?? {}) as JsonObject) },
+          PatchType.merge,
+          'status',
+        );
       };
       const condition = (c: Omit<Condition, 'lastTransitionTime'>): Condition[] =>
         setCondition(base.conditions as Condition[] | undefined, { ...c, observedGeneration: generation });
@@ -132,6 +147,9 @@ export function registerNarController(manager: Manager): void {
 
       // Once a Velero Restore exists, the NAR's request is settled: mirror it, whatever the spec says now.
       if (restore) {
+        // Until the queue's informer saw the Restore its position is unknown; its event brings this back.
+        const veleroNs = restore.metadata.namespace!;
+        if (!queue.has(veleroNs, restore.metadata.name!)) return undefined;
         const veleroPhase = (restore.status?.phase as string | undefined) ?? 'New';
         // Accepted may read False from a check made while the Restore was being created (or while the
         // feature was disabled): the Restore exists, so the request was accepted.
@@ -146,6 +164,7 @@ export function registerNarController(manager: Manager): void {
         await writeStatus({
           ...base,
           phase: 'Created',
+          queueInfo: { estimatedQueuePosition: queue.position(veleroNs, restore.metadata.name!) },
           veleroRestore: {
             ...base.veleroRestore,
             name: restore.metadata.name!,
@@ -248,7 +267,11 @@ export function registerNarController(manager: Manager): void {
               [Labels.oadp]: 'True',
               [Labels.narUuid]: uuid,
             },
-            annotations: { [Annotations.narName]: nar.metadata.name!, [Annotations.narNamespace]: ns },
+            annotations: {
+              [Annotations.narName]: nar.metadata.name!,
+              [Annotations.narNamespace]: ns,
+              [CreatedAtAnnotation]: new Date().toISOString(),
+            },
           },
           spec: restoreSpec,
         } as KubeObject);

@@ -100,6 +100,8 @@ describe('NonAdminBackup', { timeout: veleroQueueMs + 30_000 }, () => {
     const done = await settled('nightly');
     expect(done.status?.phase).toBe('Created');
     expect(done.status?.veleroBackup?.status?.phase).toBe('Completed');
+    // Finished: nothing is ahead of it in Velero's queue any more.
+    expect(done.status?.queueInfo).toEqual({ estimatedQueuePosition: 0 });
     const ref = done.status!.veleroBackup!;
     expect(ref.nacuuid).toMatch(new RegExp(`^${ns}-nightly-[0-9a-f-]{36}$`));
     const vb = await cluster.admin.get<KubeObject & { spec: Record<string, unknown> }>(
