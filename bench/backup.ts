@@ -177,9 +177,9 @@ try {
     `   controller API requests: ${reqA.writes} writes + ${reqA.GET} GETs = ${((reqA.writes + reqA.GET) / count).toFixed(2)} per NAB (target <= 4)`,
   );
   say(
-    '   (writes: finalizer patch, status patch (NACUUID), Backup create, status patch (Created + position),',
+    '   (writes: finalizer patch, status patch (NACUUID), Backup create, status patch (Created + position);',
   );
-  say('    and the BackupCreated Event; GETs: none per NAB, reads come from the informer caches)');
+  say('    GETs: none per NAB, reads come from the informer caches; the Event comes when the backup ends)');
   say(`   CPU of the bench process (controllers + admin's creates): ${convergeCpu} ms`);
 
   // b. The first Backup finishes.

@@ -9,7 +9,7 @@ import type { ReconcileContext } from '../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../kube/finalizers.ts';
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, objectKey, type ResourceType } from '../kube/resources.ts';
-import { VeleroResources } from '../kube/velero.ts';
+import { finishedPhases, VeleroResources } from '../kube/velero.ts';
 import { configType, currentPolicy } from './config.ts';
 import { type JsonObject, jsonEqual, withEnforced } from './enforce.ts';
 import { Annotations, Labels, ManagedByValue, nacObjectName } from './names.ts';
@@ -194,7 +194,6 @@ export function registerNabController(manager: Manager): void {
             },
             spec: backupSpec,
           } as KubeObject);
-          ctx.events.record(nab, 'Normal', 'BackupCreated', 'Create', `created Velero Backup ${ref.name}`);
         } catch (err) {
           if (!isAlreadyExists(err)) throw err;
         }
@@ -206,6 +205,18 @@ export function registerNabController(manager: Manager): void {
       const veleroNs = backup.metadata.namespace!;
       if (!queue.has(veleroNs, backup.metadata.name!)) return undefined;
       const veleroPhase = (backup.status?.phase as string | undefined) ?? 'New';
+      // One Event when the outcome is known (not one per step: that would double the API writes per NAB).
+      const before = nab.status?.veleroBackup?.status?.phase;
+      if (before !== veleroPhase && (finishedPhases as readonly string[]).includes(veleroPhase)) {
+        const ok = veleroPhase === 'Completed';
+        ctx.events.record(
+          nab,
+          ok ? 'Normal' : 'Warning',
+          `Backup${veleroPhase}`,
+          'Backup',
+          `Velero Backup ${backup.metadata.name} ended ${veleroPhase}${ok ? '' : '; see its logs and status.veleroBackup.status'}`,
+        );
+      }
       await writeStatus({
         ...base,
         phase: 'Created',

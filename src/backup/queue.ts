@@ -4,11 +4,12 @@
 // by default.
 //
 // Kept incrementally from informer events on all Backups (Restores): per namespace, an array of the
-// unfinished ones sorted by (creationTimestamp, tenantkit's millisecond creation time, order first seen). An object's position is its index
+// unfinished ones sorted by (creationTimestamp, tenantkit's millisecond creation time, name). An object's
+// position is its index
 // (binary search), and an event that inserts or removes an entry at index i changes exactly the positions
 // of the entries from i on: only their tenant objects are reported for a reconcile, never all of them.
-// Same-second creations are ordered by the millisecond time tenantkit writes on its own objects, then as
-// the watch delivered them (the API server's commit order, the order Velero queues them in).
+// Same-second creations are ordered by the millisecond time tenantkit writes on its own objects, then by
+// name: an order that is the same after a restart, so a restart rewrites no position.
 import type { EventHandlers } from '../kube/informer.ts';
 import type { KubeObject } from '../kube/resources.ts';
 import { type JsonObject, jsonEqual } from './enforce.ts';
@@ -62,7 +63,11 @@ const compare = (a: Entry, b: Entry) =>
       ? a.createdAt < b.createdAt
         ? -1
         : 1
-      : a.seq - b.seq;
+      : a.key < b.key
+        ? -1
+        : a.key > b.key
+          ? 1
+          : 0;
 
 export interface QueueTrackerOptions {
   /** Phases that keep an object in the queue (ahead of later ones). */
