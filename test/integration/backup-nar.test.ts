@@ -38,6 +38,12 @@ const apply = { fieldManager: 'backup-nar-test', force: true };
 /** What the admin enforces on every restore in this file. */
 const enforceRestoreSpec = { existingResourcePolicy: 'none' };
 
+/**
+ * Velero v1.18 now and then leaves a new Backup Queued until its queue's one-minute recheck (its
+ * backup_queue_controller); every wait on Velero must outlast that.
+ */
+const veleroQueueMs = 150_000;
+
 async function setPolicy(nonAdmin: Record<string, unknown>) {
   await cluster.admin.apply(
     NonAdminBackupConfigCrd.type,
@@ -69,7 +75,7 @@ async function completedBackup(name: string, namespace = ns, client = tenant): P
       const phase = o?.status?.veleroBackup?.status?.phase;
       return phase && (finishedPhases as readonly string[]).includes(phase) ? o : undefined;
     },
-    { timeoutMs: 30_000, what: `NonAdminBackup ${namespace}/${name} finished` },
+    { timeoutMs: veleroQueueMs, what: `NonAdminBackup ${namespace}/${name} finished` },
   );
   expect(done.status?.veleroBackup?.status?.phase).toBe('Completed');
   return done;
@@ -84,7 +90,7 @@ async function settled(name: string): Promise<NonAdminRestore> {
       const phase = o?.status?.veleroRestore?.status?.phase;
       return phase && (finishedPhases as readonly string[]).includes(phase) ? o : undefined;
     },
-    { timeoutMs: 30_000, what: `NonAdminRestore ${ns}/${name} settled` },
+    { timeoutMs: veleroQueueMs, what: `NonAdminRestore ${ns}/${name} settled` },
   );
 }
 
@@ -133,7 +139,7 @@ afterAll(async () => {
   await velero?.stop();
 });
 
-describe('NonAdminRestore', () => {
+describe('NonAdminRestore', { timeout: veleroQueueMs + 30_000 }, () => {
   it("brings a tenant's deleted objects back with their data from its own backup", async () => {
     await createShopApp(tenant, ns);
     await tenant.create(Resources.configMaps, {
@@ -309,7 +315,7 @@ describe('NonAdminRestore', () => {
         if (o?.status?.veleroRestore?.status?.phase === 'Completed') return o;
         throw new Error(`status: ${JSON.stringify(o?.status)}`);
       },
-      { timeoutMs: 30_000, what: 'NonAdminRestore early completed' },
+      { timeoutMs: veleroQueueMs, what: 'NonAdminRestore early completed' },
     );
     expect(accepted(done)?.status).toBe('True');
     const fresh = await cluster.admin.get<NonAdminBackup>(nabType, 'fresh', ns);
@@ -372,7 +378,7 @@ describe('NonAdminRestore', () => {
           const o = await nar(name);
           return o?.status?.veleroRestore?.status?.phase === 'Completed' ? o : undefined;
         },
-        { timeoutMs: 30_000, what: `NonAdminRestore ${name} completed` },
+        { timeoutMs: veleroQueueMs, what: `NonAdminRestore ${name} completed` },
       );
       expect(done.status?.veleroRestore?.nacuuid).toBe(uuids[name]);
       const made = (await veleroRestores()).filter(
@@ -418,7 +424,7 @@ describe('NonAdminRestore', () => {
         const o = await nar('while-off');
         return o?.status?.veleroRestore?.status?.phase === 'Completed' ? o : undefined;
       },
-      { timeoutMs: 30_000, what: 'NonAdminRestore while-off completed once enabled' },
+      { timeoutMs: veleroQueueMs, what: 'NonAdminRestore while-off completed once enabled' },
     );
     expect(done.status?.phase).toBe('Created');
     expect(accepted(done)?.status).toBe('True');
