@@ -534,11 +534,12 @@ describe('verification against SelfSubjectRulesReview', () => {
         ],
       },
     );
+    // Both grants (the Role and the ClusterRole, which arrive through different watches) must be seen.
     await eventually(
-      () => allows(provider.forUser(user), { namespace, group: '', resource: 'pods', name: 'a' }),
-      {
-        what: 'grants seen',
-      },
+      () =>
+        allows(provider.forUser(user), { namespace, group: '', resource: 'pods', name: 'a' }) &&
+        allows(provider.forUser(user), { namespace, group: 'apps', resource: 'deployments' }),
+      { what: 'grants seen' },
     );
     const set = provider.forUser(user);
     const same = await compareWithRulesReview(verifier, user, set, namespace);
