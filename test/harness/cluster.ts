@@ -155,6 +155,23 @@ export class TestCluster {
     return roleRef.name;
   }
 
+  /**
+   * Waits until kube-controller-manager has aggregated rules on `resource` into ClusterRole `role` (e.g.
+   * a capability's tenant roles into `admin`), so that bindings to that role grant them.
+   */
+  async aggregated(role: string, resource: string): Promise<void> {
+    await eventually(
+      async () =>
+        (
+          await this.admin.get<KubeObject & { rules?: { resources?: string[] }[] }>(
+            Resources.clusterRoles,
+            role,
+          )
+        )?.rules?.some((r) => r.resources?.includes(resource)),
+      { what: `rules on ${resource} aggregated into ClusterRole ${role}` },
+    );
+  }
+
   /** Registers work for cleanup(), run in reverse order. */
   defer(fn: () => Promise<unknown>): void {
     this.cleanups.push(fn);

@@ -70,16 +70,7 @@ beforeAll(async () => {
   // The tenant administers its namespace through the default admin role, nothing more.
   tenant = await cluster.user(cluster.unique('alice'));
   await cluster.grant({ kind: 'User', name: tenant.userName }, { clusterRole: 'admin' }, ns);
-  await eventually(
-    async () =>
-      (
-        await cluster.admin.get<KubeObject & { rules?: { resources?: string[] }[] }>(
-          Resources.clusterRoles,
-          'admin',
-        )
-      )?.rules?.some((r) => r.resources?.includes('nonadminbackups')),
-    { what: 'backup roles aggregated into admin' },
-  );
+  await cluster.aggregated('admin', 'nonadminbackups');
   await cluster.admin.create(Resources.configMaps, {
     metadata: { name: 'settings', namespace: ns },
     data: { color: 'blue' },

@@ -105,16 +105,7 @@ beforeAll(async () => {
   // The tenant administers its namespace through the default admin role, nothing more.
   tenant = await cluster.user(cluster.unique('alice'));
   await cluster.grant({ kind: 'User', name: tenant.userName }, { clusterRole: 'admin' }, ns);
-  await eventually(
-    async () =>
-      (
-        await cluster.admin.get<KubeObject & { rules?: { resources?: string[] }[] }>(
-          Resources.clusterRoles,
-          'admin',
-        )
-      )?.rules?.some((r) => r.resources?.includes('nonadminrestores')),
-    { what: 'backup roles aggregated into admin' },
-  );
+  await cluster.aggregated('admin', 'nonadminrestores');
 }, veleroStartTimeoutMs);
 
 afterAll(async () => {

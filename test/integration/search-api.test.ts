@@ -110,16 +110,7 @@ beforeAll(async () => {
     { clusterRole: 'admin' },
     nsB,
   );
-  await eventually(
-    async () => {
-      const admin = await cluster.admin.get<KubeObject & { rules?: { resources?: string[] }[] }>(
-        Resources.clusterRoles,
-        'admin',
-      );
-      return admin?.rules?.some((r) => r.resources?.includes('searches'));
-    },
-    { what: `${SearchUserClusterRoleName} aggregated into admin` },
-  );
+  await cluster.aggregated('admin', 'searches');
 
   const serving = await ca.issue({ commonName: '127.0.0.1', usage: 'server', ipAddresses: ['127.0.0.1'] });
   service = await startSearchService(
