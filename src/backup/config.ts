@@ -7,17 +7,51 @@ import type { JsonObject } from './enforce.ts';
 
 export const ConfigName = 'cluster';
 export const DefaultVeleroNamespace = 'velero';
+/** The CRD's defaults, used when the config leaves the periods out. */
+export const DefaultBackupSyncPeriod = '2m';
+export const DefaultGarbageCollectionPeriod = '24h';
 
 export interface BackupPolicy {
   enabled: boolean;
   veleroNamespace: string;
   enforceBackupSpec: JsonObject;
   enforceRestoreSpec: JsonObject;
+  enforceBSLSpec: JsonObject;
+  /** Whether each NonAdminBackupStorageLocation waits for an admin's approval. */
+  requireApprovalForBSL: boolean;
+  /** How often backup sync runs, in milliseconds; 0 disables it. */
+  backupSyncPeriodMs: number;
+  /** How often garbage collection runs, in milliseconds; 0 disables it. */
+  garbageCollectionPeriodMs: number;
   /** metadata.generation of the config (0 when there is none). */
   generation: number;
 }
 
 export const configType = NonAdminBackupConfigCrd.type;
+
+const units: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1e3, m: 60e3, h: 3600e3 };
+
+/**
+ * A Go duration (`90s`, `1h30m`, `0`) in milliseconds, as the CRD's pattern admits them; undefined for
+ * anything else, so a caller falls back to the default instead of running every millisecond.
+ */
+export function parseDuration(text: string): number | undefined {
+  if (text === '0') return 0;
+  const part = /([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/y;
+  let total = 0;
+  let at = 0;
+  while (at < text.length) {
+    part.lastIndex = at;
+    const m = part.exec(text);
+    if (!m) return undefined;
+    total += Number(m[1]) * units[m[2]!]!;
+    at = part.lastIndex;
+  }
+  return text.length > 0 ? total : undefined;
+}
+
+const periodMs = (value: string | undefined, fallback: string) =>
+  parseDuration(value ?? fallback) ?? parseDuration(fallback)!;
 
 export function currentPolicy(configs: Informer<NonAdminBackupConfig>): BackupPolicy {
   const config = configs.get(ConfigName);
@@ -27,6 +61,10 @@ export function currentPolicy(configs: Informer<NonAdminBackupConfig>): BackupPo
     veleroNamespace: nonAdmin?.veleroNamespace ?? DefaultVeleroNamespace,
     enforceBackupSpec: (nonAdmin?.enforceBackupSpec ?? {}) as JsonObject,
     enforceRestoreSpec: (nonAdmin?.enforceRestoreSpec ?? {}) as JsonObject,
+    enforceBSLSpec: (nonAdmin?.enforceBSLSpec ?? {}) as JsonObject,
+    requireApprovalForBSL: nonAdmin?.requireApprovalForBSL === true,
+    backupSyncPeriodMs: periodMs(nonAdmin?.backupSyncPeriod, DefaultBackupSyncPeriod),
+    garbageCollectionPeriodMs: periodMs(nonAdmin?.garbageCollectionPeriod, DefaultGarbageCollectionPeriod),
     generation: config?.metadata.generation ?? 0,
   };
 }

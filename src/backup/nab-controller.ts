@@ -12,13 +12,13 @@ import { type KubeObject, objectKey, type ResourceType } from '../kube/resources
 import { finishedPhases, VeleroResources } from '../kube/velero.ts';
 import { configType, currentPolicy } from './config.ts';
 import { type JsonObject, jsonEqual, withEnforced } from './enforce.ts';
-import { Annotations, Labels, ManagedByValue, nacObjectName } from './names.ts';
+import { Annotations, Labels, ManagedByValue, managedSelector, nacObjectName } from './names.ts';
 import { backupQueuePhases, CreatedAtAnnotation, changedFields, QueueTracker } from './queue.ts';
 import { backupSpecProblems } from './validate.ts';
 
 export const NabFinalizer = 'tenantkit.io/nonadminbackup';
 export const ByNabUuid = 'backup/nab-nacuuid';
-const managed = `${Labels.oadp}=True,${Labels.managedBy}=${ManagedByValue}`;
+const managed = managedSelector;
 
 /** Velero objects tenantkit made, only: the caches never hold anyone else's Backups. */
 export const managedBackups: ResourceType = { ...VeleroResources.backups, labelSelector: managed };

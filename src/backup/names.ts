@@ -11,6 +11,15 @@ export const Labels = {
   oadp: 'openshift.io/oadp',
   nabUuid: 'openshift.io/oadp-nab-origin-nacuuid',
   narUuid: 'openshift.io/oadp-nar-origin-nacuuid',
+  nabslUuid: 'openshift.io/oadp-nabsl-origin-nacuuid',
+  nadrUuid: 'openshift.io/oadp-nadr-origin-nacuuid',
+  nasUuid: 'openshift.io/oadp-nas-origin-nacuuid',
+  /**
+   * On a NonAdminBackup that backup sync (or a NonAdminSchedule run) made for an existing Velero Backup:
+   * that Backup's NACUUID. Tenants can write it too, so it is only a hint: the controller adopts the
+   * Backup only when tenantkit's own records say it belongs to the NAB's namespace.
+   */
+  syncedFrom: 'openshift.io/oadp-nab-synced-from-nacuuid',
   backupName: 'velero.io/backup-name',
   backupUid: 'velero.io/backup-uid',
 } as const;
@@ -19,6 +28,12 @@ export const Annotations = {
   nabNamespace: 'openshift.io/oadp-nab-origin-namespace',
   narName: 'openshift.io/oadp-nar-origin-name',
   narNamespace: 'openshift.io/oadp-nar-origin-namespace',
+  nabslName: 'openshift.io/oadp-nabsl-origin-name',
+  nabslNamespace: 'openshift.io/oadp-nabsl-origin-namespace',
+  nadrName: 'openshift.io/oadp-nadr-origin-name',
+  nadrNamespace: 'openshift.io/oadp-nadr-origin-namespace',
+  nasName: 'openshift.io/oadp-nas-origin-name',
+  nasNamespace: 'openshift.io/oadp-nas-origin-namespace',
 } as const;
 
 const maxName = 63;
@@ -37,3 +52,8 @@ export function nacObjectName(namespace: string, name: string, uuid: string = ra
   const parts = [ns.replace(/[-.]+$/, ''), n.replace(/[-.]+$/, ''), uuid].filter((p) => p !== '');
   return parts.join('-');
 }
+
+/** The labels every Velero-side object tenantkit makes carries (plus the kind's NACUUID label). */
+export const managedLabels = { [Labels.managedBy]: ManagedByValue, [Labels.oadp]: 'True' } as const;
+/** A label selector matching {@link managedLabels}: the informers of tenantkit's Velero-side objects. */
+export const managedSelector = `${Labels.oadp}=True,${Labels.managedBy}=${ManagedByValue}`;

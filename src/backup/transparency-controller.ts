@@ -18,7 +18,7 @@ import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, Resources, type ResourceType } from '../kube/resources.ts';
 import { VeleroResources } from '../kube/velero.ts';
 import { configType, currentPolicy } from './config.ts';
-import { Annotations, Labels, ManagedByValue } from './names.ts';
+import { Annotations, Labels, ManagedByValue, managedSelector } from './names.ts';
 
 /** Field manager of the writes, and the managed-by value on the Roles/RoleBindings this controller makes. */
 export const TransparencyManager = 'tenantkit-backup-view';
@@ -32,7 +32,7 @@ const ByTenant = 'backup/tenant-namespace';
 const rbacGroup = 'rbac.authorization.k8s.io';
 
 // The same selector as the NAB/NAR controllers, so the manager shares their informers.
-const managed = `${Labels.oadp}=True,${Labels.managedBy}=${ManagedByValue}`;
+const managed = managedSelector;
 const veleroBackups: ResourceType = { ...VeleroResources.backups, labelSelector: managed };
 const veleroRestores: ResourceType = { ...VeleroResources.restores, labelSelector: managed };
 const ours = `${Labels.managedBy}=${TransparencyManager}`;

@@ -17,6 +17,10 @@ export const VeleroResources = {
   deleteBackupRequests: velero('deletebackuprequests', 'DeleteBackupRequest'),
   downloadRequests: velero('downloadrequests', 'DownloadRequest'),
   schedules: velero('schedules', 'Schedule'),
+  podVolumeBackups: velero('podvolumebackups', 'PodVolumeBackup'),
+  podVolumeRestores: velero('podvolumerestores', 'PodVolumeRestore'),
+  dataUploads: { ...velero('datauploads', 'DataUpload'), version: 'v2alpha1' },
+  dataDownloads: { ...velero('datadownloads', 'DataDownload'), version: 'v2alpha1' },
 } satisfies Record<string, ResourceType>;
 
 export interface BackupStorageLocation extends KubeObject {
