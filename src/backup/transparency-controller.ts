@@ -18,7 +18,7 @@ import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, Resources, type ResourceType } from '../kube/resources.ts';
 import { VeleroResources } from '../kube/velero.ts';
 import { configType, currentPolicy } from './config.ts';
-import { Annotations, Labels, ManagedByValue, managedSelector } from './names.ts';
+import { Annotations, Labels, managedSelector } from './names.ts';
 
 /** Field manager of the writes, and the managed-by value on the Roles/RoleBindings this controller makes. */
 export const TransparencyManager = 'tenantkit-backup-view';

@@ -1,7 +1,8 @@
 // A small, generic Kubernetes REST client: JSON over HTTPS with the credentials of a kubeconfig, for any
 // resource (built-in or custom), including server-side apply and streaming watches. Authentication
 // (client certificates, tokens, exec plugins) is delegated to @kubernetes/client-node's KubeConfig.
-import { request as httpsRequest, type RequestOptions } from 'node:https';
+import type { Agent as HttpAgent } from 'node:http';
+import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
 import { metrics } from './metrics.ts';
 import { type KubeObject, type ResourceType, resourcePath } from './resources.ts';
@@ -81,6 +82,30 @@ export interface ApplyOptions {
 export interface DeleteOptions {
   propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
   preconditions?: { uid?: string; resourceVersion?: string };
+}
+
+/**
+ * client-node hands out one https.Agent per cluster and user, but without keep-alive, so every request
+ * paid a TCP and TLS handshake (most of a controller's CPU under load). Each of its agents gets a
+ * keep-alive twin with the same TLS options; sockets are then reused across requests of that identity.
+ * Free sockets are closed after 4 s, well before the API server drops idle connections, so a request is
+ * never written into a socket the server is closing.
+ */
+const keepAliveAgents = new WeakMap<HttpAgent, Agent>();
+function keepAlive(agent: RequestOptions['agent']): RequestOptions['agent'] {
+  if (!(agent instanceof Agent)) return agent; // a proxy agent, or none: left as it is
+  let twin = keepAliveAgents.get(agent);
+  if (!twin) {
+    twin = new Agent({
+      ...agent.options,
+      keepAlive: true,
+      keepAliveMsecs: 1000,
+      timeout: 4000,
+      maxFreeSockets: 16,
+    });
+    keepAliveAgents.set(agent, twin);
+  }
+  return twin;
 }
 
 function queryString(query: RequestParams['query']): string {
@@ -167,6 +192,7 @@ export class KubeClient {
       headers: { Accept: 'application/json' },
     };
     await this.config.applyToHTTPSOptions(options);
+    options.agent = keepAlive(options.agent);
     Object.assign(options.headers as Record<string, string | string[]>, this.extraHeaders);
     if (params.body !== undefined) {
       (options.headers as Record<string, string>)['Content-Type'] = params.contentType ?? 'application/json';
@@ -177,7 +203,10 @@ export class KubeClient {
   /** Sends one request and parses the JSON reply; non-2xx replies become {@link ApiError}. */
   async request<T>(method: HttpMethod, path: string, params: RequestParams = {}): Promise<T> {
     const options = await this.httpsOptions(method, path, params);
-    const payload = params.body === undefined ? undefined : JSON.stringify(params.body);
+    const payload = params.body === undefined ? undefined : Buffer.from(JSON.stringify(params.body));
+    // Always framed: Node sends a DELETE body without Content-Length or chunking, which the server reads
+    // as no body at all (DeleteOptions lost) and, on a kept-alive socket, as the start of the next request.
+    if (payload) (options.headers as Record<string, string>)['Content-Length'] = String(payload.length);
     return new Promise<T>((resolve, reject) => {
       const req = httpsRequest(options, (res) => {
         const chunks: Buffer[] = [];
