@@ -18,10 +18,22 @@ export interface PolicyRule {
   verbs: string[];
 }
 
+/**
+ * Rules that a capability's controllers need in one namespace only (e.g. writes in Velero's namespace),
+ * granted there by a Role instead of cluster-wide. The namespace is a Helm value of the chart.
+ */
+export interface NamespacedRules {
+  /** The Helm value naming the namespace, e.g. `backup.veleroNamespace` (values.yaml defines it). */
+  namespaceValue: string;
+  rules: PolicyRule[];
+}
+
 export interface Capability {
   name: string;
   /** Exactly what the controllers of this capability need; rendered into the Helm chart's RBAC. */
   controllerRules: PolicyRule[];
+  /** What the controllers need only in a namespace named by configuration (granted by a Role there). */
+  controllerNamespacedRules?: NamespacedRules[];
   /** Exactly what its webhooks need. */
   webhookRules: PolicyRule[];
   /** What its webhooks need only in the namespace tenantkit runs in (granted by a Role there). */

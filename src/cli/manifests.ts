@@ -68,8 +68,32 @@ export function renderRbac(): string {
     ...r,
     metadata: { ...r.metadata, labels: { ...r.metadata.labels, 'app.kubernetes.io/part-of': 'tenantkit' } },
   }));
+  // Rules a capability needs in one configured namespace only: a Role there, bound to the controllers.
+  const controllerRoles = capabilities.flatMap((c) =>
+    (c.controllerNamespacedRules ?? []).flatMap(({ namespaceValue, rules }) => {
+      const name = `${release}-${c.name}-controllers`;
+      const where = `{{ .Values.${namespaceValue} }}`;
+      const labels = { 'app.kubernetes.io/part-of': 'tenantkit' };
+      return [
+        {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'Role',
+          metadata: { name, namespace: where, labels },
+          rules,
+        },
+        {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'RoleBinding',
+          metadata: { name, namespace: where, labels },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+          subjects: [{ kind: 'ServiceAccount', name: `${release}-controllers`, namespace }],
+        },
+      ];
+    }),
+  );
   return [
     clusterRole('controllers', controllerRules),
+    ...controllerRoles,
     clusterRole('webhooks', webhookRules),
     clusterRole('search', searchServiceRules),
     clusterRole('search-collector', collectorRules),

@@ -54,15 +54,44 @@ export interface RunningCapability {
   startControllers(): void;
 }
 
+/**
+ * Grants a capability's controllers their rules for the namespace named by `namespaceValue` in
+ * `namespace` (what the chart's Role there does); e.g. again when a test moves Velero's namespace.
+ */
+export async function grantControllerNamespace(
+  cluster: TestCluster,
+  capability: Capability,
+  namespaceValue: string,
+  namespace: string,
+): Promise<void> {
+  const rules = (capability.controllerNamespacedRules ?? [])
+    .filter((r) => r.namespaceValue === namespaceValue)
+    .flatMap((r) => r.rules);
+  if (rules.length > 0) await grantInNamespace(cluster, namespace, `${capability.name}-controllers`, rules);
+}
+
+export interface RunOptions {
+  /** The namespace for each Helm value a capability's namespaced rules name, e.g. Velero's. */
+  namespaces?: Record<string, string>;
+}
+
 /** Starts a capability's controllers and webhooks in-process, each as its own identity. */
 export async function runCapability(
   cluster: TestCluster,
   capability: Capability,
+  options: RunOptions = {},
 ): Promise<RunningCapability> {
   const controllerKubeconfig = await componentKubeconfig(cluster, `${capability.name}-controllers`, [
     ...baseControllerRules,
     ...capability.controllerRules,
   ]);
+  for (const { namespaceValue } of capability.controllerNamespacedRules ?? []) {
+    const namespace = options.namespaces?.[namespaceValue];
+    // No silent cluster-wide fallback: that would hide a rule missing from the Role the chart renders.
+    if (!namespace)
+      throw new Error(`runCapability(${capability.name}) needs options.namespaces['${namespaceValue}']`);
+    await grantControllerNamespace(cluster, capability, namespaceValue, namespace);
+  }
   const webhookKubeconfig = await componentKubeconfig(
     cluster,
     `${capability.name}-webhooks`,
