@@ -63,7 +63,7 @@ func run(listen, dir, buckets string, verbose bool) error {
 	if verbose {
 		levels = append(levels, gofakes3.LogInfo)
 	}
-	faker := gofakes3.New(backend, gofakes3.WithLogger(gofakes3.GlobalLog(levels...)))
+	faker := gofakes3.New(emptyPrefixes{backend}, gofakes3.WithLogger(gofakes3.GlobalLog(levels...)))
 
 	listener, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -87,4 +87,21 @@ func run(listen, dir, buckets string, verbose bool) error {
 		log.Printf("s3server: %s received, stopping", s)
 	}
 	return server.Close()
+}
+
+// emptyPrefixes fixes one way the filesystem backend differs from S3: it answers a listing under a prefix
+// with no objects yet (no directory) with NoSuchBucket, where S3 returns an empty list. Velero then calls
+// a new storage location with an empty prefix Unavailable until something is written there.
+type emptyPrefixes struct {
+	gofakes3.Backend
+}
+
+func (b emptyPrefixes) ListBucket(name string, prefix *gofakes3.Prefix, page gofakes3.ListBucketPage) (*gofakes3.ObjectList, error) {
+	list, err := b.Backend.ListBucket(name, prefix, page)
+	if gofakes3.HasErrorCode(err, gofakes3.ErrNoSuchBucket) && prefix != nil && prefix.HasPrefix {
+		if exists, existsErr := b.BucketExists(name); existsErr == nil && exists {
+			return gofakes3.NewObjectList(), nil
+		}
+	}
+	return list, err
 }

@@ -1,0 +1,495 @@
+// NonAdminBackupStorageLocation controller: a tenant's location becomes a Velero BackupStorageLocation in
+// Velero's namespace, reading a copy of the tenant's credential Secret, with its objects under a prefix
+// named after the tenant's namespace; with requireApprovalForBSL, only once an admin approved exactly that
+// spec in a NonAdminBackupStorageLocationRequest (Velero's namespace, admin-only).
+// Crash safety as for backups: the NACUUID goes into status before anything exists in Velero's namespace;
+// the request, the Secret copy and the BSL are all named by it and carry it as a label, so a controller
+// killed at any step finds what it made instead of making it twice, and the finalizer removes all three.
+import {
+  type NonAdminBackupConfig,
+  type NonAdminBackupStorageLocation,
+  NonAdminBackupStorageLocationCrd,
+  type NonAdminBackupStorageLocationRequest,
+  NonAdminBackupStorageLocationRequestCrd,
+} from '../api/backup.ts';
+import { isAlreadyExists, isConflict, PatchType } from '../kube/client.ts';
+import { type Condition, type ConditionInput, setCondition } from '../kube/conditions.ts';
+import type { ReconcileContext } from '../kube/controller.ts';
+import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../kube/finalizers.ts';
+import type { Manager } from '../kube/manager.ts';
+import { type KubeObject, objectKey, Resources, type ResourceType } from '../kube/resources.ts';
+import { VeleroResources } from '../kube/velero.ts';
+import { bslSpecProblems, credentialProblems, veleroBslSpec } from './bsl-validate.ts';
+import { configType, currentPolicy } from './config.ts';
+import { type Json, type JsonObject, jsonEqual } from './enforce.ts';
+import { Annotations, Labels, managedLabels, managedSelector, nacObjectName } from './names.ts';
+
+export const NabslFinalizer = 'tenantkit.io/nonadminbackupstoragelocation';
+export const ByNabslUuid = 'backup/nabsl-nacuuid';
+/**
+ * How often an approved location's credential Secret is read again (tenantkit does not watch Secrets:
+ * that would need list/watch on every Secret of the cluster). A change to the NABSL applies at once.
+ */
+export const SecretResyncMs = 30_000;
+
+export const NabslType = NonAdminBackupStorageLocationCrd.type;
+const nabslType = NabslType;
+const requestType = NonAdminBackupStorageLocationRequestCrd.type;
+/** BackupStorageLocations tenantkit made, only: the cache never holds the admin's own. */
+export const managedBsls: ResourceType = {
+  ...VeleroResources.backupStorageLocations,
+  labelSelector: managedSelector,
+};
+/** Requests tenantkit made (admins could create others; they mean nothing to tenantkit). */
+const managedRequests: ResourceType = { ...requestType, labelSelector: managedSelector };
+
+type VeleroObject = KubeObject & { spec?: JsonObject; status?: JsonObject };
+type Secret = KubeObject & { type?: string; data?: Record<string, string> };
+type Status = NonNullable<NonAdminBackupStorageLocation['status']>;
+type Request = NonAdminBackupStorageLocationRequest;
+
+/** The NABSL a Velero-side object was made for, from the annotations tenantkit wrote there. */
+const originOf = (o: KubeObject): string[] => {
+  const ns = o.metadata.annotations?.[Annotations.nabslNamespace];
+  const name = o.metadata.annotations?.[Annotations.nabslName];
+  return ns && name ? [`${ns}/${name}`] : [];
+};
+
+const uuidLabel = (o: KubeObject) => {
+  const v = o.metadata.labels?.[Labels.nabslUuid];
+  return v ? [v] : [];
+};
+
+const isObject = (v: Json | undefined): v is JsonObject =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A JSON merge patch turning `previous` into `next` (nested objects merged, removed keys nulled). */
+function mergePatch(next: JsonObject, previous: JsonObject): JsonObject {
+  const patch: JsonObject = {};
+  for (const [k, v] of Object.entries(next)) {
+    if (v === undefined) continue;
+    const before = previous[k];
+    if (isObject(v) && isObject(before)) {
+      const inner = mergePatch(v, before);
+      if (Object.keys(inner).length > 0) patch[k] = inner;
+    } else if (!(k in previous) || !jsonEqual(v, before)) patch[k] = v;
+  }
+  for (const k of Object.keys(previous)) if (next[k] === undefined) patch[k] = null;
+  return patch;
+}
+
+/**
+ * Where a tenant's location stands, for NonAdminBackups that name it: the Velero BSL's name once the
+ * location is approved and its BSL exists (made by tenantkit for exactly this NABSL), or why not yet.
+ */
+export interface StorageLocationLookup {
+  /** The NABSL `name` of `namespace`, if any. */
+  find(namespace: string, name: string): NonAdminBackupStorageLocation | undefined;
+  /** The Velero BSL to use, or a message saying what the backup waits for. */
+  resolve(namespace: string, name: string): { bsl: string } | { waiting: string };
+}
+
+export function storageLocationLookup(manager: Manager): StorageLocationLookup {
+  const nabsls = manager.informer<NonAdminBackupStorageLocation>(nabslType);
+  const bsls = manager.informer<VeleroObject>(managedBsls);
+  bsls.addIndex(ByNabslUuid, uuidLabel);
+  const find = (namespace: string, name: string) => nabsls.get(`${namespace}/${name}`);
+  return {
+    find,
+    resolve(namespace, name) {
+      const field = `spec.backupSpec.storageLocation "${name}"`;
+      const nabsl = find(namespace, name);
+      if (!nabsl || nabsl.metadata.deletionTimestamp) {
+        return {
+          waiting: `${field}: NonAdminBackupStorageLocation ${name} does not exist in namespace ${namespace} (any more); create it, or make a new NonAdminBackup without storageLocation`,
+        };
+      }
+      const uuid = nabsl.status?.veleroBackupStorageLocation?.nacuuid;
+      // Only a BSL tenantkit made for this very NABSL counts: status alone is not proof.
+      const bsl = uuid
+        ? bsls
+            .byIndex(ByNabslUuid, uuid)
+            .find((b) => originOf(b)[0] === `${namespace}/${name}` && !b.metadata.deletionTimestamp)
+        : undefined;
+      const approved = nabsl.status?.conditions?.find((c) => c.type === 'ClusterAdminApproved');
+      if (bsl && approved?.status === 'True') return { bsl: bsl.metadata.name! };
+      const why =
+        approved?.status === 'False'
+          ? `it was not approved (${approved.message})`
+          : approved?.status === 'True'
+            ? 'its Velero BackupStorageLocation is being set up'
+            : 'it waits for approval or set-up (kubectl get nabsl shows its state)';
+      return { waiting: `${field}: NonAdminBackupStorageLocation ${name} is not ready: ${why}` };
+    },
+  };
+}
+
+export function registerNabslController(manager: Manager): void {
+  const nabsls = manager.informer<NonAdminBackupStorageLocation>(nabslType);
+  const bsls = manager.informer<VeleroObject>(managedBsls);
+  const requests = manager.informer<Request>(managedRequests);
+  const configs = manager.informer<NonAdminBackupConfig>(configType);
+  bsls.addIndex(ByNabslUuid, uuidLabel);
+  requests.addIndex(ByNabslUuid, uuidLabel);
+
+  manager
+    .controller('nonadminbackupstoragelocation')
+    .for(nabslType)
+    .watches(managedBsls, originOf)
+    .watches(managedRequests, originOf)
+    // A policy change (enforced fields, approval on or off) applies live.
+    .watches(configType, () => nabsls.list().map((n) => objectKey(n.metadata)))
+    .concurrency(4)
+    .complete(async (key, ctx) => {
+      const nabsl = nabsls.get(key);
+      if (!nabsl) return undefined;
+      const policy = currentPolicy(configs);
+      const ns = nabsl.metadata.namespace!;
+      const name = nabsl.metadata.name!;
+      const generation = nabsl.metadata.generation;
+      const ref = nabsl.status?.veleroBackupStorageLocation;
+      const uuid = ref?.nacuuid;
+      const veleroNs = ref?.namespace ?? policy.veleroNamespace;
+      const base: Status = { ...(nabsl.status ?? {}) };
+      let conditions = (base.conditions ?? []) as Condition[];
+      const set = (c: Omit<ConditionInput, 'observedGeneration'>) => {
+        conditions = setCondition(conditions, { ...c, observedGeneration: generation });
+      };
+      const writeStatus = async (status: Status) => {
+        const next = { ...status, conditions } as unknown as JsonObject;
+        const patch = mergePatch(next, (nabsl.status ?? {}) as JsonObject);
+        if (Object.keys(patch).length === 0) return;
+        await ctx.client.patch(nabslType, name, ns, { status: patch }, PatchType.merge, 'status');
+      };
+      const made = { bsls: uuid ? bsls.byIndex(ByNabslUuid, uuid) : [] };
+      /** Removes the BSL and the Secret copy (and, when `all`, the request): nothing may outlive approval. */
+      const teardown = async (all: boolean) => {
+        if (!uuid) return false;
+        let removed = false;
+        for (const b of made.bsls) {
+          removed = (await ctx.client.delete(managedBsls, b.metadata.name!, b.metadata.namespace)) || removed;
+        }
+        // By name too: one created just now may not be in the cache yet.
+        removed =
+          (await ctx.client.delete(VeleroResources.backupStorageLocations, uuid, veleroNs)) || removed;
+        removed = (await ctx.client.delete(Resources.secrets, uuid, veleroNs)) || removed;
+        if (all) await ctx.client.delete(requestType, uuid, veleroNs);
+        return removed;
+      };
+      const unmirrored = (): Status => ({
+        ...base,
+        ...(uuid ? { veleroBackupStorageLocation: { nacuuid: uuid, name: uuid, namespace: veleroNs } } : {}),
+      });
+
+      // Removed by the tenant: the BSL, the Secret copy and the request go; the bucket's data stays.
+      if (nabsl.metadata.deletionTimestamp) {
+        if (!hasFinalizer(nabsl, NabslFinalizer)) return undefined;
+        await teardown(true);
+        await removeFinalizer(ctx.client, nabslType, nabsl, NabslFinalizer);
+        return undefined;
+      }
+
+      if (!policy.enabled) {
+        set({
+          type: 'Accepted',
+          status: 'False',
+          reason: 'NonAdminDisabled',
+          message:
+            'non-admin backups are not enabled: an admin must set spec.nonAdmin.enable: true in NonAdminBackupConfig "cluster"',
+        });
+        await writeStatus({ ...base, phase: 'BackingOff' });
+        return undefined;
+      }
+
+      const spec = { ...((nabsl.spec?.backupStorageLocationSpec ?? {}) as JsonObject) };
+      const problems = bslSpecProblems(ns, spec, policy.enforceBSLSpec);
+      if (problems.length > 0) {
+        const message = problems.join('; ');
+        ctx.events.record(nabsl, 'Warning', 'InvalidStorageLocationSpec', 'Validate', message);
+        // A policy tightened after approval: the location no longer meets it, so Velero stops using it.
+        await teardown(false);
+        set({ type: 'Accepted', status: 'False', reason: 'InvalidStorageLocationSpec', message });
+        await writeStatus({ ...unmirrored(), phase: 'BackingOff' });
+        return undefined;
+      }
+
+      await ensureFinalizer(ctx.client, nabslType, nabsl, NabslFinalizer);
+      if (!uuid) {
+        // Step 1: the identity, in status, before anything exists in Velero's namespace.
+        const id = nacObjectName(ns, name);
+        set({
+          type: 'Accepted',
+          status: 'True',
+          reason: 'StorageLocationAccepted',
+          message: `storage location accepted against NonAdminBackupConfig generation ${policy.generation}`,
+        });
+        await writeStatus({
+          ...base,
+          phase: 'New',
+          veleroBackupStorageLocation: { nacuuid: id, name: id, namespace: policy.veleroNamespace },
+        });
+        return undefined;
+      }
+      set({
+        type: 'Accepted',
+        status: 'True',
+        reason: 'StorageLocationAccepted',
+        message: `storage location accepted against NonAdminBackupConfig generation ${policy.generation}`,
+      });
+
+      // Step 2: the tenant's Secret, read from the tenant's namespace only, and its content checked.
+      const credential = spec.credential as { name: string; key: string };
+      // The BSL that would be made: its profile (the tenant's, or the admin's when enforced) is checked.
+      const desired = veleroBslSpec(ns, spec, policy.enforceBSLSpec, uuid);
+      const config = isObject(desired.config) ? desired.config : {};
+      const profile =
+        typeof config.profile === 'string' && config.profile !== '' ? config.profile : undefined;
+      const secret = await ctx.client.get<Secret>(Resources.secrets, credential.name, ns);
+      const where = `Secret ${credential.name} key ${credential.key}`;
+      const value = secret?.data?.[credential.key];
+      const secretProblems = !secret
+        ? [
+            `Secret ${credential.name} does not exist in namespace ${ns} (a location can only use a Secret of its own namespace); create it with key ${credential.key} holding an AWS credentials file`,
+          ]
+        : value === undefined
+          ? [
+              `Secret ${credential.name} has no key ${credential.key}; add it, or change spec.backupStorageLocationSpec.credential.key`,
+            ]
+          : credentialProblems(Buffer.from(value, 'base64').toString('utf8'), profile, where);
+      if (secretProblems.length > 0) {
+        const message = secretProblems.join('; ');
+        ctx.events.record(nabsl, 'Warning', 'InvalidCredential', 'Validate', message);
+        await teardown(false);
+        set({ type: 'SecretSynced', status: 'False', reason: 'InvalidCredential', message });
+        await writeStatus({ ...unmirrored(), phase: 'BackingOff' });
+        // The Secret is not watched: look again later.
+        return { requeueAfterMs: SecretResyncMs };
+      }
+
+      // Step 3: approval, for exactly the BSL spec that would be created.
+      const approval = policy.requireApprovalForBSL
+        ? await approvalOf(ctx, nabsl, uuid, veleroNs, desired, requests.get(`${veleroNs}/${uuid}`))
+        : ({ decision: 'approve', message: 'approval is not required on this cluster' } as const);
+      if (approval.decision !== 'approve') {
+        const removed = await teardown(false);
+        const rejected = approval.decision === 'reject';
+        if (removed) {
+          ctx.events.record(
+            nabsl,
+            'Warning',
+            rejected ? 'ApprovalRevoked' : 'ApprovalPending',
+            'Approve',
+            `Velero BackupStorageLocation ${uuid} and its Secret were removed: ${approval.message}`,
+          );
+        }
+        set({
+          type: 'ClusterAdminApproved',
+          status: rejected ? 'False' : 'Unknown',
+          reason: rejected ? 'Rejected' : 'Pending',
+          message: approval.message,
+        });
+        conditions = conditions.filter(
+          (c) => c.type !== 'SecretSynced' && c.type !== 'BackupStorageLocationSynced',
+        );
+        await writeStatus({ ...unmirrored(), phase: rejected ? 'BackingOff' : 'New' });
+        return undefined;
+      }
+      set({ type: 'ClusterAdminApproved', status: 'True', reason: 'Approved', message: approval.message });
+
+      // Step 4: the Secret copy in Velero's namespace (only the one key), kept equal to the tenant's.
+      const meta = {
+        name: uuid,
+        namespace: veleroNs,
+        labels: { ...managedLabels, [Labels.nabslUuid]: uuid },
+        annotations: { [Annotations.nabslName]: name, [Annotations.nabslNamespace]: ns },
+      };
+      const data = { [credential.key]: value! };
+      const copy = await ctx.client.get<Secret>(Resources.secrets, uuid, veleroNs);
+      if (!copy) {
+        await ctx.client.create<Secret>(Resources.secrets, { metadata: meta, type: 'Opaque', data });
+      } else if (!jsonEqual(copy.data ?? {}, data) || !jsonEqual(copy.metadata.labels ?? {}, meta.labels)) {
+        await ctx.client.replace<Secret>(Resources.secrets, {
+          ...copy,
+          metadata: {
+            ...copy.metadata,
+            labels: meta.labels,
+            annotations: { ...copy.metadata.annotations, ...meta.annotations },
+          },
+          data,
+        });
+        ctx.events.record(
+          nabsl,
+          'Normal',
+          'SecretSynced',
+          'Sync',
+          `copied the new content of ${where} for Velero`,
+        );
+      }
+      set({
+        type: 'SecretSynced',
+        status: 'True',
+        reason: 'SecretSynced',
+        message: `${where} is copied to Velero's namespace`,
+      });
+
+      // Step 5: the Velero BSL, named and labelled by the NACUUID.
+      const bsl = made.bsls.find((b) => b.metadata.name === uuid);
+      if (!bsl) {
+        try {
+          await ctx.client.create(VeleroResources.backupStorageLocations, {
+            metadata: meta,
+            spec: desired,
+          } as KubeObject);
+          ctx.events.record(
+            nabsl,
+            'Normal',
+            'BackupStorageLocationCreated',
+            'Create',
+            `created Velero BackupStorageLocation ${uuid} (bucket ${(desired.objectStorage as JsonObject).bucket}, prefix ${(desired.objectStorage as JsonObject).prefix})`,
+          );
+        } catch (err) {
+          if (!isAlreadyExists(err)) throw err;
+        }
+        set({
+          type: 'BackupStorageLocationSynced',
+          status: 'True',
+          reason: 'BackupStorageLocationCreated',
+          message: `Velero BackupStorageLocation ${uuid} created`,
+        });
+        await writeStatus({ ...unmirrored(), phase: 'Created' });
+        return { requeueAfterMs: SecretResyncMs };
+      }
+      if (!jsonEqual(bsl.spec ?? {}, desired)) {
+        // The tenant changed the location (approved again when approval is required): Velero follows.
+        await ctx.client.replace(VeleroResources.backupStorageLocations, {
+          ...bsl,
+          spec: desired,
+        } as KubeObject);
+      }
+      const veleroStatus = bsl.status;
+      set({
+        type: 'BackupStorageLocationSynced',
+        status: 'True',
+        reason: 'BackupStorageLocationSynced',
+        message: `Velero BackupStorageLocation ${uuid} is ${(veleroStatus?.phase as string | undefined) ?? 'not validated yet'}`,
+      });
+      await writeStatus({
+        ...base,
+        phase: 'Created',
+        veleroBackupStorageLocation: {
+          nacuuid: uuid,
+          name: uuid,
+          namespace: veleroNs,
+          ...(veleroStatus ? { status: veleroStatus as never } : {}),
+        },
+      });
+      return { requeueAfterMs: SecretResyncMs };
+    });
+}
+
+type Approval = { decision: 'approve' | 'reject' | 'pending'; message: string };
+
+/**
+ * The admin's decision on `desired`, through the request named by the NACUUID in Velero's namespace:
+ * created when missing; when the tenant's spec changed since the admin looked, the decision goes back
+ * to pending (first) and the request shows the new spec (second), so an approval never carries over to
+ * a spec the admin did not see.
+ */
+async function approvalOf(
+  ctx: ReconcileContext,
+  nabsl: NonAdminBackupStorageLocation,
+  uuid: string,
+  veleroNs: string,
+  desired: JsonObject,
+  request: Request | undefined,
+): Promise<Approval> {
+  const ns = nabsl.metadata.namespace!;
+  const name = nabsl.metadata.name!;
+  const pending = (message: string): Approval => ({ decision: 'pending', message });
+  const wait = `waiting for a cluster admin to approve NonAdminBackupStorageLocationRequest ${uuid} (namespace ${veleroNs}); ask your admin`;
+  const wanted = { nacuuid: uuid, name, namespace: ns, requestedSpec: desired };
+  if (!request) {
+    try {
+      await ctx.client.create<Request>(requestType, {
+        metadata: {
+          name: uuid,
+          namespace: veleroNs,
+          labels: { ...managedLabels, [Labels.nabslUuid]: uuid },
+          annotations: { [Annotations.nabslName]: name, [Annotations.nabslNamespace]: ns },
+        },
+        spec: { approvalDecision: 'pending' },
+      } as Request);
+      ctx.events.record(nabsl, 'Normal', 'ApprovalRequested', 'Approve', wait);
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+    }
+    // Its status is written when the informer brings the request back.
+    return pending(wait);
+  }
+  const shown = request.status?.nonAdminBackupStorageLocation;
+  const decision = request.spec?.approvalDecision ?? 'pending';
+  if (!shown || !jsonEqual(shown as unknown as Json, wanted as unknown as Json)) {
+    // The admin has not seen this spec: any decision taken so far was about another one (or none).
+    try {
+      let rv = request.metadata.resourceVersion;
+      if (decision !== 'pending') {
+        const updated = await ctx.client.patch<Request>(
+          requestType,
+          uuid,
+          veleroNs,
+          { metadata: { resourceVersion: rv }, spec: { approvalDecision: 'pending' } },
+          PatchType.merge,
+        );
+        rv = updated.metadata.resourceVersion;
+        ctx.events.record(
+          nabsl,
+          'Normal',
+          'ApprovalRequested',
+          'Approve',
+          `the location changed after the admin's decision (${decision}); asking again: ${wait}`,
+        );
+      }
+      // Guarded by resourceVersion: an admin decision made in between is judged again, not overwritten.
+      await ctx.client.patch<Request>(
+        requestType,
+        uuid,
+        veleroNs,
+        {
+          metadata: { resourceVersion: rv },
+          status: { phase: 'Pending', nonAdminBackupStorageLocation: wanted },
+        },
+        PatchType.merge,
+        'status',
+      );
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+    }
+    return pending(wait);
+  }
+  if (request.status?.phase !== phaseOf(decision)) {
+    await ctx.client.patch<Request>(
+      requestType,
+      uuid,
+      veleroNs,
+      { status: { phase: phaseOf(decision) } },
+      PatchType.merge,
+      'status',
+    );
+  }
+  if (decision === 'approve') {
+    return {
+      decision,
+      message: `approved by a cluster admin (NonAdminBackupStorageLocationRequest ${uuid})`,
+    };
+  }
+  if (decision === 'reject') {
+    return {
+      decision,
+      message: `a cluster admin rejected this location (NonAdminBackupStorageLocationRequest ${uuid} in ${veleroNs}); ask your admin why, or change the spec to ask again`,
+    };
+  }
+  return pending(wait);
+}
+
+const phaseOf = (decision: string) =>
+  decision === 'approve' ? 'Approved' : decision === 'reject' ? 'Rejected' : 'Pending';

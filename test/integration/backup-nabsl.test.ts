@@ -1,0 +1,590 @@
+// NonAdminBackupStorageLocation end to end, as a tenant, through the real API server and a real Velero
+// writing to a real S3 store (a second bucket of the test's S3 server, the tenant's own): the location
+// becomes a Velero BSL with a copy of the tenant's Secret and a prefix under the namespace; a tenant's
+// NonAdminBackup stored there restores with a NonAdminRestore; admin approval gates the BSL; deleting the
+// location removes everything tenantkit made; escapes (credential files, other namespaces' Secrets,
+// prefixes, default, enforced fields, other tenants' locations) are refused with what to fix.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type NonAdminBackup,
+  type NonAdminBackupConfig,
+  NonAdminBackupConfigCrd,
+  NonAdminBackupCrd,
+  type NonAdminBackupStorageLocation,
+  NonAdminBackupStorageLocationCrd,
+  type NonAdminBackupStorageLocationRequest,
+  NonAdminBackupStorageLocationRequestCrd,
+  type NonAdminRestore,
+  NonAdminRestoreCrd,
+} from '../../src/api/backup.ts';
+import { backup, backupUserClusterRoles } from '../../src/backup/index.ts';
+import { NabslFinalizer } from '../../src/backup/nabsl-controller.ts';
+import { Annotations, Labels, managedLabels, nacObjectName } from '../../src/backup/names.ts';
+import { listObjects } from '../../src/controlplane/s3-list.ts';
+import { type KubeClient, PatchType } from '../../src/kube/client.ts';
+import { type KubeObject, Resources, resourcePath } from '../../src/kube/resources.ts';
+import { type BackupStorageLocation, finishedPhases, VeleroResources } from '../../src/kube/velero.ts';
+import { eventually, TestCluster } from '../harness/cluster.ts';
+import { type RunningCapability, runCapability } from '../harness/components.ts';
+import { startTestVelero, type TestVelero, veleroStartTimeoutMs } from '../harness/velero.ts';
+
+const cluster = await TestCluster.connect();
+let velero: TestVelero;
+let ns: string;
+let otherNs: string;
+let tenant: KubeClient;
+let other: KubeClient;
+let running: RunningCapability;
+const nabslType = NonAdminBackupStorageLocationCrd.type;
+const requestType = NonAdminBackupStorageLocationRequestCrd.type;
+const nabType = NonAdminBackupCrd.type;
+const narType = NonAdminRestoreCrd.type;
+const apply = { fieldManager: 'backup-nabsl-test', force: true };
+/** The tenant's own bucket on the test's S3 server (the admin's default location uses another). */
+const tenantBucket = 'tenant-bucket';
+/** Velero v1.18 may leave a Backup Queued until its one-minute recheck (see backup-nab.test.ts). */
+const veleroQueueMs = 150_000;
+
+type Secret = KubeObject & { data?: Record<string, string> };
+type Nabsl = NonAdminBackupStorageLocation;
+type Request = NonAdminBackupStorageLocationRequest;
+
+const b64 = (text: string) => Buffer.from(text).toString('base64');
+const awsCredentials = (key: string) =>
+  `[default]\naws_access_key_id = ${key}\naws_secret_access_key = tenant-secret-${key}\n`;
+
+async function setPolicy(nonAdmin: Record<string, unknown>) {
+  await cluster.admin.apply(
+    NonAdminBackupConfigCrd.type,
+    {
+      metadata: { name: 'cluster' },
+      spec: { nonAdmin: { enable: true, veleroNamespace: velero.namespace, ...nonAdmin } },
+    } as NonAdminBackupConfig,
+    apply,
+  );
+}
+
+/** A location spec in the tenant's bucket, with the S3 server's settings. */
+const locationSpec = (extra: { prefix?: string; secret?: string; config?: Record<string, string> } = {}) => ({
+  provider: 'aws',
+  objectStorage: { bucket: tenantBucket, ...(extra.prefix !== undefined ? { prefix: extra.prefix } : {}) },
+  credential: { name: extra.secret ?? 's3-creds', key: 'cloud' },
+  config: { region: 'minio', s3ForcePathStyle: 'true', s3Url: velero.s3Url, ...extra.config },
+});
+
+async function createLocation(name: string, spec: Record<string, unknown>, client = tenant, namespace = ns) {
+  return client.create(nabslType, {
+    metadata: { name, namespace },
+    spec: { backupStorageLocationSpec: spec },
+  } as KubeObject);
+}
+
+const nabsl = (name: string, namespace = ns) => cluster.admin.get<Nabsl>(nabslType, name, namespace);
+const condition = (o: Nabsl | undefined, type: string) => o?.status?.conditions?.find((c) => c.type === type);
+const bsl = (name: string) =>
+  cluster.admin.get<BackupStorageLocation>(VeleroResources.backupStorageLocations, name, velero.namespace);
+const secretCopy = (name: string) => cluster.admin.get<Secret>(Resources.secrets, name, velero.namespace);
+const request = (name: string) => cluster.admin.get<Request>(requestType, name, velero.namespace);
+
+/** The NABSL once its NACUUID is in status. */
+async function uuidOf(name: string, namespace = ns): Promise<string> {
+  return eventually(
+    async () => (await nabsl(name, namespace))?.status?.veleroBackupStorageLocation?.nacuuid,
+    {
+      what: `NACUUID of NonAdminBackupStorageLocation ${namespace}/${name}`,
+    },
+  );
+}
+
+async function available(name: string): Promise<Nabsl> {
+  return eventually(
+    async () => {
+      const o = await nabsl(name);
+      if (o?.status?.veleroBackupStorageLocation?.status?.phase === 'Available') return o;
+      throw new Error(`status ${JSON.stringify(o?.status)}`);
+    },
+    { timeoutMs: 60_000, what: `NonAdminBackupStorageLocation ${ns}/${name} Available` },
+  );
+}
+
+/** The NABSL once the controller refused it (phase BackingOff). */
+async function backingOff(name: string, namespace = ns): Promise<Nabsl> {
+  return eventually(
+    async () => {
+      const o = await nabsl(name, namespace);
+      return o?.status?.phase === 'BackingOff' ? o : undefined;
+    },
+    { what: `NonAdminBackupStorageLocation ${namespace}/${name} BackingOff` },
+  );
+}
+
+async function finished<T extends NonAdminBackup | NonAdminRestore>(
+  type: typeof nabType,
+  name: string,
+  phaseOf: (o: T) => string | undefined,
+): Promise<T> {
+  return eventually(
+    async () => {
+      const o = await cluster.admin.get<T>(type, name, ns);
+      const phase = o && phaseOf(o);
+      return phase && (finishedPhases as readonly string[]).includes(phase) ? o : undefined;
+    },
+    { timeoutMs: veleroQueueMs, what: `${type.kind} ${ns}/${name} finished` },
+  );
+}
+
+/** The error a tenant's create gets back (or undefined when it was allowed). */
+const refusal = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (err: Error) => err.message,
+  );
+
+beforeAll(async () => {
+  velero = await startTestVelero(cluster);
+  // The S3 server creates only Velero's bucket at start; the tenant's own bucket is made like any bucket.
+  const made = await fetch(`${velero.s3Url}/${tenantBucket}`, { method: 'PUT' });
+  expect(made.ok, await made.text()).toBe(true);
+  for (const role of backupUserClusterRoles()) await cluster.admin.apply(Resources.clusterRoles, role, apply);
+  running = await runCapability(cluster, backup);
+  await setPolicy({});
+  cluster.defer(() => cluster.admin.delete(NonAdminBackupConfigCrd.type, 'cluster'));
+  ns = await cluster.namespace('shop');
+  otherNs = await cluster.namespace('mallory');
+  // Tenants administer their namespaces through the default admin role, nothing more.
+  tenant = await cluster.user(cluster.unique('alice'));
+  await cluster.grant({ kind: 'User', name: tenant.userName }, { clusterRole: 'admin' }, ns);
+  other = await cluster.user(cluster.unique('mallory'));
+  await cluster.grant({ kind: 'User', name: other.userName }, { clusterRole: 'admin' }, otherNs);
+  await cluster.aggregated('admin', 'nonadminbackupstoragelocations');
+  await cluster.aggregated('admin', 'nonadminrestores');
+  await tenant.create(Resources.secrets, {
+    metadata: { name: 's3-creds', namespace: ns },
+    data: { cloud: b64(awsCredentials('first')) },
+  } as KubeObject);
+}, veleroStartTimeoutMs);
+
+afterAll(async () => {
+  // While the controllers still run to lift their finalizers, so that no namespace stays Terminating.
+  for (const namespace of [ns, otherNs].filter(Boolean)) {
+    for (const type of [narType, nabType, nabslType]) {
+      await cluster.admin.request('DELETE', resourcePath(type, namespace)).catch(() => {});
+    }
+  }
+  await eventually(
+    async () => {
+      for (const namespace of [ns, otherNs].filter(Boolean)) {
+        for (const type of [narType, nabType, nabslType]) {
+          if ((await cluster.admin.list(type, { namespace })).items.length > 0) return false;
+        }
+      }
+      return true;
+    },
+    { timeoutMs: 30_000, what: 'non-admin objects gone' },
+  ).catch((err) => console.warn(err));
+  await cluster.cleanup();
+  await velero?.stop();
+});
+
+describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 }, () => {
+  let uuid: string;
+
+  it('becomes an Available Velero BSL with a copy of the Secret and the prefix under the namespace', async () => {
+    const started = Date.now();
+    await createLocation('mine', locationSpec({ prefix: 'nightly' }));
+    uuid = await uuidOf('mine');
+    expect(uuid).toMatch(new RegExp(`^${ns}-mine-[0-9a-f-]{36}$`));
+    const ready = await available('mine');
+    console.log(`[figures] NABSL created -> Velero BSL Available: ${Date.now() - started} ms`);
+    expect(ready.status?.phase).toBe('Created');
+    expect(ready.metadata.finalizers).toContain(NabslFinalizer);
+    expect(condition(ready, 'ClusterAdminApproved')).toMatchObject({ status: 'True' });
+    expect(condition(ready, 'SecretSynced')).toMatchObject({ status: 'True' });
+
+    const made = await bsl(uuid);
+    expect(made?.spec).toMatchObject({
+      provider: 'aws',
+      default: false,
+      objectStorage: { bucket: tenantBucket, prefix: `${ns}/nightly` },
+      credential: { name: uuid, key: 'cloud' },
+    });
+    expect(made?.metadata.labels?.[Labels.nabslUuid]).toBe(uuid);
+    expect(made?.metadata.annotations?.[Annotations.nabslNamespace]).toBe(ns);
+    const copy = await secretCopy(uuid);
+    expect(copy?.data).toEqual({ cloud: b64(awsCredentials('first')) });
+    expect(copy?.metadata.labels?.[Labels.nabslUuid]).toBe(uuid);
+    expect(copy?.metadata.annotations?.[Annotations.nabslName]).toBe('mine');
+  });
+
+  it("backs up into the tenant's bucket under the forced prefix, and restores from there", async () => {
+    await tenant.create(Resources.configMaps, {
+      metadata: { name: 'settings', namespace: ns },
+      data: { color: 'blue' },
+    } as KubeObject);
+    await tenant.create(nabType, {
+      metadata: { name: 'to-own-bucket', namespace: ns },
+      spec: { backupSpec: { storageLocation: 'mine' } },
+    } as KubeObject);
+    const done = await finished<NonAdminBackup>(
+      nabType,
+      'to-own-bucket',
+      (o) => o.status?.veleroBackup?.status?.phase,
+    );
+    expect(done.status?.veleroBackup?.status?.phase).toBe('Completed');
+    const name = done.status!.veleroBackup!.name!;
+    expect(done.status?.veleroBackup?.spec?.storageLocation).toBe(uuid);
+    const stored = await listObjects(velero.s3Url, tenantBucket, `${ns}/nightly/backups/${name}/`);
+    expect(stored.length).toBeGreaterThan(0);
+    // Nothing of it in the admin's bucket.
+    expect(await velero.listObjects(`backups/${name}/`)).toEqual([]);
+
+    await tenant.delete(Resources.configMaps, 'settings', ns);
+    await tenant.create(narType, {
+      metadata: { name: 'from-own-bucket', namespace: ns },
+      spec: { restoreSpec: { backupName: 'to-own-bucket' } },
+    } as KubeObject);
+    const restored = await finished<NonAdminRestore>(
+      narType,
+      'from-own-bucket',
+      (o) => o.status?.veleroRestore?.status?.phase,
+    );
+    expect(restored.status?.veleroRestore?.status?.phase).toBe('Completed');
+    const back = await cluster.admin.get<KubeObject & { data?: Record<string, string> }>(
+      Resources.configMaps,
+      'settings',
+      ns,
+    );
+    expect(back?.data).toEqual({ color: 'blue' });
+  });
+
+  it("keeps the Secret copy equal to the tenant's Secret", async () => {
+    await tenant.patch(Resources.secrets, 's3-creds', ns, { data: { cloud: b64(awsCredentials('second')) } });
+    // Secrets are not watched (no list/watch of Secrets for tenantkit): a change of the NABSL, or the
+    // periodic re-read, brings the new content.
+    await tenant.patch(nabslType, 'mine', ns, { metadata: { annotations: { resync: String(Date.now()) } } });
+    await eventually(async () => (await secretCopy(uuid))?.data?.cloud === b64(awsCredentials('second')), {
+      what: 'Secret copy updated',
+    });
+  });
+
+  it('stops using the location when its Secret turns bad, and resumes when it is fixed', async () => {
+    await tenant.patch(Resources.secrets, 's3-creds', ns, {
+      data: {
+        cloud: b64(`${awsCredentials('third')}credential_process = /bin/sh -c 'cat /credentials/cloud'\n`),
+      },
+    });
+    await tenant.patch(nabslType, 'mine', ns, { metadata: { annotations: { resync: String(Date.now()) } } });
+    const refused = await backingOff('mine');
+    expect(condition(refused, 'SecretSynced')?.message).toContain(
+      "sets credential_process, which runs a command on Velero's machine",
+    );
+    await eventually(async () => (await bsl(uuid)) === undefined && (await secretCopy(uuid)) === undefined, {
+      what: 'BSL and Secret copy removed',
+    });
+
+    await tenant.patch(Resources.secrets, 's3-creds', ns, { data: { cloud: b64(awsCredentials('fourth')) } });
+    await tenant.patch(nabslType, 'mine', ns, { metadata: { annotations: { resync: String(Date.now()) } } });
+    await available('mine');
+    expect((await secretCopy(uuid))?.data?.cloud).toBe(b64(awsCredentials('fourth')));
+  });
+
+  it('finishes the work of a controller killed between steps, without duplicates', async () => {
+    await running.stopControllers();
+    await createLocation('resumed', locationSpec({ prefix: 'resumed' }));
+    // As if a previous controller wrote the NACUUID and copied an older Secret, then died.
+    const id = nacObjectName(ns, 'resumed');
+    await cluster.admin.patch(
+      nabslType,
+      'resumed',
+      ns,
+      { status: { veleroBackupStorageLocation: { nacuuid: id, name: id, namespace: velero.namespace } } },
+      PatchType.merge,
+      'status',
+    );
+    await cluster.admin.create(Resources.secrets, {
+      metadata: {
+        name: id,
+        namespace: velero.namespace,
+        labels: { ...managedLabels, [Labels.nabslUuid]: id },
+        annotations: { [Annotations.nabslName]: 'resumed', [Annotations.nabslNamespace]: ns },
+      },
+      data: { cloud: b64(awsCredentials('stale')) },
+    } as KubeObject);
+    running.startControllers();
+    const done = await available('resumed');
+    expect(done.status?.veleroBackupStorageLocation?.nacuuid).toBe(id);
+    expect((await secretCopy(id))?.data?.cloud).toBe(b64(awsCredentials('fourth')));
+    const made = await cluster.admin.list<BackupStorageLocation>(VeleroResources.backupStorageLocations, {
+      namespace: velero.namespace,
+      labelSelector: `${Labels.nabslUuid}=${id}`,
+    });
+    expect(made.items.map((b) => b.metadata.name)).toEqual([id]);
+    const all = await cluster.admin.list<BackupStorageLocation>(VeleroResources.backupStorageLocations, {
+      namespace: velero.namespace,
+    });
+    const forResumed = all.items.filter((b) => b.metadata.annotations?.[Annotations.nabslName] === 'resumed');
+    expect(forResumed).toHaveLength(1);
+  });
+
+  it('refuses a NonAdminBackup naming a location that is not of its namespace', async () => {
+    // Another tenant names alice's location by its name, and by its Velero name.
+    for (const location of ['mine', uuid]) {
+      const message = await refusal(
+        other.create(nabType, {
+          metadata: { name: cluster.unique('steal'), namespace: otherNs },
+          spec: { backupSpec: { storageLocation: location } },
+        } as KubeObject),
+      );
+      expect(message).toContain(
+        `spec.backupSpec.storageLocation "${location}" is not a NonAdminBackupStorageLocation of namespace ${otherNs}`,
+      );
+    }
+    // Velero's default location, by its Velero name, is not a tenant's to name either.
+    expect(
+      await refusal(
+        tenant.create(nabType, {
+          metadata: { name: 'to-default', namespace: ns },
+          spec: { backupSpec: { storageLocation: velero.storageLocation } },
+        } as KubeObject),
+      ),
+    ).toContain('is not a NonAdminBackupStorageLocation of namespace');
+  });
+
+  it("keeps tenants out of each other's locations and out of Velero's namespace", async () => {
+    await expect(other.get(nabslType, 'mine', ns)).rejects.toThrow(/forbidden/i);
+    await expect(other.list(nabslType, { namespace: ns })).rejects.toThrow(/forbidden/i);
+    await expect(
+      other.patch(nabslType, 'mine', ns, { spec: { backupStorageLocationSpec: { default: true } } }),
+    ).rejects.toThrow(/forbidden/i);
+    await expect(tenant.get(Resources.secrets, uuid, velero.namespace)).rejects.toThrow(/forbidden/i);
+    await expect(tenant.list(requestType, { namespace: velero.namespace })).rejects.toThrow(/forbidden/i);
+    await expect(tenant.get(VeleroResources.backupStorageLocations, uuid, velero.namespace)).rejects.toThrow(
+      /forbidden/i,
+    );
+  });
+
+  it('refuses prefix escapes, default: true, file-reading settings and enforced overrides at admission', async () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [locationSpec({ prefix: `../${otherNs}` }), 'may not contain "." or ".." segments'],
+      [locationSpec({ prefix: '/abs' }), 'may not start with "/"'],
+      [{ ...locationSpec(), default: true }, 'default may not be true'],
+      [
+        locationSpec({ config: { credentialsFile: '/credentials/cloud' } }),
+        "config.credentialsFile is not allowed: it reads a file on Velero's machine",
+      ],
+      [locationSpec({ config: { enableSharedConfig: 'true' } }), 'config.enableSharedConfig is not allowed'],
+      [{ ...locationSpec(), credential: undefined }, 'credential is required'],
+    ];
+    for (const [spec, expected] of cases) {
+      const name = cluster.unique('escape');
+      expect(await refusal(createLocation(name, spec)), expected).toContain(expected);
+      expect(await nabsl(name)).toBeUndefined();
+    }
+    await setPolicy({ enforceBSLSpec: { config: { region: 'minio', s3ForcePathStyle: 'true' } } });
+    try {
+      const message = await eventually(() =>
+        refusal(
+          createLocation(cluster.unique('override'), locationSpec({ config: { region: 'us-east-1' } })),
+        ),
+      );
+      expect(message).toContain(
+        'NonAdminBackupStorageLocation spec.backupStorageLocationSpec.config.region field value is enforced by admin user, can not override it',
+      );
+    } finally {
+      await setPolicy({});
+    }
+  });
+
+  it('refuses credentials that point the AWS SDK at files of Velero, and Secrets of other namespaces', async () => {
+    await tenant.create(Resources.secrets, {
+      metadata: { name: 'web-identity', namespace: ns },
+      data: {
+        cloud: b64(
+          '[default]\nrole_arn = arn:aws:iam::123456789012:role/velero\nweb_identity_token_file = /var/run/secrets/kubernetes.io/serviceaccount/token\n',
+        ),
+      },
+    } as KubeObject);
+    await createLocation('web-identity', locationSpec({ secret: 'web-identity' }));
+    const refused = await backingOff('web-identity');
+    expect(condition(refused, 'SecretSynced')).toMatchObject({
+      status: 'False',
+      reason: 'InvalidCredential',
+    });
+    expect(condition(refused, 'SecretSynced')?.message).toContain(
+      "sets web_identity_token_file, which reads a token file on Velero's machine",
+    );
+
+    // A Secret that exists only in another tenant's namespace: a location reads its own namespace only.
+    await other.create(Resources.secrets, {
+      metadata: { name: 'mallory-creds', namespace: otherNs },
+      data: { cloud: b64(awsCredentials('mallory')) },
+    } as KubeObject);
+    await createLocation('borrowed', locationSpec({ secret: 'mallory-creds' }));
+    const borrowed = await backingOff('borrowed');
+    expect(condition(borrowed, 'SecretSynced')?.message).toContain(
+      `Secret mallory-creds does not exist in namespace ${ns}`,
+    );
+
+    for (const name of ['web-identity', 'borrowed']) {
+      const id = await uuidOf(name);
+      expect(await bsl(id)).toBeUndefined();
+      expect(await secretCopy(id)).toBeUndefined();
+    }
+  });
+
+  it('checks again in the controller: a policy changed after creation is applied, or takes the location out', async () => {
+    // A field the admin enforces later is filled into the existing BSL.
+    await setPolicy({ enforceBSLSpec: { accessMode: 'ReadOnly' } });
+    await eventually(async () => (await bsl(uuid))?.spec.accessMode === 'ReadOnly', {
+      what: 'enforced accessMode filled in',
+    });
+    // A value the tenant's location contradicts: refused, and Velero stops using it.
+    await setPolicy({ enforceBSLSpec: { config: { region: 'elsewhere' } } });
+    const refused = await backingOff('mine');
+    expect(condition(refused, 'Accepted')).toMatchObject({
+      status: 'False',
+      reason: 'InvalidStorageLocationSpec',
+    });
+    expect(condition(refused, 'Accepted')?.message).toContain(
+      'NonAdminBackupStorageLocation spec.backupStorageLocationSpec.config.region field value is enforced by admin user, can not override it',
+    );
+    await eventually(async () => (await bsl(uuid)) === undefined && (await secretCopy(uuid)) === undefined, {
+      what: 'BSL and Secret copy removed',
+    });
+    await setPolicy({});
+    await available('mine');
+  });
+});
+
+describe('NonAdminBackupStorageLocation approval', { timeout: veleroQueueMs + 60_000 }, () => {
+  let uuid: string;
+  const decide = (name: string, approvalDecision: string) =>
+    cluster.admin.patch(requestType, name, velero.namespace, { spec: { approvalDecision } });
+
+  it('waits for an admin: a pending request in Velero namespace, no BSL, and NonAdminBackups wait', async () => {
+    await setPolicy({ requireApprovalForBSL: true });
+    await eventually(
+      async () => {
+        await createLocation('gated', locationSpec({ prefix: 'gated' }));
+        return true;
+      },
+      { what: 'location created' },
+    );
+    uuid = await uuidOf('gated');
+    const pending = await eventually(
+      async () => {
+        const r = await request(uuid);
+        return r?.status?.nonAdminBackupStorageLocation ? r : undefined;
+      },
+      { what: 'approval request' },
+    );
+    expect(pending.spec?.approvalDecision).toBe('pending');
+    expect(pending.status?.phase).toBe('Pending');
+    expect(pending.status?.nonAdminBackupStorageLocation).toMatchObject({
+      nacuuid: uuid,
+      name: 'gated',
+      namespace: ns,
+      requestedSpec: { objectStorage: { bucket: tenantBucket, prefix: `${ns}/gated` }, default: false },
+    });
+    const waiting = await eventually(async () => {
+      const o = await nabsl('gated');
+      return condition(o, 'ClusterAdminApproved') ? o : undefined;
+    });
+    expect(condition(waiting, 'ClusterAdminApproved')).toMatchObject({
+      status: 'Unknown',
+      reason: 'Pending',
+    });
+    expect(waiting.status?.phase).toBe('New');
+    expect(await bsl(uuid)).toBeUndefined();
+    expect(await secretCopy(uuid)).toBeUndefined();
+
+    await tenant.create(nabType, {
+      metadata: { name: 'to-gated', namespace: ns },
+      spec: { backupSpec: { storageLocation: 'gated' } },
+    } as KubeObject);
+    const held = await eventually(async () => {
+      const o = await cluster.admin.get<NonAdminBackup>(nabType, 'to-gated', ns);
+      return o?.status?.conditions?.find((c) => c.reason === 'StorageLocationNotReady') ? o : undefined;
+    });
+    expect(held.status?.conditions?.find((c) => c.type === 'Queued')?.message).toContain(
+      'NonAdminBackupStorageLocation gated is not ready',
+    );
+  });
+
+  it('creates the BSL once approved, and the waiting NonAdminBackup goes to it', async () => {
+    await decide(uuid, 'approve');
+    const approved = await eventually(async () => {
+      const o = await nabsl('gated');
+      return condition(o, 'ClusterAdminApproved')?.status === 'True' ? o : undefined;
+    });
+    expect(approved.status?.phase).toBe('Created');
+    expect((await bsl(uuid))?.spec.objectStorage.prefix).toBe(`${ns}/gated`);
+    expect((await request(uuid))?.status?.phase).toBe('Approved');
+    const nab = await eventually(async () => {
+      const o = await cluster.admin.get<NonAdminBackup>(nabType, 'to-gated', ns);
+      return o?.status?.veleroBackup?.spec ? o : undefined;
+    });
+    expect(nab.status?.veleroBackup?.spec?.storageLocation).toBe(uuid);
+  });
+
+  it('asks again when the tenant changes an approved location, and the BSL waits for it', async () => {
+    await tenant.patch(nabslType, 'gated', ns, {
+      spec: { backupStorageLocationSpec: { objectStorage: { bucket: 'someone-elses', prefix: 'gated' } } },
+    });
+    const again = await eventually(async () => {
+      const r = await request(uuid);
+      return r?.status?.nonAdminBackupStorageLocation?.requestedSpec.objectStorage.bucket === 'someone-elses'
+        ? r
+        : undefined;
+    });
+    expect(again.spec?.approvalDecision).toBe('pending');
+    expect(again.status?.phase).toBe('Pending');
+    await eventually(async () => (await bsl(uuid)) === undefined, {
+      what: 'BSL removed until approved again',
+    });
+    expect(condition(await nabsl('gated'), 'ClusterAdminApproved')?.status).toBe('Unknown');
+  });
+
+  it('removes the BSL and the Secret copy when the admin rejects, and tells the tenant', async () => {
+    await tenant.patch(nabslType, 'gated', ns, {
+      spec: { backupStorageLocationSpec: { objectStorage: { bucket: tenantBucket, prefix: 'gated' } } },
+    });
+    await eventually(async () => {
+      const r = await request(uuid);
+      return r?.status?.nonAdminBackupStorageLocation?.requestedSpec.objectStorage.bucket === tenantBucket;
+    });
+    await decide(uuid, 'approve');
+    await eventually(async () => (await bsl(uuid)) !== undefined && (await secretCopy(uuid)) !== undefined, {
+      what: 'BSL and Secret copy back',
+    });
+    // Revoked: approve, then reject.
+    await decide(uuid, 'reject');
+    const rejected = await backingOff('gated');
+    expect(condition(rejected, 'ClusterAdminApproved')).toMatchObject({
+      status: 'False',
+      reason: 'Rejected',
+    });
+    expect(condition(rejected, 'ClusterAdminApproved')?.message).toContain(
+      'a cluster admin rejected this location',
+    );
+    await eventually(async () => (await bsl(uuid)) === undefined && (await secretCopy(uuid)) === undefined, {
+      what: 'BSL and Secret copy gone',
+    });
+    expect((await request(uuid))?.status?.phase).toBe('Rejected');
+  });
+
+  it('removes the BSL, the Secret copy and the request when the tenant deletes the location', async () => {
+    await decide(uuid, 'approve');
+    await eventually(async () => (await bsl(uuid)) !== undefined, { what: 'BSL back' });
+    await tenant.delete(nabslType, 'gated', ns);
+    await eventually(
+      async () =>
+        (await nabsl('gated')) === undefined &&
+        (await bsl(uuid)) === undefined &&
+        (await secretCopy(uuid)) === undefined &&
+        (await request(uuid)) === undefined,
+      { what: 'NABSL, BSL, Secret copy and request gone' },
+    );
+    await setPolicy({});
+  });
+});
