@@ -5,27 +5,12 @@
 // Fields that tenantkit itself sets to keep tenants apart can never be enforced.
 
 import { type EnforcedKind, specPathOf, unenforceable } from '../api/backup-policy.ts';
+import { type Json, type JsonObject, jsonEqual } from '../kube/merge-patch.ts';
 
-export { type EnforcedKind, specPathOf, unenforceable };
-
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-export type JsonObject = { [key: string]: Json };
+export { type EnforcedKind, type Json, type JsonObject, jsonEqual, specPathOf, unenforceable };
 
 const isObject = (v: Json | undefined): v is JsonObject =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** Deep equality of JSON values; object key order does not matter. */
-export function jsonEqual(a: Json | undefined, b: Json | undefined): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a) && Array.isArray(b)) {
-    return a.length === b.length && a.every((v, i) => jsonEqual(v, b[i]));
-  }
-  if (isObject(a) && isObject(b)) {
-    const keys = Object.keys(a);
-    return keys.length === Object.keys(b).length && keys.every((k) => k in b && jsonEqual(a[k], b[k]));
-  }
-  return false;
-}
 
 /** The message upstream shows, so scripts that match on it keep working. */
 export const enforcedMessage = (kind: EnforcedKind, path: string) =>

@@ -11,22 +11,14 @@
 // Same-second creations are ordered by the millisecond time tenantkit writes on its own objects, then by
 // name: an order that is the same after a restart, so a restart rewrites no position.
 import type { EventHandlers } from '../kube/informer.ts';
+import { mergePatch } from '../kube/merge-patch.ts';
 import type { KubeObject } from '../kube/resources.ts';
-import { type JsonObject, jsonEqual } from './enforce.ts';
 
 /**
- * A merge patch from `previous` to `next` with only the top-level fields that differ (removed ones as
- * null): a queue move sends `queueInfo` alone, not the whole status with the Velero spec in it.
+ * The status patch from `previous` to `next`: a queue move sends `queueInfo` alone, not the whole status
+ * with the Velero spec in it, and a field Velero dropped deep inside the mirrored status is removed.
  */
-export function changedFields(next: JsonObject, previous: JsonObject): JsonObject {
-  const patch: JsonObject = {};
-  for (const [k, v] of Object.entries(next)) {
-    if (v === undefined) continue;
-    if (!(k in previous) || !jsonEqual(v, previous[k]!)) patch[k] = v;
-  }
-  for (const k of Object.keys(previous)) if (next[k] === undefined) patch[k] = null;
-  return patch;
-}
+export const changedFields = mergePatch;
 
 /** Phases in which a Velero operation is ahead of later ones: waiting, about to run or running. */
 export const backupQueuePhases: readonly string[] = ['', 'New', 'Queued', 'ReadyToStart', 'InProgress'];
