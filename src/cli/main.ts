@@ -10,8 +10,10 @@ import { startHealthServer } from '../kube/health.ts';
 import { createLogger } from '../kube/log.ts';
 import { LeadershipLostError, Manager } from '../kube/manager.ts';
 import { WebhookServer } from '../webhook/server.ts';
+import { backupCommand } from './backup.ts';
 import { type CapabilityContext, selectCapabilities } from './capabilities.ts';
 import { runDev } from './dev.ts';
+import { restoreCommand } from './restore.ts';
 import { searchCommand } from './search.ts';
 
 const usage = `tenantkit: safe self-service multi-tenancy for a shared Kubernetes cluster
@@ -25,6 +27,10 @@ Usage:
   tenantkit search QUERY [-o table|json|yaml|name]
                                             search everything you may list, e.g. 'kind:Pod name:web*'
   tenantkit search api|verify-access ...    run the search service; see tenantkit search --help
+  tenantkit backup create|get|describe|logs|delete ... [-n NS]
+                                            back up your namespace (NonAdminBackups); see tenantkit backup --help
+  tenantkit restore create|get|describe|logs|delete ... [-n NS]
+                                            restore it from those backups; see tenantkit restore --help
   tenantkit crds                            print tenantkit's CustomResourceDefinitions as YAML
   tenantkit controlplane build              build the local control plane binary (done by dev on first use)
   tenantkit version
@@ -123,6 +129,10 @@ async function main(argv: string[]): Promise<void> {
       return webhooks(rest);
     case 'search':
       return searchCommand(rest, () => shutdownSignal().signal);
+    case 'backup':
+      return backupCommand(rest);
+    case 'restore':
+      return restoreCommand(rest);
     case 'crds':
       for (const def of allCrds)
         process.stdout.write(`---\n${stringify(crdManifest(def), { lineWidth: 0 })}`);
