@@ -26,9 +26,9 @@ const allowedConfig: Record<string, string> = {
   publicUrl: 'the endpoint put in download links',
   s3ForcePathStyle: 'path-style addressing',
   signatureVersion: 'request signing version',
-  // Selects a profile inside the tenant's own credentials file (the only shared file the plugin loads
-  // when a credential is set); every profile in that file is checked (credentialProblems).
-  profile: "a profile of the tenant's credentials file",
+  // Selects the profile of the tenant's file whose static keys are copied (readCredentials); Velero's
+  // BSL always names the copy's one profile, `default`.
+  profile: "the profile of the tenant's credentials file to take the keys from",
   kmsKeyId: "a KMS key, used with the tenant's credentials",
   serverSideEncryption: 'the server-side encryption algorithm',
   insecureSkipTLSVerify: "TLS checks of the tenant's own endpoint",
@@ -62,7 +62,9 @@ const isObject = (v: Json | undefined): v is JsonObject =>
 /** The admin's enforced BSL spec, less what tenantkit sets itself (credential, objectStorage). */
 export function enforceableBslSpec(enforced: JsonObject): JsonObject {
   return Object.fromEntries(
-    Object.entries(enforced).filter(([field]) => !(field in unenforceable.NonAdminBackupStorageLocation)),
+    Object.entries(enforced).filter(
+      ([field]) => !Object.hasOwn(unenforceable.NonAdminBackupStorageLocation, field),
+    ),
   );
 }
 
@@ -118,7 +120,7 @@ const period = (field: string, value: Json | undefined, zeroAllowed: boolean): s
 export function bslSpecProblems(namespace: string, spec: JsonObject, enforced: JsonObject): string[] {
   const problems: string[] = [];
   const allowed = enforceableBslSpec(enforced);
-  const provider = 'provider' in allowed ? allowed.provider : spec.provider;
+  const provider = Object.hasOwn(allowed, 'provider') ? allowed.provider : spec.provider;
   if (typeof provider !== 'string' || provider === '') {
     problems.push(`${path}.provider is required: set it to aws (an S3-compatible store)`);
   } else if (!tenantProviders.includes(provider)) {
@@ -150,8 +152,12 @@ export function bslSpecProblems(namespace: string, spec: JsonObject, enforced: J
     problems.push(
       `${path}.credential.key is required: the key of Secret ${credential.name} that holds the AWS credentials file`,
     );
+  } else if (!/^[-._a-zA-Z0-9]{1,253}$/.test(credential.key) || /^\.\.?$/.test(credential.key)) {
+    problems.push(
+      `${path}.credential.key "${credential.key}" is not a Secret key: use letters, digits, "-", "_" and "."`,
+    );
   }
-  if (isObject(credential) && 'namespace' in credential) {
+  if (isObject(credential) && Object.hasOwn(credential, 'namespace')) {
     problems.push(
       `${path}.credential.namespace is not allowed: the Secret is always read from this namespace (${namespace}); leave it out`,
     );
@@ -164,11 +170,12 @@ export function bslSpecProblems(namespace: string, spec: JsonObject, enforced: J
   const config = spec.config;
   if (isObject(config)) {
     const enforcedConfig = isObject(allowed.config) ? allowed.config : {};
+    // Own keys only: `key in {}` is true for "constructor", "toString", "__proto__", ….
     for (const key of Object.keys(config)) {
-      if (key in enforcedConfig) continue; // checked against the enforced value below
-      const refused = refusedConfig[key];
-      if (refused) problems.push(`${path}.config.${key} is not allowed: it ${refused}`);
-      else if (!(key in allowedConfig)) {
+      if (Object.hasOwn(enforcedConfig, key)) continue; // checked against the enforced value below
+      if (Object.hasOwn(refusedConfig, key)) {
+        problems.push(`${path}.config.${key} is not allowed: it ${refusedConfig[key]}`);
+      } else if (!Object.hasOwn(allowedConfig, key)) {
         problems.push(
           `${path}.config.${key} is not a setting tenants may use; remove it (allowed: ${Object.keys(allowedConfig).join(', ')})`,
         );
@@ -207,16 +214,45 @@ export function veleroBslSpec(
   };
   const credential = isObject(spec.credential) ? spec.credential : {};
   out.credential = { name: secretCopy, key: String(credential.key ?? '') };
+  // The copy holds a single `[default]` profile (renderCredentials), and the BSL must name it: the SDK
+  // ignores a profile it cannot find and falls back to Velero's own identity, so neither the tenant's
+  // config.profile nor an AWS_PROFILE in Velero's environment may select another.
+  out.config = { ...(isObject(out.config) ? out.config : {}), profile: 'default' };
   out.default = false;
   return out;
 }
 
+/** The profile of the tenant's credentials file to take the keys from: config.profile (enforced first). */
+export function credentialProfile(spec: JsonObject, enforced: JsonObject): string {
+  const want = enforceableBslSpec(enforced).config;
+  const config = spec.config;
+  const profile =
+    isObject(want) && Object.hasOwn(want, 'profile')
+      ? want.profile
+      : isObject(config)
+        ? config.profile
+        : undefined;
+  return typeof profile === 'string' && profile !== '' ? profile : 'default';
+}
+
 // ---- The credentials file ------------------------------------------------------------------------------
+//
+// The tenant's file is never handed to Velero: it is read only to take the static keys of the profile
+// in use, and Velero gets a file tenantkit writes itself (renderCredentials). Whatever the AWS SDK's own
+// INI reader makes of odd syntax (`key: value`, inline ` #` comments, `[default]x` headers), the file it
+// reads then holds nothing but those keys, so it cannot run a process, read a file or fall back to
+// Velero's own identity. The reader below is strict: anything it could read two ways is refused.
+
+/** The keys tenantkit carries over, in the order written; the session token is optional. */
+const staticKeyNames = ['aws_access_key_id', 'aws_secret_access_key', 'aws_session_token'] as const;
+type StaticKeyName = (typeof staticKeyNames)[number];
+export type StaticCredentials = Partial<Record<StaticKeyName, string>> &
+  Record<'aws_access_key_id' | 'aws_secret_access_key', string>;
 
 /**
- * Keys of an AWS shared credentials/config file that make the SDK (inside Velero) read a file, run a
- * process or borrow an identity from Velero's machine, each with the reason given to the tenant. The
- * plugin loads the credential file as both the credentials and the config file, so config keys count.
+ * Keys that would make the AWS SDK (inside Velero) read a file, run a process or borrow an identity from
+ * Velero's machine, each with the reason given to the tenant. They are dropped from the copy anyway; they
+ * are refused (in any profile) so the tenant learns that they would not work and why.
  */
 const refusedKeys: Record<string, string> = {
   credential_process: "runs a command on Velero's machine",
@@ -232,112 +268,205 @@ const refusedKeys: Record<string, string> = {
   sso_registration_scopes: "uses SSO tokens cached on Velero's machine",
 };
 
-interface Profile {
-  keys: Map<string, string>;
+/** Keys of the profile in use that only the static keys could not honour: refused rather than dropped. */
+const unsupportedKeys: Record<string, string> = {
+  role_arn:
+    'tenantkit gives Velero only the static keys (roles are not assumed); give the keys of an identity that may use the bucket and remove role_arn',
+  source_profile:
+    'tenantkit gives Velero only the static keys of the profile in use; put aws_access_key_id and aws_secret_access_key in that profile and remove source_profile',
+};
+
+const reasonFor = (table: Record<string, string>, key: string): string | undefined =>
+  Object.hasOwn(table, key) ? table[key] : undefined;
+
+interface Entry {
+  line: number;
+  key: string;
+  value: string;
+  /** The section the entry is in (profile name, `profile ` removed), if any. */
+  section: string | undefined;
+  /** Indented lines are sub-properties (e.g. of `s3 =`), not profile keys. */
+  indented: boolean;
 }
 
-/** Sections of an INI file as the AWS SDK reads them: `[name]` and `[profile name]` are the same profile. */
-function parseIni(text: string): { profiles: Map<string, Profile>; sections: string[]; keys: string[] } {
-  const profiles = new Map<string, Profile>();
-  const sections: string[] = [];
-  const keys: string[] = [];
-  let current: Profile | undefined;
-  for (const raw of text.split(/\r?\n/)) {
-    const line = raw.replace(/^\uFEFF/, '');
-    const trimmed = line.trim();
+interface Ini {
+  sections: { name: string; line: number }[];
+  entries: Entry[];
+  problems: string[];
+}
+
+/** ASCII blanks only, as Go's reader trims: JavaScript's trim() would also drop a U+FEFF inside a value. */
+const trim = (text: string) => text.replace(/^[ \t\v\f]+|[ \t\v\f]+$/g, '');
+
+/** The profile a section header names: `[name]` and `[profile name]` are the same profile. */
+const profileOf = (header: string) => trim(header.replace(/^profile[ \t]+/, ''));
+
+/** The lines of an INI file, strictly: a line is blank, a comment, a lone `[header]` or `key = value`. */
+function parseIni(text: string, where: string): Ini {
+  const ini: Ini = { sections: [], entries: [], problems: [] };
+  let section: string | undefined;
+  const lines = text.replace(/^\uFEFF/, '').split(/\r\n|\r|\n/);
+  for (const [i, line] of lines.entries()) {
+    const n = i + 1;
+    const trimmed = trim(line);
     if (trimmed === '' || trimmed.startsWith('#') || trimmed.startsWith(';')) continue;
-    const section = /^\[([^\]]*)\]/.exec(trimmed);
-    if (section) {
-      const name = section[1]!.trim();
-      sections.push(name);
-      const profile = name.replace(/^profile\s+/, '').trim();
-      current = profiles.get(profile) ?? { keys: new Map() };
-      profiles.set(profile, current);
+    if (trimmed.startsWith('[')) {
+      // The SDK ignores a header followed by anything (`[default]x`): its keys would land elsewhere.
+      const header = /^\[([^[\]]*)\]$/.exec(trimmed);
+      if (!header || trim(header[1]!) === '') {
+        ini.problems.push(
+          `${where}: line ${n} is not a section header: write the profile name alone in brackets on its own line, like [default]`,
+        );
+        section = undefined;
+        continue;
+      }
+      const name = trim(header[1]!);
+      ini.sections.push({ name, line: n });
+      section = profileOf(name);
       continue;
     }
-    const eq = trimmed.indexOf('=');
-    const key = (eq < 0 ? trimmed : trimmed.slice(0, eq)).trim().toLowerCase();
-    const value = eq < 0 ? '' : trimmed.slice(eq + 1).trim();
-    keys.push(key);
-    // Indented lines are sub-properties (e.g. `s3 =` blocks), not profile keys.
-    if (current && !/^\s/.test(line)) current.keys.set(key, value);
+    // As the SDK does: the key ends at the first "=" or ":", whichever comes first.
+    const sep = trimmed.search(/[=:]/);
+    if (sep <= 0) {
+      ini.problems.push(
+        `${where}: line ${n} is neither a [section], a key = value line nor a comment; fix or remove it`,
+      );
+      continue;
+    }
+    ini.entries.push({
+      line: n,
+      key: trim(trimmed.slice(0, sep)).toLowerCase(),
+      value: trim(trimmed.slice(sep + 1)),
+      section,
+      indented: /^[ \t\v\f]/.test(line),
+    });
   }
-  return { profiles, sections, keys };
+  return ini;
 }
 
 /**
- * Problems with the content of a tenant's credential Secret key (an AWS credentials/config file), each
- * saying what to change. `profile` is the location's config.profile (default `default`); that profile
- * must give static keys, directly or through role_arn + source_profile within the same file, so the SDK
- * never falls back to Velero's own identity (environment, web identity, instance metadata).
+ * What is wrong with a key's value, or undefined: printable ASCII without anything an INI reader might
+ * take as a separator, a comment or a quote. The value itself is never echoed (it is a secret).
  */
-export function credentialProblems(text: string, profile = 'default', where = 'the Secret'): string[] {
-  const { profiles, sections, keys } = parseIni(text);
-  const problems: string[] = [];
-  const seen = new Set<string>();
-  for (const key of keys) {
-    const why = refusedKeys[key] ?? (key.startsWith('sso_') ? refusedKeys.sso_session : undefined);
-    if (why && !seen.has(key)) {
-      seen.add(key);
+function valueProblem(key: StaticKeyName, value: string): string | undefined {
+  // A session token is base64: its padding "=" is kept (the written file puts it after the separator).
+  const v = key === 'aws_session_token' ? value.replace(/={1,2}$/, '') : value;
+  if (v === '') return 'is empty';
+  if (/[ \t]/.test(v)) return 'contains a space or tab (an inline comment? put comments on their own line)';
+  if (/[#;]/.test(v)) return 'contains "#" or ";" (an inline comment? put comments on their own line)';
+  if (/["'`]/.test(v)) return 'contains a quote (write the value without quotes)';
+  if (/[=:]/.test(v)) return 'contains "=" or ":" (one key = value per line)';
+  if (v.includes('\\')) return 'contains a backslash';
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
+  if (/[\u0000-\u001f\u007f]/.test(v)) return 'contains a control character';
+  if (/[^\u0021-\u007e]/.test(v)) return 'contains a non-ASCII character';
+  return undefined;
+}
+
+/**
+ * Reads a tenant's credential Secret key (an AWS credentials file): the static keys of `profile` (the
+ * location's config.profile, default `default`), or every problem found, each saying what to change.
+ * `where` names the Secret and key in messages.
+ */
+export function readCredentials(
+  text: string,
+  profile = 'default',
+  where = 'the Secret',
+): { keys: StaticCredentials; problems: [] } | { keys?: undefined; problems: string[] } {
+  const ini = parseIni(text, where);
+  const problems = [...ini.problems];
+  const told = new Set<string>();
+  for (const { key } of ini.entries) {
+    const why = reasonFor(refusedKeys, key) ?? (key.startsWith('sso_') ? refusedKeys.sso_session : undefined);
+    if (why && !told.has(key)) {
+      told.add(key);
       problems.push(
         `${where} sets ${key}, which ${why}; remove it and give aws_access_key_id and aws_secret_access_key`,
       );
     }
   }
-  for (const name of sections) {
+  for (const { name } of ini.sections) {
     if (/^sso-session(\s|$)/.test(name)) {
       problems.push(
         `${where} has an [${name}] section, which uses SSO tokens cached on Velero's machine; remove it`,
       );
     }
   }
-  if (profiles.size === 0) {
+  if (ini.sections.length === 0) {
     problems.push(
       `${where} is not an AWS credentials file: write "[default]" followed by aws_access_key_id = ... and aws_secret_access_key = ...`,
     );
-    return problems;
+    return { problems };
   }
-  // Follow role_arn + source_profile to a profile with static keys, within this file only.
-  const chain: string[] = [];
-  let name = profile;
-  for (;;) {
-    const p = profiles.get(name);
-    if (!p) {
+  const headers = ini.sections.filter((s) => profileOf(s.name) === profile);
+  if (headers.length === 0) {
+    problems.push(
+      `${where} has no profile [${profile}]; add it${profile === 'default' ? '' : ' or change config.profile'}`,
+    );
+  } else if (headers.length > 1) {
+    // The SDK merges repeated sections; which key wins is not worth guessing.
+    problems.push(
+      `${where}: profile [${profile}] appears ${headers.length} times (lines ${headers.map((h) => h.line).join(', ')}); keep one`,
+    );
+  }
+  const own = ini.entries.filter((e) => e.section === profile && !e.indented);
+  const keys: Partial<Record<StaticKeyName, string>> = {};
+  const lineOf: Partial<Record<StaticKeyName, number>> = {};
+  for (const entry of own) {
+    const unsupported = reasonFor(unsupportedKeys, entry.key);
+    if (unsupported) problems.push(`${where}: profile [${profile}] sets ${entry.key}: ${unsupported}`);
+    const name = staticKeyNames.find((k) => k === entry.key);
+    if (!name) continue; // region, output, …: not needed by Velero's plugin, not copied
+    if (lineOf[name] !== undefined) {
       problems.push(
-        chain.length === 0
-          ? `${where} has no profile [${name}]; add it${name === 'default' ? '' : ' or change config.profile'}`
-          : `${where}: profile [${chain.at(-1)}] names source_profile ${name}, which is not in the file; add it`,
+        `${where}: profile [${profile}] sets ${name} twice (lines ${lineOf[name]} and ${entry.line}); keep one`,
       );
-      break;
-    }
-    if (chain.includes(name)) {
-      problems.push(
-        `${where}: source_profile of [${name}] loops back to itself; end the chain at static keys`,
-      );
-      break;
-    }
-    chain.push(name);
-    const source = p.keys.get('source_profile');
-    if (p.keys.has('role_arn') && source) {
-      if (chain.length > 5) {
-        problems.push(`${where}: role chain from [${profile}] is longer than 5 profiles; shorten it`);
-        break;
-      }
-      name = source;
       continue;
     }
-    if (p.keys.has('role_arn')) {
+    lineOf[name] = entry.line;
+    const wrong = valueProblem(name, entry.value);
+    if (wrong) {
       problems.push(
-        `${where}: profile [${name}] sets role_arn without source_profile, so the SDK would assume the role with Velero's own identity; add source_profile naming a profile of this file with static keys`,
+        `${where}: ${name} of profile [${profile}] (line ${entry.line}) ${wrong}; write it as ${name} = <value>`,
       );
-      break;
-    }
-    if (!p.keys.get('aws_access_key_id') || !p.keys.get('aws_secret_access_key')) {
-      problems.push(
-        `${where}: profile [${name}] has no aws_access_key_id and aws_secret_access_key, so the SDK would fall back to Velero's own identity; add both`,
-      );
-    }
-    break;
+    } else keys[name] = entry.value;
   }
-  return problems;
+  if (headers.length > 0) {
+    for (const name of ['aws_access_key_id', 'aws_secret_access_key'] as const) {
+      if (lineOf[name] === undefined) {
+        problems.push(
+          `${where}: profile [${profile}] has no ${name}, so the AWS SDK would fall back to Velero's own identity; add a line ${name} = <value> under [${profile}]`,
+        );
+      }
+    }
+  }
+  if (problems.length > 0 || !keys.aws_access_key_id || !keys.aws_secret_access_key) {
+    return { problems: problems.length > 0 ? problems : [`${where}: no usable static keys`] };
+  }
+  return {
+    keys: {
+      ...keys,
+      aws_access_key_id: keys.aws_access_key_id,
+      aws_secret_access_key: keys.aws_secret_access_key,
+    },
+    problems: [],
+  };
+}
+
+/** Problems with a tenant's credentials file (see readCredentials), or none. */
+export function credentialProblems(text: string, profile = 'default', where = 'the Secret'): string[] {
+  return readCredentials(text, profile, where).problems;
+}
+
+/**
+ * The credentials file Velero gets: one `[default]` profile holding the tenant's static keys and
+ * nothing else (the values were checked by readCredentials: no separators, comments or whitespace).
+ */
+export function renderCredentials(keys: StaticCredentials): string {
+  const lines = ['[default]'];
+  for (const name of staticKeyNames) {
+    const value = keys[name];
+    if (value !== undefined) lines.push(`${name} = ${value}`);
+  }
+  return `${lines.join('\n')}\n`;
 }

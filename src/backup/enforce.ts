@@ -24,7 +24,7 @@ export const enforcedMessage = (kind: EnforcedKind, path: string) =>
 export function violations(tenant: JsonObject, enforced: JsonObject, prefix = ''): string[] {
   const found: string[] = [];
   for (const [key, want] of Object.entries(enforced)) {
-    if (!(key in tenant)) continue;
+    if (!Object.hasOwn(tenant, key)) continue;
     const have = tenant[key];
     const path = prefix ? `${prefix}.${key}` : key;
     if (isObject(want) && isObject(have)) found.push(...violations(have, want, path));

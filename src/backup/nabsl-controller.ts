@@ -5,6 +5,9 @@
 // Crash safety as for backups: the NACUUID goes into status before anything exists in Velero's namespace;
 // the request, the Secret copy and the BSL are all named by it and carry it as a label, so a controller
 // killed at any step finds what it made instead of making it twice, and the finalizer removes all three.
+// Status is not proof of identity (a restore can bring back a forged one): the NACUUID must have the
+// shape tenantkit gives this location, everything happens in the policy's Velero namespace, and an
+// object is changed or deleted only when it carries tenantkit's marks for this very location.
 import {
   type NonAdminBackupConfig,
   type NonAdminBackupStorageLocation,
@@ -19,7 +22,13 @@ import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../kube/finalize
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, objectKey, Resources, type ResourceType } from '../kube/resources.ts';
 import { VeleroResources } from '../kube/velero.ts';
-import { bslSpecProblems, credentialProblems, veleroBslSpec } from './bsl-validate.ts';
+import {
+  bslSpecProblems,
+  credentialProfile,
+  readCredentials,
+  renderCredentials,
+  veleroBslSpec,
+} from './bsl-validate.ts';
 import { configType, currentPolicy } from './config.ts';
 import { type Json, type JsonObject, jsonEqual } from './enforce.ts';
 import { Annotations, Labels, managedLabels, managedSelector, nacObjectName } from './names.ts';
@@ -60,6 +69,40 @@ const uuidLabel = (o: KubeObject) => {
   return v ? [v] : [];
 };
 
+/** A v4 UUID as randomUUID() writes it. */
+const uuidV4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** Whether `nacuuid` is a name tenantkit could have given location `namespace/name` (nacObjectName). */
+export function isNacuuidOf(nacuuid: string, namespace: string, name: string): boolean {
+  const tail = nacuuid.slice(-36);
+  return uuidV4.test(tail) && nacObjectName(namespace, name, tail) === nacuuid;
+}
+
+/**
+ * Whether tenantkit made `o` for location `namespace/name` under `nacuuid`: its labels and origin
+ * annotations (only admins and tenantkit write in Velero's namespace). Nothing else is replaced or
+ * deleted, whatever a location's status names.
+ */
+export function isMadeFor(o: KubeObject, nacuuid: string, namespace: string, name: string): boolean {
+  const labels = o.metadata.labels ?? {};
+  const annotations = o.metadata.annotations ?? {};
+  return (
+    Object.entries(managedLabels).every(([k, v]) => labels[k] === v) &&
+    labels[Labels.nabslUuid] === nacuuid &&
+    annotations[Annotations.nabslNamespace] === namespace &&
+    annotations[Annotations.nabslName] === name
+  );
+}
+
+/** An object under the location's NACUUID that tenantkit did not make for it: left alone. */
+class ForeignObject extends Error {
+  readonly kind: string;
+  constructor(kind: string, where: string) {
+    super(`${kind} ${where} exists but tenantkit did not make it for this location`);
+    this.kind = kind;
+  }
+}
+
 const isObject = (v: Json | undefined): v is JsonObject =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -72,7 +115,7 @@ function mergePatch(next: JsonObject, previous: JsonObject): JsonObject {
     if (isObject(v) && isObject(before)) {
       const inner = mergePatch(v, before);
       if (Object.keys(inner).length > 0) patch[k] = inner;
-    } else if (!(k in previous) || !jsonEqual(v, before)) patch[k] = v;
+    } else if (!Object.hasOwn(previous, k) || !jsonEqual(v, before)) patch[k] = v;
   }
   for (const k of Object.keys(previous)) if (next[k] === undefined) patch[k] = null;
   return patch;
@@ -106,11 +149,12 @@ export function storageLocationLookup(manager: Manager): StorageLocationLookup {
       }
       const uuid = nabsl.status?.veleroBackupStorageLocation?.nacuuid;
       // Only a BSL tenantkit made for this very NABSL counts: status alone is not proof.
-      const bsl = uuid
-        ? bsls
-            .byIndex(ByNabslUuid, uuid)
-            .find((b) => originOf(b)[0] === `${namespace}/${name}` && !b.metadata.deletionTimestamp)
-        : undefined;
+      const bsl =
+        uuid && isNacuuidOf(uuid, namespace, name)
+          ? bsls
+              .byIndex(ByNabslUuid, uuid)
+              .find((b) => isMadeFor(b, uuid, namespace, name) && !b.metadata.deletionTimestamp)
+          : undefined;
       const approved = nabsl.status?.conditions?.find((c) => c.type === 'ClusterAdminApproved');
       if (bsl && approved?.status === 'True') return { bsl: bsl.metadata.name! };
       const why =
@@ -147,33 +191,61 @@ export function registerNabslController(manager: Manager): void {
       const ns = nabsl.metadata.namespace!;
       const name = nabsl.metadata.name!;
       const generation = nabsl.metadata.generation;
-      const ref = nabsl.status?.veleroBackupStorageLocation;
-      const uuid = ref?.nacuuid;
-      const veleroNs = ref?.namespace ?? policy.veleroNamespace;
+      const claimed = nabsl.status?.veleroBackupStorageLocation?.nacuuid;
+      // Only a NACUUID tenantkit could have written for this location is acted on, and only in the
+      // policy's Velero namespace: status.*.namespace is never used.
+      const uuid = claimed && isNacuuidOf(claimed, ns, name) ? claimed : undefined;
+      const veleroNs = policy.veleroNamespace;
       const base: Status = { ...(nabsl.status ?? {}) };
       let conditions = (base.conditions ?? []) as Condition[];
       const set = (c: Omit<ConditionInput, 'observedGeneration'>) => {
         conditions = setCondition(conditions, { ...c, observedGeneration: generation });
       };
-      const writeStatus = async (status: Status) => {
+      /** `ifVersion`: fail (409, retried) unless the NABSL is still at that resourceVersion. */
+      const writeStatus = async (status: Status, ifVersion?: string) => {
         const next = { ...status, conditions } as unknown as JsonObject;
         const patch = mergePatch(next, (nabsl.status ?? {}) as JsonObject);
         if (Object.keys(patch).length === 0) return;
-        await ctx.client.patch(nabslType, name, ns, { status: patch }, PatchType.merge, 'status');
+        const body = { ...(ifVersion ? { metadata: { resourceVersion: ifVersion } } : {}), status: patch };
+        await ctx.client.patch(nabslType, name, ns, body, PatchType.merge, 'status');
       };
-      const made = { bsls: uuid ? bsls.byIndex(ByNabslUuid, uuid) : [] };
-      /** Removes the BSL and the Secret copy (and, when `all`, the request): nothing may outlive approval. */
+      const ours = (o: KubeObject) => uuid !== undefined && isMadeFor(o, uuid, ns, name);
+      const made = { bsls: uuid ? bsls.byIndex(ByNabslUuid, uuid).filter(ours) : [] };
+      /**
+       * Removes the BSL and the Secret copy (and, when `all`, the request): nothing may outlive approval.
+       * Only objects carrying this location's marks, each deleted by UID; others are left alone (Event).
+       */
       const teardown = async (all: boolean) => {
         if (!uuid) return false;
         let removed = false;
-        for (const b of made.bsls) {
-          removed = (await ctx.client.delete(managedBsls, b.metadata.name!, b.metadata.namespace)) || removed;
-        }
+        const remove = async (type: ResourceType, kind: string, o: KubeObject | undefined) => {
+          if (!o) return false;
+          if (!ours(o)) {
+            ctx.events.record(
+              nabsl,
+              'Warning',
+              'ForeignObjectLeftAlone',
+              'Delete',
+              `${kind} ${o.metadata.namespace}/${o.metadata.name} has this location's name but tenantkit did not make it for this location; it was left alone`,
+            );
+            return false;
+          }
+          const preconditions = { uid: o.metadata.uid };
+          return ctx.client.delete(type, o.metadata.name!, o.metadata.namespace, { preconditions });
+        };
+        const bslType = VeleroResources.backupStorageLocations;
+        for (const b of made.bsls) removed = (await remove(bslType, 'BackupStorageLocation', b)) || removed;
         // By name too: one created just now may not be in the cache yet.
-        removed =
-          (await ctx.client.delete(VeleroResources.backupStorageLocations, uuid, veleroNs)) || removed;
-        removed = (await ctx.client.delete(Resources.secrets, uuid, veleroNs)) || removed;
-        if (all) await ctx.client.delete(requestType, uuid, veleroNs);
+        if (!made.bsls.some((b) => b.metadata.name === uuid && b.metadata.namespace === veleroNs)) {
+          const live = await ctx.client.get<VeleroObject>(bslType, uuid, veleroNs);
+          removed = (await remove(bslType, 'BackupStorageLocation', live)) || removed;
+        }
+        const copy = await ctx.client.get<Secret>(Resources.secrets, uuid, veleroNs);
+        removed = (await remove(Resources.secrets, 'Secret', copy)) || removed;
+        if (all) {
+          const request = await ctx.client.get<Request>(requestType, uuid, veleroNs);
+          await remove(requestType, 'NonAdminBackupStorageLocationRequest', request);
+        }
         return removed;
       };
       const unmirrored = (): Status => ({
@@ -186,6 +258,16 @@ export function registerNabslController(manager: Manager): void {
         if (!hasFinalizer(nabsl, NabslFinalizer)) return undefined;
         await teardown(true);
         await removeFinalizer(ctx.client, nabslType, nabsl, NabslFinalizer);
+        return undefined;
+      }
+
+      if (claimed && !uuid) {
+        // Not a name tenantkit gives this location (e.g. a status brought back by a restore): nothing
+        // in Velero's namespace is touched under it.
+        const message = `status.veleroBackupStorageLocation.nacuuid "${claimed}" was not written by tenantkit for this location (it would start with the namespace and name, then a UUID), so tenantkit does not act on it; delete this NonAdminBackupStorageLocation and create it again`;
+        ctx.events.record(nabsl, 'Warning', 'InvalidNACUUID', 'Validate', message);
+        set({ type: 'Accepted', status: 'False', reason: 'InvalidNACUUID', message });
+        await writeStatus({ ...base, phase: 'BackingOff' });
         return undefined;
       }
 
@@ -213,177 +295,214 @@ export function registerNabslController(manager: Manager): void {
         return undefined;
       }
 
-      await ensureFinalizer(ctx.client, nabslType, nabsl, NabslFinalizer);
-      if (!uuid) {
-        // Step 1: the identity, in status, before anything exists in Velero's namespace.
-        const id = nacObjectName(ns, name);
-        set({
-          type: 'Accepted',
-          status: 'True',
-          reason: 'StorageLocationAccepted',
-          message: `storage location accepted against NonAdminBackupConfig generation ${policy.generation}`,
-        });
-        await writeStatus({
-          ...base,
-          phase: 'New',
-          veleroBackupStorageLocation: { nacuuid: id, name: id, namespace: policy.veleroNamespace },
-        });
-        return undefined;
-      }
+      const current = await ensureFinalizer(ctx.client, nabslType, nabsl, NabslFinalizer);
       set({
         type: 'Accepted',
         status: 'True',
         reason: 'StorageLocationAccepted',
         message: `storage location accepted against NonAdminBackupConfig generation ${policy.generation}`,
       });
-
-      // Step 2: the tenant's Secret, read from the tenant's namespace only, and its content checked.
-      const credential = spec.credential as { name: string; key: string };
-      // The BSL that would be made: its profile (the tenant's, or the admin's when enforced) is checked.
-      const desired = veleroBslSpec(ns, spec, policy.enforceBSLSpec, uuid);
-      const config = isObject(desired.config) ? desired.config : {};
-      const profile =
-        typeof config.profile === 'string' && config.profile !== '' ? config.profile : undefined;
-      const secret = await ctx.client.get<Secret>(Resources.secrets, credential.name, ns);
-      const where = `Secret ${credential.name} key ${credential.key}`;
-      const value = secret?.data?.[credential.key];
-      const secretProblems = !secret
-        ? [
-            `Secret ${credential.name} does not exist in namespace ${ns} (a location can only use a Secret of its own namespace); create it with key ${credential.key} holding an AWS credentials file`,
-          ]
-        : value === undefined
-          ? [
-              `Secret ${credential.name} has no key ${credential.key}; add it, or change spec.backupStorageLocationSpec.credential.key`,
-            ]
-          : credentialProblems(Buffer.from(value, 'base64').toString('utf8'), profile, where);
-      if (secretProblems.length > 0) {
-        const message = secretProblems.join('; ');
-        ctx.events.record(nabsl, 'Warning', 'InvalidCredential', 'Validate', message);
-        await teardown(false);
-        set({ type: 'SecretSynced', status: 'False', reason: 'InvalidCredential', message });
-        await writeStatus({ ...unmirrored(), phase: 'BackingOff' });
-        // The Secret is not watched: look again later.
-        return { requeueAfterMs: SecretResyncMs };
-      }
-
-      // Step 3: approval, for exactly the BSL spec that would be created.
-      const approval = policy.requireApprovalForBSL
-        ? await approvalOf(ctx, nabsl, uuid, veleroNs, desired, requests.get(`${veleroNs}/${uuid}`))
-        : ({ decision: 'approve', message: 'approval is not required on this cluster' } as const);
-      if (approval.decision !== 'approve') {
-        const removed = await teardown(false);
-        const rejected = approval.decision === 'reject';
-        if (removed) {
-          ctx.events.record(
-            nabsl,
-            'Warning',
-            rejected ? 'ApprovalRevoked' : 'ApprovalPending',
-            'Approve',
-            `Velero BackupStorageLocation ${uuid} and its Secret were removed: ${approval.message}`,
-          );
-        }
-        set({
-          type: 'ClusterAdminApproved',
-          status: rejected ? 'False' : 'Unknown',
-          reason: rejected ? 'Rejected' : 'Pending',
-          message: approval.message,
-        });
-        conditions = conditions.filter(
-          (c) => c.type !== 'SecretSynced' && c.type !== 'BackupStorageLocationSynced',
+      if (!uuid) {
+        // Step 1: the identity, in status, before anything exists in Velero's namespace. Guarded by
+        // resourceVersion: a reconcile on a cache that has not seen an earlier step 1 yet would
+        // otherwise write a second NACUUID over it, and the first one's objects would be orphaned.
+        const id = nacObjectName(ns, name);
+        await writeStatus(
+          {
+            ...base,
+            phase: 'New',
+            veleroBackupStorageLocation: { nacuuid: id, name: id, namespace: veleroNs },
+          },
+          current.metadata.resourceVersion,
         );
-        await writeStatus({ ...unmirrored(), phase: rejected ? 'BackingOff' : 'New' });
         return undefined;
       }
-      set({ type: 'ClusterAdminApproved', status: 'True', reason: 'Approved', message: approval.message });
 
-      // Step 4: the Secret copy in Velero's namespace (only the one key), kept equal to the tenant's.
-      const meta = {
-        name: uuid,
-        namespace: veleroNs,
-        labels: { ...managedLabels, [Labels.nabslUuid]: uuid },
-        annotations: { [Annotations.nabslName]: name, [Annotations.nabslNamespace]: ns },
-      };
-      const data = { [credential.key]: value! };
-      const copy = await ctx.client.get<Secret>(Resources.secrets, uuid, veleroNs);
-      if (!copy) {
-        await ctx.client.create<Secret>(Resources.secrets, { metadata: meta, type: 'Opaque', data });
-      } else if (!jsonEqual(copy.data ?? {}, data) || !jsonEqual(copy.metadata.labels ?? {}, meta.labels)) {
-        await ctx.client.replace<Secret>(Resources.secrets, {
-          ...copy,
-          metadata: {
-            ...copy.metadata,
-            labels: meta.labels,
-            annotations: { ...copy.metadata.annotations, ...meta.annotations },
-          },
-          data,
-        });
-        ctx.events.record(
-          nabsl,
-          'Normal',
-          'SecretSynced',
-          'Sync',
-          `copied the new content of ${where} for Velero`,
-        );
-      }
-      set({
-        type: 'SecretSynced',
-        status: 'True',
-        reason: 'SecretSynced',
-        message: `${where} is copied to Velero's namespace`,
-      });
+      /** Steps 2 to 5, once the location has its NACUUID. */
+      const sync = async (uuid: string): Promise<{ requeueAfterMs: number } | undefined> => {
+        // Step 2: the tenant's Secret, read from the tenant's namespace only; only its static keys are kept.
+        const credential = spec.credential as { name: string; key: string };
+        // The BSL that would be made (its profile is the copy's; the tenant's picks the keys to take).
+        const desired = veleroBslSpec(ns, spec, policy.enforceBSLSpec, uuid);
+        const profile = credentialProfile(spec, policy.enforceBSLSpec);
+        const secret = await ctx.client.get<Secret>(Resources.secrets, credential.name, ns);
+        const where = `Secret ${credential.name} key ${credential.key}`;
+        // Own keys only: a key named like an Object.prototype member is not in the Secret.
+        const value =
+          secret?.data && Object.hasOwn(secret.data, credential.key)
+            ? secret.data[credential.key]
+            : undefined;
+        const read = !secret
+          ? {
+              problems: [
+                `Secret ${credential.name} does not exist in namespace ${ns} (a location can only use a Secret of its own namespace); create it with key ${credential.key} holding an AWS credentials file`,
+              ],
+            }
+          : value === undefined
+            ? {
+                problems: [
+                  `Secret ${credential.name} has no key ${credential.key}; add it, or change spec.backupStorageLocationSpec.credential.key`,
+                ],
+              }
+            : readCredentials(Buffer.from(value, 'base64').toString('utf8'), profile, where);
+        if (!read.keys) {
+          const message = read.problems.join('; ');
+          ctx.events.record(nabsl, 'Warning', 'InvalidCredential', 'Validate', message);
+          await teardown(false);
+          set({ type: 'SecretSynced', status: 'False', reason: 'InvalidCredential', message });
+          await writeStatus({ ...unmirrored(), phase: 'BackingOff' });
+          // The Secret is not watched: look again later.
+          return { requeueAfterMs: SecretResyncMs };
+        }
 
-      // Step 5: the Velero BSL, named and labelled by the NACUUID.
-      const bsl = made.bsls.find((b) => b.metadata.name === uuid);
-      if (!bsl) {
-        try {
-          await ctx.client.create(VeleroResources.backupStorageLocations, {
-            metadata: meta,
-            spec: desired,
-          } as KubeObject);
+        // Step 3: approval, for exactly the BSL spec that would be created.
+        const approval = policy.requireApprovalForBSL
+          ? await approvalOf(ctx, nabsl, uuid, veleroNs, desired, requests.get(`${veleroNs}/${uuid}`))
+          : ({ decision: 'approve', message: 'approval is not required on this cluster' } as const);
+        if (approval.decision !== 'approve') {
+          const removed = await teardown(false);
+          const rejected = approval.decision === 'reject';
+          if (removed) {
+            ctx.events.record(
+              nabsl,
+              'Warning',
+              rejected ? 'ApprovalRevoked' : 'ApprovalPending',
+              'Approve',
+              `Velero BackupStorageLocation ${uuid} and its Secret were removed: ${approval.message}`,
+            );
+          }
+          set({
+            type: 'ClusterAdminApproved',
+            status: rejected ? 'False' : 'Unknown',
+            reason: rejected ? 'Rejected' : 'Pending',
+            message: approval.message,
+          });
+          conditions = conditions.filter(
+            (c) => c.type !== 'SecretSynced' && c.type !== 'BackupStorageLocationSynced',
+          );
+          await writeStatus({ ...unmirrored(), phase: rejected ? 'BackingOff' : 'New' });
+          return undefined;
+        }
+        set({ type: 'ClusterAdminApproved', status: 'True', reason: 'Approved', message: approval.message });
+
+        // Step 4: the Secret copy in Velero's namespace: a file tenantkit writes, holding only the
+        // static keys read from the tenant's (never the tenant's bytes).
+        const meta = {
+          name: uuid,
+          namespace: veleroNs,
+          labels: { ...managedLabels, [Labels.nabslUuid]: uuid },
+          annotations: { [Annotations.nabslName]: name, [Annotations.nabslNamespace]: ns },
+        };
+        const data = {
+          [credential.key]: Buffer.from(renderCredentials(read.keys)).toString('base64'),
+        };
+        const copy = await ctx.client.get<Secret>(Resources.secrets, uuid, veleroNs);
+        if (!copy) {
+          await ctx.client.create<Secret>(Resources.secrets, { metadata: meta, type: 'Opaque', data });
+        } else if (!ours(copy)) {
+          throw new ForeignObject('Secret', `${veleroNs}/${uuid}`);
+        } else if (!jsonEqual(copy.data ?? {}, data) || !jsonEqual(copy.metadata.labels ?? {}, meta.labels)) {
+          // Carries copy's resourceVersion: a change made in between fails (409) and is judged again.
+          await ctx.client.replace<Secret>(Resources.secrets, {
+            ...copy,
+            metadata: {
+              ...copy.metadata,
+              labels: meta.labels,
+              annotations: { ...copy.metadata.annotations, ...meta.annotations },
+            },
+            data,
+          });
           ctx.events.record(
             nabsl,
             'Normal',
-            'BackupStorageLocationCreated',
-            'Create',
-            `created Velero BackupStorageLocation ${uuid} (bucket ${(desired.objectStorage as JsonObject).bucket}, prefix ${(desired.objectStorage as JsonObject).prefix})`,
+            'SecretSynced',
+            'Sync',
+            `copied the new keys of ${where} for Velero`,
           );
-        } catch (err) {
-          if (!isAlreadyExists(err)) throw err;
         }
+        set({
+          type: 'SecretSynced',
+          status: 'True',
+          reason: 'SecretSynced',
+          message: `the static keys of ${where} (profile ${profile}) are copied to Velero's namespace`,
+        });
+
+        // Step 5: the Velero BSL, named and labelled by the NACUUID.
+        const bslType = VeleroResources.backupStorageLocations;
+        const bsl = made.bsls.find((b) => b.metadata.name === uuid && b.metadata.namespace === veleroNs);
+        if (!bsl) {
+          try {
+            await ctx.client.create(bslType, { metadata: meta, spec: desired } as KubeObject);
+            ctx.events.record(
+              nabsl,
+              'Normal',
+              'BackupStorageLocationCreated',
+              'Create',
+              `created Velero BackupStorageLocation ${uuid} (bucket ${(desired.objectStorage as JsonObject).bucket}, prefix ${(desired.objectStorage as JsonObject).prefix})`,
+            );
+          } catch (err) {
+            if (!isAlreadyExists(err)) throw err;
+            // Ours, not in the cache yet; or someone else's, which is left alone.
+            const existing = await ctx.client.get<VeleroObject>(bslType, uuid, veleroNs);
+            if (existing && !ours(existing)) {
+              throw new ForeignObject('BackupStorageLocation', `${veleroNs}/${uuid}`);
+            }
+          }
+          set({
+            type: 'BackupStorageLocationSynced',
+            status: 'True',
+            reason: 'BackupStorageLocationCreated',
+            message: `Velero BackupStorageLocation ${uuid} created`,
+          });
+          await writeStatus({ ...unmirrored(), phase: 'Created' });
+          return { requeueAfterMs: SecretResyncMs };
+        }
+        if (!jsonEqual(bsl.spec ?? {}, desired)) {
+          // The tenant changed the location (approved again when approval is required): Velero follows.
+          // Carries the cached resourceVersion: a stale cache fails (409) and is retried.
+          await ctx.client.replace(bslType, { ...bsl, spec: desired } as KubeObject);
+        }
+        const veleroStatus = bsl.status;
         set({
           type: 'BackupStorageLocationSynced',
           status: 'True',
-          reason: 'BackupStorageLocationCreated',
-          message: `Velero BackupStorageLocation ${uuid} created`,
+          reason: 'BackupStorageLocationSynced',
+          message: `Velero BackupStorageLocation ${uuid} is ${(veleroStatus?.phase as string | undefined) ?? 'not validated yet'}`,
         });
-        await writeStatus({ ...unmirrored(), phase: 'Created' });
+        await writeStatus({
+          ...base,
+          phase: 'Created',
+          veleroBackupStorageLocation: {
+            nacuuid: uuid,
+            name: uuid,
+            namespace: veleroNs,
+            ...(veleroStatus ? { status: veleroStatus as never } : {}),
+          },
+        });
+        return { requeueAfterMs: SecretResyncMs };
+      };
+
+      try {
+        return await sync(uuid);
+      } catch (err) {
+        if (!(err instanceof ForeignObject)) throw err;
+        // Someone else's object under this location's name: left alone, and nothing of ours may use it.
+        await teardown(false);
+        const message = `${err.message} (it lacks tenantkit's labels or origin annotations for ${ns}/${name}); tenantkit leaves it alone and this location is not used. Delete this NonAdminBackupStorageLocation and create it again (it gets a new name in Velero's namespace), or ask your admin about that ${err.kind}`;
+        ctx.events.record(nabsl, 'Warning', 'ForeignObject', 'Sync', message);
+        const types: Record<string, string> = {
+          Secret: 'SecretSynced',
+          NonAdminBackupStorageLocationRequest: 'ClusterAdminApproved',
+        };
+        set({
+          type: types[err.kind] ?? 'BackupStorageLocationSynced',
+          status: 'False',
+          reason: 'ForeignObject',
+          message,
+        });
+        await writeStatus({ ...unmirrored(), phase: 'BackingOff' });
         return { requeueAfterMs: SecretResyncMs };
       }
-      if (!jsonEqual(bsl.spec ?? {}, desired)) {
-        // The tenant changed the location (approved again when approval is required): Velero follows.
-        await ctx.client.replace(VeleroResources.backupStorageLocations, {
-          ...bsl,
-          spec: desired,
-        } as KubeObject);
-      }
-      const veleroStatus = bsl.status;
-      set({
-        type: 'BackupStorageLocationSynced',
-        status: 'True',
-        reason: 'BackupStorageLocationSynced',
-        message: `Velero BackupStorageLocation ${uuid} is ${(veleroStatus?.phase as string | undefined) ?? 'not validated yet'}`,
-      });
-      await writeStatus({
-        ...base,
-        phase: 'Created',
-        veleroBackupStorageLocation: {
-          nacuuid: uuid,
-          name: uuid,
-          namespace: veleroNs,
-          ...(veleroStatus ? { status: veleroStatus as never } : {}),
-        },
-      });
-      return { requeueAfterMs: SecretResyncMs };
     });
 }
 
@@ -408,6 +527,9 @@ async function approvalOf(
   const pending = (message: string): Approval => ({ decision: 'pending', message });
   const wait = `waiting for a cluster admin to approve NonAdminBackupStorageLocationRequest ${uuid} (namespace ${veleroNs}); ask your admin`;
   const wanted = { nacuuid: uuid, name, namespace: ns, requestedSpec: desired };
+  const kind = 'NonAdminBackupStorageLocationRequest';
+  // An admin's decision counts only on the request tenantkit made for this very location.
+  if (request && !isMadeFor(request, uuid, ns, name)) throw new ForeignObject(kind, `${veleroNs}/${uuid}`);
   if (!request) {
     try {
       await ctx.client.create<Request>(requestType, {
@@ -422,6 +544,10 @@ async function approvalOf(
       ctx.events.record(nabsl, 'Normal', 'ApprovalRequested', 'Approve', wait);
     } catch (err) {
       if (!isAlreadyExists(err)) throw err;
+      const existing = await ctx.client.get<Request>(requestType, uuid, veleroNs);
+      if (existing && !isMadeFor(existing, uuid, ns, name)) {
+        throw new ForeignObject(kind, `${veleroNs}/${uuid}`);
+      }
     }
     // Its status is written when the informer brings the request back.
     return pending(wait);

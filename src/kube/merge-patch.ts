@@ -17,7 +17,9 @@ export function jsonEqual(a: Json | undefined, b: Json | undefined): boolean {
   }
   if (isObject(a) && isObject(b)) {
     const keys = Object.keys(a);
-    return keys.length === Object.keys(b).length && keys.every((k) => k in b && jsonEqual(a[k], b[k]));
+    return (
+      keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && jsonEqual(a[k], b[k]))
+    );
   }
   return false;
 }

@@ -267,6 +267,38 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
     });
   });
 
+  it('gives Velero only a file tenantkit writes: the static keys of the profile, never the tenant bytes', async () => {
+    // Valid, but written the ways an INI reader may take differently: BOM, CRLF, ":" separators,
+    // comments, other settings and profiles. Velero gets the canonical file only.
+    const messy =
+      '\uFEFF# my keys\r\n[default]\r\nregion = eu-west-1\r\naws_access_key_id: messy\r\n; the secret\r\naws_secret_access_key = tenant-secret-messy\r\n[other]\r\nrole_arn = arn:aws:iam::1:role/x\r\n';
+    await tenant.patch(Resources.secrets, 's3-creds', ns, { data: { cloud: b64(messy) } });
+    await tenant.patch(nabslType, 'mine', ns, { metadata: { annotations: { resync: String(Date.now()) } } });
+    await eventually(async () => (await secretCopy(uuid))?.data?.cloud === b64(awsCredentials('messy')), {
+      what: 'canonical Secret copy',
+    });
+    expect(Object.keys((await secretCopy(uuid))?.data ?? {})).toEqual(['cloud']);
+    expect((await bsl(uuid))?.spec.config).toMatchObject({ profile: 'default' });
+
+    // The file that made the AWS SDK run a script inside Velero's plugin (and, without
+    // credential_process, fall back to Velero's own identity): refused, and Velero stops using the copy.
+    const exploit =
+      '[default]\naws_access_key_id = #x\naws_secret_access_key = #y\ncredential_process: /tmp/pwn.sh';
+    await tenant.patch(Resources.secrets, 's3-creds', ns, { data: { cloud: b64(exploit) } });
+    await tenant.patch(nabslType, 'mine', ns, { metadata: { annotations: { resync: String(Date.now()) } } });
+    const refused = await backingOff('mine');
+    const message = condition(refused, 'SecretSynced')?.message ?? '';
+    expect(message).toContain("sets credential_process, which runs a command on Velero's machine");
+    expect(message).toContain('aws_access_key_id of profile [default] (line 2) contains "#" or ";"');
+    await eventually(async () => (await bsl(uuid)) === undefined && (await secretCopy(uuid)) === undefined, {
+      what: 'BSL and Secret copy removed',
+    });
+    await tenant.patch(Resources.secrets, 's3-creds', ns, { data: { cloud: b64(awsCredentials('second')) } });
+    await tenant.patch(nabslType, 'mine', ns, { metadata: { annotations: { resync: String(Date.now()) } } });
+    await available('mine');
+    expect((await secretCopy(uuid))?.data).toEqual({ cloud: b64(awsCredentials('second')) });
+  });
+
   it('stops using the location when its Secret turns bad, and resumes when it is fixed', async () => {
     await tenant.patch(Resources.secrets, 's3-creds', ns, {
       data: {
@@ -326,6 +358,212 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
     expect(forResumed).toHaveLength(1);
   });
 
+  it('writes the NACUUID once: a step 1 on a stale cache fails and is retried, not written twice', async () => {
+    // As if an earlier reconcile wrote a NACUUID that this one's cache has not seen yet: injected
+    // between the controller's read and its own step-1 write.
+    const earlier = nacObjectName(ns, 'raced');
+    const client = running.controllerClient;
+    const original = client.request.bind(client);
+    let injected = false;
+    client.request = (async (method, path, params) => {
+      const body = params?.body as { status?: Nabsl['status'] } | undefined;
+      if (
+        !injected &&
+        method === 'PATCH' &&
+        path.endsWith(`/namespaces/${ns}/nonadminbackupstoragelocations/raced/status`) &&
+        body?.status?.veleroBackupStorageLocation?.nacuuid
+      ) {
+        injected = true;
+        await cluster.admin.patch(
+          nabslType,
+          'raced',
+          ns,
+          {
+            status: {
+              veleroBackupStorageLocation: { nacuuid: earlier, name: earlier, namespace: velero.namespace },
+            },
+          },
+          PatchType.merge,
+          'status',
+        );
+      }
+      return original(method, path, params);
+    }) as typeof client.request;
+    try {
+      await createLocation('raced', locationSpec({ prefix: 'raced' }));
+      await eventually(async () => injected, { what: 'step 1 write of raced' });
+      const done = await eventually(
+        async () => {
+          const o = await nabsl('raced');
+          return o?.status?.phase === 'Created' ? o : undefined;
+        },
+        { what: 'raced Created' },
+      );
+      expect(done.status?.veleroBackupStorageLocation?.nacuuid).toBe(earlier);
+    } finally {
+      client.request = original;
+    }
+    const all = await cluster.admin.list<BackupStorageLocation>(VeleroResources.backupStorageLocations, {
+      namespace: velero.namespace,
+    });
+    const forRaced = all.items.filter(
+      (b) =>
+        b.metadata.annotations?.[Annotations.nabslName] === 'raced' &&
+        b.metadata.annotations?.[Annotations.nabslNamespace] === ns,
+    );
+    expect(forRaced.map((b) => b.metadata.name)).toEqual([earlier]);
+    await tenant.delete(nabslType, 'raced', ns);
+    await eventually(async () => (await nabsl('raced')) === undefined && (await bsl(earlier)) === undefined, {
+      what: 'raced gone',
+    });
+  });
+
+  it("never touches Velero's or anyone's objects that a forged status names, and says why", async () => {
+    // A forged status (e.g. restored through velero.io/restore-status), set here by the admin.
+    await running.stopControllers();
+    // Velero's own credentials Secret (the test Velero's; made here if it has none).
+    const veleroSecret = 'cloud-credentials';
+    const admin = cluster.admin;
+    const ownSecret = !(await admin.get<Secret>(Resources.secrets, veleroSecret, velero.namespace));
+    if (ownSecret) {
+      await admin.create(Resources.secrets, {
+        metadata: { name: veleroSecret, namespace: velero.namespace },
+        data: { cloud: b64('[default]\naws_access_key_id = velero\naws_secret_access_key = velero-own\n') },
+      } as KubeObject);
+    }
+    // Under a NACUUID of the right shape: a Secret and a BSL that tenantkit did not make.
+    const taken = nacObjectName(ns, 'forged-taken');
+    await admin.create(Resources.secrets, {
+      metadata: { name: taken, namespace: velero.namespace, labels: { [Labels.nabslUuid]: taken } },
+      data: { cloud: b64('admin data') },
+    } as KubeObject);
+    await admin.create(VeleroResources.backupStorageLocations, {
+      metadata: { name: taken, namespace: velero.namespace },
+      spec: {
+        provider: 'aws',
+        objectStorage: { bucket: tenantBucket, prefix: 'admin' },
+        accessMode: 'ReadOnly',
+      },
+    } as KubeObject);
+    // Another tenant's BSL, as tenantkit made it (labels and all), whose NACUUID this location's status
+    // claims: same shape for this location, but its origin names the other one. (Its location names it
+    // in status too, so that garbage collection keeps it.)
+    const others = nacObjectName(ns, 'forged-others');
+    await createLocation('theirs', locationSpec({ prefix: 'theirs' }), other, otherNs);
+    await admin.patch(
+      nabslType,
+      'theirs',
+      otherNs,
+      {
+        status: {
+          veleroBackupStorageLocation: { nacuuid: others, name: others, namespace: velero.namespace },
+        },
+      },
+      PatchType.merge,
+      'status',
+    );
+    await admin.create(VeleroResources.backupStorageLocations, {
+      metadata: {
+        name: others,
+        namespace: velero.namespace,
+        labels: { ...managedLabels, [Labels.nabslUuid]: others },
+        annotations: { [Annotations.nabslNamespace]: otherNs, [Annotations.nabslName]: 'theirs' },
+      },
+      spec: {
+        provider: 'aws',
+        objectStorage: { bucket: tenantBucket, prefix: `${otherNs}/theirs` },
+        accessMode: 'ReadOnly',
+      },
+    } as KubeObject);
+    const forged: Record<string, string> = {
+      'forged-secret': veleroSecret,
+      'forged-bsl': velero.storageLocation,
+      'forged-taken': taken,
+      'forged-others': others,
+    };
+    for (const [name, nacuuid] of Object.entries(forged)) {
+      await createLocation(name, locationSpec({ prefix: name }));
+      await admin.patch(
+        nabslType,
+        name,
+        ns,
+        // Even the namespace is forged: tenantkit uses its policy's.
+        { status: { veleroBackupStorageLocation: { nacuuid, name: nacuuid, namespace: 'kube-system' } } },
+        PatchType.merge,
+        'status',
+      );
+    }
+    const snapshot = async () => {
+      const secrets = await Promise.all(
+        [veleroSecret, taken].map((n) => admin.get<Secret>(Resources.secrets, n, velero.namespace)),
+      );
+      const bsls = await Promise.all([velero.storageLocation, taken, others].map((n) => bsl(n)));
+      return {
+        secrets: secrets.map((o) => [
+          o?.metadata.uid,
+          o?.metadata.resourceVersion,
+          o?.metadata.labels,
+          o?.data,
+        ]),
+        // Velero itself writes BSL status: spec, labels and identity only.
+        bsls: bsls.map((o) => [o?.metadata.uid, o?.metadata.labels, o?.spec]),
+      };
+    };
+    const before = await snapshot();
+    expect(before.secrets.every(([uid]) => uid !== undefined)).toBe(true);
+    expect(before.bsls.every(([uid]) => uid !== undefined)).toBe(true);
+    running.startControllers();
+    // Once the controller has judged every location (whatever it decided), nothing was touched.
+    await eventually(
+      async () => {
+        const phases = await Promise.all(
+          Object.keys(forged).map(async (n) => (await nabsl(n))?.status?.phase),
+        );
+        return phases.every((p) => p === 'BackingOff' || p === 'Created');
+      },
+      { what: 'forged locations judged' },
+    );
+    expect(await snapshot()).toEqual(before);
+
+    for (const name of ['forged-secret', 'forged-bsl']) {
+      const refused = await backingOff(name);
+      expect(condition(refused, 'Accepted')).toMatchObject({ status: 'False', reason: 'InvalidNACUUID' });
+      expect(condition(refused, 'Accepted')?.message).toContain(
+        `status.veleroBackupStorageLocation.nacuuid "${forged[name]}" was not written by tenantkit for this location`,
+      );
+    }
+    const taken1 = await backingOff('forged-taken');
+    expect(condition(taken1, 'SecretSynced')).toMatchObject({ status: 'False', reason: 'ForeignObject' });
+    expect(condition(taken1, 'SecretSynced')?.message).toContain(
+      `Secret ${velero.namespace}/${taken} exists but tenantkit did not make it for this location`,
+    );
+    expect(taken1.status?.veleroBackupStorageLocation?.namespace).toBe(velero.namespace);
+    const others1 = await backingOff('forged-others');
+    expect(condition(others1, 'BackupStorageLocationSynced')).toMatchObject({
+      status: 'False',
+      reason: 'ForeignObject',
+    });
+    expect(condition(others1, 'BackupStorageLocationSynced')?.message).toContain(
+      `BackupStorageLocation ${velero.namespace}/${others} exists but tenantkit did not make it for this location`,
+    );
+    // The Secret copy it made on the way is removed again: nothing of it may be used with that BSL.
+    await eventually(async () => (await secretCopy(others)) === undefined, { what: 'copy removed' });
+    expect(await snapshot()).toEqual(before);
+
+    // Deleting the locations leaves those objects alone too.
+    for (const name of Object.keys(forged)) await tenant.delete(nabslType, name, ns);
+    await eventually(
+      async () => (await Promise.all(Object.keys(forged).map((n) => nabsl(n)))).every((o) => o === undefined),
+      { what: 'forged locations deleted' },
+    );
+    expect(await snapshot()).toEqual(before);
+    await admin.delete(Resources.secrets, taken, velero.namespace);
+    if (ownSecret) await admin.delete(Resources.secrets, veleroSecret, velero.namespace);
+    for (const n of [taken, others])
+      await admin.delete(VeleroResources.backupStorageLocations, n, velero.namespace);
+    await other.delete(nabslType, 'theirs', otherNs);
+  });
+
   it('refuses a NonAdminBackup naming a location that is not of its namespace', async () => {
     // Another tenant names alice's location by its name, and by its Velero name.
     for (const location of ['mine', uuid]) {
@@ -374,13 +612,22 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
       ],
       [locationSpec({ config: { enableSharedConfig: 'true' } }), 'config.enableSharedConfig is not allowed'],
       [{ ...locationSpec(), credential: undefined }, 'credential is required'],
+      // Own keys only: Object.prototype members are not settings.
+      [
+        locationSpec({ config: JSON.parse('{"constructor": "x"}') }),
+        'config.constructor is not a setting tenants may use',
+      ],
+      [locationSpec({ config: { toString: 'x' } }), 'config.toString is not a setting tenants may use'],
     ];
     for (const [spec, expected] of cases) {
       const name = cluster.unique('escape');
       expect(await refusal(createLocation(name, spec)), expected).toContain(expected);
       expect(await nabsl(name)).toBeUndefined();
     }
-    await setPolicy({ enforceBSLSpec: { config: { region: 'minio', s3ForcePathStyle: 'true' } } });
+    // An admin pins the endpoint too: a tenant's s3Url can point anywhere Velero can reach.
+    await setPolicy({
+      enforceBSLSpec: { config: { region: 'minio', s3ForcePathStyle: 'true', s3Url: velero.s3Url } },
+    });
     try {
       const message = await eventually(() =>
         refusal(
@@ -389,6 +636,16 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
       );
       expect(message).toContain(
         'NonAdminBackupStorageLocation spec.backupStorageLocationSpec.config.region field value is enforced by admin user, can not override it',
+      );
+      expect(
+        await refusal(
+          createLocation(
+            cluster.unique('endpoint'),
+            locationSpec({ config: { s3Url: 'http://169.254.169.254' } }),
+          ),
+        ),
+      ).toContain(
+        'NonAdminBackupStorageLocation spec.backupStorageLocationSpec.config.s3Url field value is enforced by admin user, can not override it',
       );
     } finally {
       await setPolicy({});
