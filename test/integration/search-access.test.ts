@@ -441,18 +441,23 @@ describe('managed clusters', () => {
     expect(allows(set, { cluster: c1, namespace: 'x', group: 'apps', resource: 'deployments' })).toBe(true);
     expect(allows(set, { cluster: c1, namespace: 'x', group: '', resource: 'secrets' })).toBe(false);
     expect(allows(set, { cluster: c2, namespace: 'x', group: 'apps', resource: 'deployments' })).toBe(false);
+    // The API server's authorizer follows RBAC on its own watch, which may lag the provider's.
     expect(
-      await subjectCan(
-        cluster.admin,
-        { username: viewer.username, groups: ['system:authenticated'] },
-        {
-          resource: {
-            verb: 'create',
-            group: 'view.open-cluster-management.io',
-            resource: 'managedclusterviews',
-            namespace: c1,
-          },
-        },
+      await eventually(
+        () =>
+          subjectCan(
+            cluster.admin,
+            { username: viewer.username, groups: ['system:authenticated'] },
+            {
+              resource: {
+                verb: 'create',
+                group: 'view.open-cluster-management.io',
+                resource: 'managedclusterviews',
+                namespace: c1,
+              },
+            },
+          ),
+        { what: "the API server's authorizer sees the grant" },
       ),
     ).toBe(true);
 
