@@ -387,7 +387,8 @@ export const NonAdminDownloadRequestCrd = defineCrd({
     conditions: conditions(),
     velero: Type.Optional(
       Type.Object(
-        { status: Type.Optional(DownloadRequestStatusSchema) },
+        // OADP has only `status` here; tenantkit adds the NACUUID reference, as the other kinds have it.
+        { ...veleroObjectRef('DownloadRequest'), status: Type.Optional(DownloadRequestStatusSchema) },
         { description: 'The Velero DownloadRequest behind this object.' },
       ),
     ),
