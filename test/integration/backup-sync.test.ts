@@ -1,0 +1,213 @@
+// Backup sync end to end, on a real Velero with a real S3 store: a tenant's lost NonAdminBackup comes back
+// (and restores), a Backup Velero's own bucket sync found gets its NonAdminBackup, and a sync label forged
+// by a tenant to reach another tenant's backup is refused at admission and, with the webhook bypassed, by
+// the controller.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type NonAdminBackup, NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/api/backup.ts';
+import { Labels } from '../../src/backup/names.ts';
+import type { KubeClient } from '../../src/kube/client.ts';
+import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { VeleroResources } from '../../src/kube/velero.ts';
+import {
+  type BackupEnvironment,
+  completedBackup,
+  completedRestore,
+  condition,
+  startBackupEnvironment,
+  veleroQueueMs,
+} from '../harness/backup.ts';
+import { eventually, TestCluster } from '../harness/cluster.ts';
+import { veleroStartTimeoutMs } from '../harness/velero.ts';
+
+const cluster = await TestCluster.connect();
+let env: BackupEnvironment;
+let ns: string;
+let otherNs: string;
+let tenant: KubeClient;
+let other: KubeClient;
+const nabType = NonAdminBackupCrd.type;
+const narType = NonAdminRestoreCrd.type;
+
+const nab = (name: string, namespace = ns) => cluster.admin.get<NonAdminBackup>(nabType, name, namespace);
+const completed = (name: string) => completedBackup(cluster, ns, name);
+
+/** Removes a NAB without its finalizer running: the Velero Backup stays (a "lost" NAB). */
+async function loseNab(name: string) {
+  await cluster.admin.patch(nabType, name, ns, { metadata: { finalizers: null } });
+  await cluster.admin.delete(nabType, name, ns);
+  await eventually(async () => (await nab(name)) === undefined, { what: `NAB ${name} gone` });
+}
+
+const synced = (backupName: string, namespace = ns) =>
+  cluster.admin
+    .list<NonAdminBackup>(nabType, { namespace, labelSelector: `${Labels.syncedFrom}=${backupName}` })
+    .then((l) => l.items);
+
+beforeAll(async () => {
+  env = await startBackupEnvironment(cluster, { policy: { backupSyncPeriod: '3s' } });
+  ({ namespace: ns, tenant } = await env.tenantNamespace('shop', 'alice'));
+  ({ namespace: otherNs, tenant: other } = await env.tenantNamespace('mall', 'mallory'));
+  await cluster.admin.create(Resources.configMaps, {
+    metadata: { name: 'settings', namespace: ns },
+    data: { color: 'blue' },
+  } as KubeObject);
+}, veleroStartTimeoutMs);
+
+// stop() turns sync off first: otherwise the NABs it deletes would come back from their Backups.
+afterAll(() => env?.stop());
+
+describe('backup sync', { timeout: veleroQueueMs + 90_000 }, () => {
+  let nightlyBackup: string;
+
+  it('brings back a lost NonAdminBackup, which the tenant then restores from', async () => {
+    await tenant.create(nabType, {
+      metadata: { name: 'nightly', namespace: ns },
+      spec: { backupSpec: {} },
+    } as KubeObject);
+    nightlyBackup = (await completed('nightly')).status!.veleroBackup!.name!;
+    await loseNab('nightly');
+    expect(
+      await cluster.admin.get(VeleroResources.backups, nightlyBackup, env.velero.namespace),
+    ).toBeDefined();
+
+    // Sync finds the Backup without a NAB and makes one under the original name; the NAB controller adopts.
+    const back = await completed('nightly');
+    expect(back.metadata.labels?.[Labels.syncedFrom]).toBe(nightlyBackup);
+    expect(back.status?.veleroBackup?.name).toBe(nightlyBackup);
+    expect(condition(back, 'Accepted')).toMatchObject({
+      status: 'True',
+      reason: 'BackupAdopted',
+    });
+    // Adopted, not re-run: still the one Velero Backup of that NAB.
+    const made = await cluster.admin.list<KubeObject>(VeleroResources.backups, {
+      namespace: env.velero.namespace,
+      labelSelector: `${Labels.nabUuid}=${nightlyBackup}`,
+    });
+    expect(made.items.map((b) => b.metadata.name)).toEqual([nightlyBackup]);
+
+    await tenant.delete(Resources.configMaps, 'settings', ns);
+    await tenant.create(narType, {
+      metadata: { name: 'undo', namespace: ns },
+      spec: { restoreSpec: { backupName: 'nightly' } },
+    } as KubeObject);
+    const restored = await eventually(
+      () =>
+        cluster.admin.get<KubeObject & { data?: Record<string, string> }>(
+          Resources.configMaps,
+          'settings',
+          ns,
+        ),
+      { timeoutMs: veleroQueueMs, what: 'settings restored' },
+    );
+    expect(restored.data).toEqual({ color: 'blue' });
+    const done = await completedRestore(cluster, ns, 'undo');
+    expect(done.status?.veleroRestore?.name).toBeDefined();
+  });
+
+  it('never makes a second NonAdminBackup for one backup, across passes and restarts', async () => {
+    await env.running.stopControllers();
+    env.running.startControllers();
+    // Several sync periods (3 s) with fresh caches.
+    await new Promise((r) => setTimeout(r, 10_000));
+    expect((await synced(nightlyBackup)).map((n) => n.metadata.name)).toEqual(['nightly']);
+    const all = await cluster.admin.list<NonAdminBackup>(nabType, { namespace: ns });
+    expect(all.items.filter((n) => n.status?.veleroBackup?.name === nightlyBackup)).toHaveLength(1);
+  });
+
+  it("makes a NonAdminBackup for a Backup that Velero's bucket sync brought back", async () => {
+    await tenant.create(nabType, {
+      metadata: { name: 'weekly', namespace: ns },
+      spec: { backupSpec: {} },
+    } as KubeObject);
+    const name = (await completed('weekly')).status!.veleroBackup!.name!;
+    // Both gone from the cluster, the data still in the bucket; controllers stopped so that neither the
+    // NAB controller nor sync acts halfway through.
+    await env.running.stopControllers();
+    await loseNab('weekly');
+    await cluster.admin.delete(VeleroResources.backups, name, env.velero.namespace);
+    await eventually(
+      async () => !(await cluster.admin.get(VeleroResources.backups, name, env.velero.namespace)),
+      {
+        what: 'Velero Backup deleted',
+      },
+    );
+    expect((await env.velero.listObjects(`backups/${name}/`)).length).toBeGreaterThan(0);
+    env.running.startControllers();
+    // Velero re-creates the Backup from the bucket (its sync period is 5 s here), then tenantkit's sync.
+    const back = await completed('weekly');
+    expect(back.status?.veleroBackup?.name).toBe(name);
+    expect(back.metadata.labels?.[Labels.syncedFrom]).toBe(name);
+    const backup = await cluster.admin.get<KubeObject>(VeleroResources.backups, name, env.velero.namespace);
+    expect(backup?.metadata.labels?.['velero.io/storage-location']).toBeDefined();
+  });
+
+  it("refuses a sync label pointing at another tenant's backup, at admission and in the controller", async () => {
+    const forged = {
+      metadata: { name: 'stolen', namespace: otherNs, labels: { [Labels.syncedFrom]: nightlyBackup } },
+      spec: { backupSpec: {} },
+    } as KubeObject;
+    await expect(other.create(nabType, forged)).rejects.toThrow(
+      `label ${Labels.syncedFrom}=${nightlyBackup} names a Velero Backup that does not exist or does not belong to namespace ${otherNs}`,
+    );
+    // A tenant cannot add the label later either: before the NAB is accepted (the controllers are held
+    // so that it stays unaccepted; once accepted, the webhook gives the second message below) ...
+    await env.running.stopControllers();
+    try {
+      await other.create(nabType, {
+        metadata: { name: 'plain', namespace: otherNs },
+        spec: { backupSpec: {} },
+      } as KubeObject);
+      await expect(
+        other.patch(nabType, 'plain', otherNs, {
+          metadata: { labels: { [Labels.syncedFrom]: nightlyBackup } },
+        }),
+      ).rejects.toThrow(`does not belong to namespace ${otherNs}`);
+    } finally {
+      env.running.startControllers();
+    }
+    // ... nor after.
+    await eventually(async () => (await nab('plain', otherNs))?.status?.veleroBackup?.nacuuid, {
+      what: 'plain accepted',
+    });
+    await expect(
+      other.patch(nabType, 'plain', otherNs, {
+        metadata: { labels: { [Labels.syncedFrom]: nightlyBackup } },
+      }),
+    ).rejects.toThrow(/cannot be added, changed or removed/);
+
+    // With the webhook bypassed (a control-plane identity, which webhooks never see), the controller refuses.
+    const bypass = await cluster.user(`system:serviceaccount:kube-system:${cluster.unique('bypass')}`, [
+      'system:masters',
+    ]);
+    await bypass.create(nabType, forged);
+    const refused = await eventually(
+      async () => {
+        const o = await nab('stolen', otherNs);
+        return o?.status?.phase === 'BackingOff' ? o : undefined;
+      },
+      { what: 'forged NAB refused' },
+    );
+    const accepted = condition(refused, 'Accepted');
+    expect(accepted).toMatchObject({ status: 'False', reason: 'NotAdoptable' });
+    expect(accepted?.message).toContain(`does not belong to namespace ${otherNs}`);
+    expect(refused.status?.veleroBackup).toBeUndefined();
+    // Nothing was made for it in Velero, and the tenant's own NAB is untouched.
+    const made = await cluster.admin.list<KubeObject>(VeleroResources.backups, {
+      namespace: env.velero.namespace,
+    });
+    const theirs = made.items.filter(
+      (b) => b.metadata.annotations?.['openshift.io/oadp-nab-origin-namespace'] === otherNs,
+    );
+    expect(theirs.map((b) => b.metadata.annotations?.['openshift.io/oadp-nab-origin-name'])).toEqual([
+      'plain',
+    ]);
+    expect((await nab('nightly'))?.status?.veleroBackup?.name).toBe(nightlyBackup);
+    const events = await cluster.admin.list<KubeObject & { reason?: string; regarding?: { name?: string } }>(
+      Resources.events,
+      { namespace: otherNs },
+    );
+    expect(events.items.some((e) => e.reason === 'NotAdoptable' && e.regarding?.name === 'stolen')).toBe(
+      true,
+    );
+  });
+});

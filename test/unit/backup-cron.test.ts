@@ -1,0 +1,85 @@
+// The cron dialect of Velero's Schedule (robfig/cron v3 ParseStandard): next runs and parse errors.
+import { describe, expect, it } from 'vitest';
+import { parseCron } from '../../src/backup/cron.ts';
+import { scheduleProblems } from '../../src/backup/schedule-controller.ts';
+
+const next = (spec: string, after: string) => {
+  const parsed = parseCron(spec);
+  if (!parsed.schedule) throw new Error(parsed.error);
+  return parsed.schedule.next(new Date(after))?.toISOString();
+};
+
+describe('parseCron', () => {
+  it('computes the next whole minute strictly after the given time', () => {
+    expect(next('* * * * *', '2026-01-01T10:00:00Z')).toBe('2026-01-01T10:01:00.000Z');
+    expect(next('* * * * *', '2026-01-01T10:00:59.900Z')).toBe('2026-01-01T10:01:00.000Z');
+    expect(next('30 3 * * *', '2026-01-01T03:30:00Z')).toBe('2026-01-02T03:30:00.000Z');
+    expect(next('30 3 * * *', '2026-01-01T03:29:10Z')).toBe('2026-01-01T03:30:00.000Z');
+  });
+
+  it('handles ranges, steps, lists, names and N/step', () => {
+    expect(next('*/15 * * * *', '2026-01-01T10:07:00Z')).toBe('2026-01-01T10:15:00.000Z');
+    expect(next('5/20 * * * *', '2026-01-01T10:26:00Z')).toBe('2026-01-01T10:45:00.000Z');
+    expect(next('0 9-17/4 * * *', '2026-01-01T14:00:00Z')).toBe('2026-01-01T17:00:00.000Z');
+    expect(next('0 0 * JAN,jul *', '2026-02-01T00:00:00Z')).toBe('2026-07-01T00:00:00.000Z');
+    // 2026-01-01 is a Thursday.
+    expect(next('0 12 * * MON-FRI', '2026-01-02T12:00:00Z')).toBe('2026-01-05T12:00:00.000Z');
+    expect(next('0 0 29 2 *', '2026-01-01T00:00:00Z')).toBe('2028-02-29T00:00:00.000Z');
+  });
+
+  it('matches day-of-month OR day-of-week when both are restricted, AND when one is a star', () => {
+    // The 15th, or any Sunday: Sunday 2026-01-04 comes first.
+    expect(next('0 0 15 * 0', '2026-01-01T00:00:00Z')).toBe('2026-01-04T00:00:00.000Z');
+    expect(next('0 0 15 * ?', '2026-01-01T00:00:00Z')).toBe('2026-01-15T00:00:00.000Z');
+    expect(next('0 0 * * 0', '2026-01-01T00:00:00Z')).toBe('2026-01-04T00:00:00.000Z');
+  });
+
+  it('knows the descriptors, @every counting from the whole second', () => {
+    expect(next('@daily', '2026-01-01T10:00:00Z')).toBe('2026-01-02T00:00:00.000Z');
+    expect(next('@midnight', '2026-01-01T10:00:00Z')).toBe('2026-01-02T00:00:00.000Z');
+    expect(next('@hourly', '2026-01-01T10:00:00Z')).toBe('2026-01-01T11:00:00.000Z');
+    expect(next('@weekly', '2026-01-01T10:00:00Z')).toBe('2026-01-04T00:00:00.000Z');
+    expect(next('@monthly', '2026-01-01T10:00:00Z')).toBe('2026-02-01T00:00:00.000Z');
+    expect(next('@yearly', '2026-01-01T10:00:00Z')).toBe('2027-01-01T00:00:00.000Z');
+    expect(next('@annually', '2026-01-01T10:00:00Z')).toBe('2027-01-01T00:00:00.000Z');
+    expect(next('@every 1m', '2026-01-01T10:00:00.700Z')).toBe('2026-01-01T10:01:00.000Z');
+    expect(next('@every 1h30m', '2026-01-01T10:00:00Z')).toBe('2026-01-01T11:30:00.000Z');
+    expect(next('@every 10ms', '2026-01-01T10:00:00Z')).toBe('2026-01-01T10:00:01.000Z');
+  });
+
+  it('accepts a TZ= prefix with a known zone', () => {
+    expect(parseCron('CRON_TZ=UTC 0 3 * * *').schedule?.zone).toBe('UTC');
+    expect(parseCron('TZ=Nowhere/City 0 3 * * *').error).toMatch(/bad location Nowhere\/City/);
+  });
+
+  it('refuses what Velero refuses, saying why', () => {
+    expect(parseCron('').error).toBe('empty spec string');
+    expect(parseCron('* * * *').error).toBe('expected exactly 5 fields, found 4: * * * *');
+    expect(parseCron('0 0 0 * * *').error).toMatch(/expected exactly 5 fields, found 6/);
+    expect(parseCron('60 * * * *').error).toMatch(/above maximum \(59\)/);
+    expect(parseCron('* * 0 * *').error).toMatch(/below minimum \(1\)/);
+    expect(parseCron('5-1 * * * *').error).toMatch(/beyond end of range/);
+    expect(parseCron('*/0 * * * *').error).toMatch(/step of range should be a positive number/);
+    expect(parseCron('1-2-3 * * * *').error).toMatch(/too many hyphens/);
+    expect(parseCron('* * * * 7').error).toMatch(/above maximum \(6\)/);
+    expect(parseCron('x * * * *').error).toMatch(/failed to parse int from x/);
+    expect(parseCron('@fortnightly').error).toBe('unrecognized descriptor: @fortnightly');
+    expect(parseCron('@every soon').error).toMatch(/failed to parse duration/);
+  });
+});
+
+describe('scheduleProblems', () => {
+  it("words the NonAdminBackup rules for a schedule's template, and checks the cron expression", () => {
+    const problems = scheduleProblems(
+      'shop',
+      { schedule: '@often', template: { backupSpec: { ttl: '1h0m0s', includedNamespaces: ['bank'] } } },
+      { ttl: '24h0m0s' },
+    );
+    expect(problems).toEqual([
+      'spec.schedule "@often" is not a valid schedule (unrecognized descriptor: @often): use five cron fields (minute hour day-of-month month day-of-week), e.g. "0 3 * * *", or a descriptor such as @daily or "@every 6h"',
+      'spec.template.backupSpec.includedNamespaces may only name this namespace (shop); leave it out, tenantkit sets it',
+      'NonAdminSchedule spec.template.backupSpec.ttl field value is enforced by admin user, can not override it',
+    ]);
+    expect(scheduleProblems('shop', { schedule: '0 3 * * *', template: { backupSpec: {} } }, {})).toEqual([]);
+  });
+});
