@@ -1,0 +1,291 @@
+// The shared setup of the backup capability's integration tests: a real Velero, the capability running
+// under its own identities, the admin's NonAdminBackupConfig, and tenants (users with the default `admin`
+// role in their namespace) who act through the real API server. Also the waits those tests repeat: a
+// NonAdminBackup or NonAdminRestore until Velero finished it, outlasting Velero's queue recheck.
+import {
+  type NonAdminBackup,
+  type NonAdminBackupConfig,
+  NonAdminBackupConfigCrd,
+  NonAdminBackupCrd,
+  NonAdminBackupStorageLocationCrd,
+  NonAdminDownloadRequestCrd,
+  type NonAdminRestore,
+  NonAdminRestoreCrd,
+  NonAdminScheduleCrd,
+} from '../../src/api/backup.ts';
+import { backup, backupUserClusterRoles } from '../../src/backup/index.ts';
+import type { Capability } from '../../src/capability.ts';
+import type { KubeClient } from '../../src/kube/client.ts';
+import { type KubeObject, Resources, type ResourceType, resourcePath } from '../../src/kube/resources.ts';
+import { finishedPhases } from '../../src/kube/velero.ts';
+import { eventually, type TestCluster } from './cluster.ts';
+import { type RunningCapability, runCapability } from './components.ts';
+import { startTestVelero, type TestVelero } from './velero.ts';
+
+/**
+ * How long a wait on Velero may take: Velero v1.18 now and then leaves a new Backup Queued until its
+ * queue's one-minute recheck (its backup_queue_controller), and a wait must outlast that.
+ */
+export const veleroQueueMs = 150_000;
+
+/** The Helm value that names Velero's namespace, for the capability's rules there. */
+export const veleroNamespaceValue = 'backup.veleroNamespace';
+
+/** spec.nonAdmin of the NonAdminBackupConfig. */
+export type NonAdminPolicy = NonNullable<NonAdminBackupConfig['spec']['nonAdmin']>;
+
+const apply = { fieldManager: 'tenantkit-backup-test', force: true };
+
+/**
+ * The tenant kinds in the order stop() deletes them: what makes backups or reads them before the
+ * backups, the storage locations they may live in last.
+ */
+const tenantKinds: ResourceType[] = [
+  NonAdminScheduleCrd.type,
+  NonAdminDownloadRequestCrd.type,
+  NonAdminRestoreCrd.type,
+  NonAdminBackupCrd.type,
+  NonAdminBackupStorageLocationCrd.type,
+];
+
+/** Applies the admin's NonAdminBackupConfig "cluster" with `nonAdmin` (enabled unless it says otherwise). */
+export async function applyBackupPolicy(cluster: TestCluster, nonAdmin: NonAdminPolicy): Promise<void> {
+  await cluster.admin.apply(
+    NonAdminBackupConfigCrd.type,
+    {
+      metadata: { name: 'cluster' },
+      spec: { nonAdmin: { enable: true, ...nonAdmin } },
+    } as NonAdminBackupConfig,
+    apply,
+  );
+}
+
+/**
+ * Installs the ClusterRoles the chart gives tenants and waits until kube-controller-manager aggregated
+ * them into `admin`, so that a namespace's admins may use every tenant kind.
+ */
+export async function installTenantRoles(cluster: TestCluster): Promise<void> {
+  for (const role of backupUserClusterRoles()) await cluster.admin.apply(Resources.clusterRoles, role, apply);
+  for (const type of tenantKinds) await cluster.aggregated('admin', type.plural);
+}
+
+/** A new user holding the default `admin` role in `namespace`, as a tenant administering it. */
+export async function tenantIn(
+  cluster: TestCluster,
+  namespace: string,
+  userPrefix = 'alice',
+): Promise<KubeClient> {
+  const tenant = await cluster.user(cluster.unique(userPrefix));
+  await cluster.grant({ kind: 'User', name: tenant.userName }, { clusterRole: 'admin' }, namespace);
+  return tenant;
+}
+
+export interface BackupEnvironmentOptions {
+  /** What runs (default: the whole backup capability), always under the whole capability's rules. */
+  capability?: Capability;
+  /** Policy fields this file always wants; every setPolicy() keeps them unless it names them itself. */
+  policy?: NonAdminPolicy;
+  /** Whether start applies the policy (default true); false leaves the first one to the tests. */
+  applyPolicyAtStart?: boolean;
+}
+
+export interface BackupEnvironment {
+  velero: TestVelero;
+  running: RunningCapability;
+  /** Applies the policy: enabled, on Velero's namespace, the file's policy, then `nonAdmin`. */
+  setPolicy(nonAdmin?: NonAdminPolicy): Promise<void>;
+  /** A fresh namespace whose tenant objects stop() removes while the controllers still run. */
+  namespace(prefix: string): Promise<string>;
+  /** Such a namespace with a new user holding `admin` in it (see {@link tenantIn}). */
+  tenantNamespace(prefix: string, userPrefix?: string): Promise<{ namespace: string; tenant: KubeClient }>;
+  /**
+   * For afterAll: removes the tenant objects of the namespaces above while the controllers still run to
+   * lift their finalizers (so that no namespace stays Terminating), with backup sync off first (so that
+   * none comes back from its Backup); then everything registered with cluster.defer(), then Velero.
+   */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts Velero and the capability, installs the tenant roles and applies the policy. For beforeAll,
+ * with veleroStartTimeoutMs; pair it with `afterAll(() => env?.stop())`. If it fails halfway, it undoes
+ * what it did.
+ */
+export async function startBackupEnvironment(
+  cluster: TestCluster,
+  options: BackupEnvironmentOptions = {},
+): Promise<BackupEnvironment> {
+  const velero = await startTestVelero(cluster);
+  const namespaces: string[] = [];
+  const setPolicy = (nonAdmin: NonAdminPolicy = {}) =>
+    applyBackupPolicy(cluster, { veleroNamespace: velero.namespace, ...options.policy, ...nonAdmin });
+
+  async function removeTenantObjects() {
+    if (namespaces.length === 0) return;
+    await setPolicy({ backupSyncPeriod: '0' }).catch(() => {});
+    for (const namespace of namespaces) {
+      for (const type of tenantKinds) {
+        await cluster.admin.request('DELETE', resourcePath(type, namespace)).catch(() => {});
+      }
+    }
+    await eventually(
+      async () => {
+        for (const namespace of namespaces) {
+          for (const type of tenantKinds) {
+            if ((await cluster.admin.list(type, { namespace })).items.length > 0) return false;
+          }
+        }
+        return true;
+      },
+      { timeoutMs: 30_000, what: 'tenant objects gone' },
+    ).catch((err) => console.warn(err));
+  }
+
+  const stop = async () => {
+    await removeTenantObjects();
+    await cluster.cleanup();
+    await velero.stop();
+  };
+
+  try {
+    await installTenantRoles(cluster);
+    const running = await runCapability(cluster, options.capability ?? backup, {
+      namespaces: { [veleroNamespaceValue]: velero.namespace },
+    });
+    // Registered after the controllers' stop, so that it runs before it.
+    cluster.defer(() => cluster.admin.delete(NonAdminBackupConfigCrd.type, 'cluster'));
+    if (options.applyPolicyAtStart ?? true) await setPolicy();
+    const namespace = async (prefix: string) => {
+      const name = await cluster.namespace(prefix);
+      namespaces.push(name);
+      return name;
+    };
+    return {
+      velero,
+      running,
+      setPolicy,
+      namespace,
+      async tenantNamespace(prefix, userPrefix) {
+        const name = await namespace(prefix);
+        return { namespace: name, tenant: await tenantIn(cluster, name, userPrefix) };
+      },
+      stop,
+    };
+  } catch (err) {
+    await stop().catch(() => {});
+    throw err;
+  }
+}
+
+/** A condition of an object's status by type. */
+export function condition<C extends { type: string }>(
+  object: { status?: { conditions?: readonly C[] } } | undefined,
+  type: string,
+): C | undefined {
+  return object?.status?.conditions?.find((c) => c.type === type);
+}
+
+/**
+ * A tenant object (of any of the tenant kinds) once its controller refused it: phase BackingOff, with
+ * conditions that say why.
+ */
+export function refusedObject<T extends KubeObject & { status?: { phase?: string } }>(
+  cluster: TestCluster,
+  type: ResourceType,
+  namespace: string,
+  name: string,
+): Promise<T> {
+  return eventually(
+    async () => {
+      const o = await cluster.admin.get<T>(type, name, namespace);
+      return o?.status?.phase === 'BackingOff' ? o : undefined;
+    },
+    { what: `${type.kind} ${namespace}/${name} BackingOff` },
+  );
+}
+
+const isFinished = (phase: string | undefined) =>
+  phase !== undefined && (finishedPhases as readonly string[]).includes(phase);
+
+/**
+ * Waits until a NonAdminBackup or NonAdminRestore settled: refused by the controller (BackingOff), or
+ * its Velero object reached a finished phase.
+ */
+async function settled<T extends NonAdminBackup | NonAdminRestore>(
+  cluster: TestCluster,
+  type: ResourceType,
+  namespace: string,
+  name: string,
+  veleroPhase: (o: T) => string | undefined,
+  timeoutMs: number,
+): Promise<T> {
+  return eventually(
+    async () => {
+      const o = await cluster.admin.get<T>(type, name, namespace);
+      return o && (o.status?.phase === 'BackingOff' || isFinished(veleroPhase(o))) ? o : undefined;
+    },
+    { timeoutMs, what: `${type.kind} ${namespace}/${name} settled` },
+  );
+}
+
+/** A NonAdminBackup once refused (BackingOff) or its Velero Backup finished. */
+export function settledBackup(
+  cluster: TestCluster,
+  namespace: string,
+  name: string,
+  timeoutMs = veleroQueueMs,
+): Promise<NonAdminBackup> {
+  return settled<NonAdminBackup>(
+    cluster,
+    NonAdminBackupCrd.type,
+    namespace,
+    name,
+    (o) => o.status?.veleroBackup?.status?.phase,
+    timeoutMs,
+  );
+}
+
+/** A NonAdminRestore once refused (BackingOff) or its Velero Restore finished. */
+export function settledRestore(
+  cluster: TestCluster,
+  namespace: string,
+  name: string,
+  timeoutMs = veleroQueueMs,
+): Promise<NonAdminRestore> {
+  return settled<NonAdminRestore>(
+    cluster,
+    NonAdminRestoreCrd.type,
+    namespace,
+    name,
+    (o) => o.status?.veleroRestore?.status?.phase,
+    timeoutMs,
+  );
+}
+
+/** What a settled object came to, for a failure message that says why it did not complete. */
+const outcome = (o: NonAdminBackup | NonAdminRestore, veleroPhase: string | undefined) =>
+  `phase ${o.status?.phase}, Velero phase ${veleroPhase}, conditions ${JSON.stringify(o.status?.conditions)}`;
+
+/** A NonAdminBackup once its Velero Backup completed; fails as soon as it settled otherwise. */
+export async function completedBackup(
+  cluster: TestCluster,
+  namespace: string,
+  name: string,
+): Promise<NonAdminBackup> {
+  const nab = await settledBackup(cluster, namespace, name);
+  const phase = nab.status?.veleroBackup?.status?.phase;
+  if (phase !== 'Completed') throw new Error(`NonAdminBackup ${namespace}/${name}: ${outcome(nab, phase)}`);
+  return nab;
+}
+
+/** A NonAdminRestore once its Velero Restore completed; fails as soon as it settled otherwise. */
+export async function completedRestore(
+  cluster: TestCluster,
+  namespace: string,
+  name: string,
+): Promise<NonAdminRestore> {
+  const nar = await settledRestore(cluster, namespace, name);
+  const phase = nar.status?.veleroRestore?.status?.phase;
+  if (phase !== 'Completed') throw new Error(`NonAdminRestore ${namespace}/${name}: ${outcome(nar, phase)}`);
+  return nar;
+}
