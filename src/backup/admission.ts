@@ -13,6 +13,8 @@ const invalid = (message: string) => deny(message, 422, 'Invalid');
 export function reviewNonAdminBackup(
   configs: Informer<NonAdminBackupConfig>,
   request: AdmissionRequest<NonAdminBackup>,
+  /** Whether NonAdminBackupStorageLocation `name` exists in `namespace` (from the webhook's cache). */
+  hasLocation?: (namespace: string, name: string) => boolean,
 ): Verdict {
   const nab = request.object;
   if (!nab || request.operation === 'DELETE') return allow();
@@ -30,7 +32,12 @@ export function reviewNonAdminBackup(
     if (accepted || jsonEqual(spec, (old.spec?.backupSpec ?? {}) as JsonObject)) return allow();
   }
   const policy = currentPolicy(configs);
-  const problems = backupSpecProblems(namespace, spec, policy.enforceBackupSpec);
+  const problems = backupSpecProblems(
+    namespace,
+    spec,
+    policy.enforceBackupSpec,
+    hasLocation && ((name) => hasLocation(namespace, name)),
+  );
   if (problems.length > 0) return invalid(problems.join('; '));
   return allow(policy.enabled ? [] : [disabledWarning]);
 }

@@ -10,11 +10,22 @@ import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../kube/finalize
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, objectKey, type ResourceType } from '../kube/resources.ts';
 import { finishedPhases, VeleroResources } from '../kube/velero.ts';
+import { adoptedBackup, nabKeysFor, ownerships, reconcileAdoption, syncedFromOf } from './adopt.ts';
 import { configType, currentPolicy } from './config.ts';
 import { type JsonObject, jsonEqual, withEnforced } from './enforce.ts';
-import { Annotations, Labels, ManagedByValue, managedSelector, nacObjectName } from './names.ts';
+import { NabslType, storageLocationLookup } from './nabsl-controller.ts';
+import {
+  Annotations,
+  isNacObjectName,
+  Labels,
+  ManagedByValue,
+  managedSelector,
+  nacObjectName,
+} from './names.ts';
+import { backupProgress, withProgress } from './progress.ts';
 import { backupQueuePhases, CreatedAtAnnotation, changedFields, QueueTracker } from './queue.ts';
 import { backupSpecProblems } from './validate.ts';
+import { withForcedBackupFields } from './velero-filters.ts';
 
 export const NabFinalizer = 'tenantkit.io/nonadminbackup';
 export const ByNabUuid = 'backup/nab-nacuuid';
@@ -54,12 +65,17 @@ export function registerNabController(manager: Manager): void {
   const backups = manager.informer<VeleroObject>(managedBackups);
   const deleteRequests = manager.informer<VeleroObject>(managedDeleteRequests);
   const configs = manager.informer<NonAdminBackupConfig>(configType);
+  const locations = storageLocationLookup(manager);
   const uuidOf = (o: KubeObject) => {
     const v = o.metadata.labels?.[Labels.nabUuid];
     return v ? [v] : [];
   };
   backups.addIndex(ByNabUuid, uuidOf);
   deleteRequests.addIndex(ByNabUuid, uuidOf);
+  // Counted objects map to the NAB by the Backup's annotations, or to the NAB that adopted it.
+  const progress = backupProgress(manager, (b) => nabKeysFor(adoption, b));
+  // NABs of existing Backups (schedule runs, backup sync): see adopt.ts.
+  const adoption = ownerships(manager);
 
   manager
     .controller('nonadminbackup')
@@ -67,26 +83,63 @@ export function registerNabController(manager: Manager): void {
     .watches(managedBackups, originOf)
     .watches(managedDeleteRequests, originOf)
     .watches(VeleroResources.backups, () => queue.drain())
+    .watches(VeleroResources.backups, (b) => nabKeysFor(adoption, b))
+    // Progress counts: a PodVolumeBackup or DataUpload of a tenant's Backup moved.
+    .watches(progress.podVolumes, progress.map)
+    .watches(progress.dataMovers, progress.map)
     // A policy change applies live: every NAB is checked again.
     .watches(configType, () => nabs.list().map((n) => objectKey(n.metadata)))
+    // A NAB naming a tenant storage location goes on when that location is ready (or refuses it when gone).
+    .watches(NabslType, (l) =>
+      nabs
+        .list()
+        .filter(
+          (n) =>
+            n.metadata.namespace === l.metadata.namespace &&
+            n.spec?.backupSpec?.storageLocation === l.metadata.name,
+        )
+        .map((n) => objectKey(n.metadata)),
+    )
     .concurrency(4)
     .complete(async (key, ctx) => {
       const nab = nabs.get(key);
       if (!nab) return undefined;
       const policy = currentPolicy(configs);
       const uuid = nab.status?.veleroBackup?.nacuuid;
-      const backup = uuid ? backups.byIndex(ByNabUuid, uuid)[0] : undefined;
       const type = NonAdminBackupCrd.type;
       const ns = nab.metadata.namespace!;
+      // Only in Velero's namespace (the config's, never the one status names: a velero.io Backup restored
+      // into a tenant namespace carries tenantkit's labels too), by name too (a Backup synced from a
+      // tenant's bucket may carry anyone's NACUUID label), and made for this very NAB.
+      const backup = uuid
+        ? (backups
+            .byIndex(ByNabUuid, uuid)
+            .find(
+              (b) =>
+                b.metadata.name === uuid &&
+                b.metadata.namespace === policy.veleroNamespace &&
+                b.metadata.annotations?.[Annotations.nabNamespace] === ns &&
+                b.metadata.annotations?.[Annotations.nabName] === nab.metadata.name,
+            ) ?? adoptedBackup(adoption, nab, policy.veleroNamespace))
+        : undefined;
+      // A NACUUID tenantkit did not write (a status forged through a restore, say) is never acted on.
+      const forged =
+        uuid !== undefined &&
+        syncedFromOf(nab) === undefined &&
+        !isNacObjectName(ns, nab.metadata.name!, uuid);
       const generation = nab.metadata.generation;
 
-      const writeStatus = async (status: Status) => {
+      /** `ifVersion`: fail (409, retried) unless the object is still at that resourceVersion. */
+      const writeStatus = async (status: Status, ifVersion?: string) => {
         if (jsonEqual(status as never, (nab.status ?? {}) as never)) return;
         await ctx.client.patch(
           type,
           nab.metadata.name!,
           ns,
-          { status: changedFields(status as JsonObject, (nab.status ?? {}) as JsonObject) },
+          {
+            ...(ifVersion ? { metadata: { resourceVersion: ifVersion } } : {}),
+            status: changedFields(status as JsonObject, (nab.status ?? {}) as JsonObject),
+          },
           PatchType.merge,
           'status',
         );
@@ -97,7 +150,7 @@ export function registerNabController(manager: Manager): void {
       // Removed by the tenant: the Velero Backup object goes, its data stays in storage.
       if (nab.metadata.deletionTimestamp) {
         if (!hasFinalizer(nab, NabFinalizer)) return undefined;
-        for (const b of uuid ? backups.byIndex(ByNabUuid, uuid) : []) {
+        for (const b of backup ? [backup] : []) {
           await ctx.client.delete(VeleroResources.backups, b.metadata.name!, b.metadata.namespace);
         }
         if (backup && !nab.spec?.deleteBackup) {
@@ -117,6 +170,20 @@ export function registerNabController(manager: Manager): void {
         return deleteBackup(nab, backup, uuid, ctx, writeStatus, condition);
 
       const base: Status = { ...(nab.status ?? {}) };
+      if (forged) {
+        const message = `status.veleroBackup.nacuuid ${uuid} was not written by tenantkit for this NonAdminBackup; delete it and create a new one`;
+        await writeStatus({
+          ...base,
+          phase: 'BackingOff',
+          conditions: condition(base, {
+            type: 'Accepted',
+            status: 'False',
+            reason: 'InvalidStatus',
+            message,
+          }),
+        });
+        return undefined;
+      }
       if (!policy.enabled) {
         const message =
           'non-admin backups are not enabled: an admin must set spec.nonAdmin.enable: true in NonAdminBackupConfig "cluster"';
@@ -133,9 +200,19 @@ export function registerNabController(manager: Manager): void {
         return undefined;
       }
 
+      // A NAB for an existing Backup adopts it (if its namespace owns it) and never makes one.
+      if (!backup && syncedFromOf(nab) !== undefined) {
+        return reconcileAdoption(adoption, nab, ctx, { policy, writeStatus, condition });
+      }
+
       // Once a Velero Backup exists, the NAB's request is settled: mirror it, whatever the spec says now.
       if (!backup) {
-        const problems = backupSpecProblems(ns, tenantSpec(nab), policy.enforceBackupSpec);
+        const problems = backupSpecProblems(
+          ns,
+          tenantSpec(nab),
+          policy.enforceBackupSpec,
+          (name) => locations.find(ns, name) !== undefined,
+        );
         if (problems.length > 0 && !uuid) {
           const message = problems.join('; ');
           ctx.events.record(nab, 'Warning', 'InvalidBackupSpec', 'Validate', message);
@@ -152,35 +229,59 @@ export function registerNabController(manager: Manager): void {
           });
           return undefined;
         }
-        await ensureFinalizer(ctx.client, type, nab, NabFinalizer);
+        const current = await ensureFinalizer(ctx.client, type, nab, NabFinalizer);
         if (!uuid) {
-          // Step 1: the identity, in status, before anything exists in Velero's namespace.
+          // Step 1: the identity, in status, before anything exists in Velero's namespace. Guarded by
+          // resourceVersion: a reconcile on a cache that has not seen an earlier step 1 yet would
+          // otherwise write a second NACUUID over it, and two Velero Backups could follow.
           const name = nacObjectName(ns, nab.metadata.name!);
-          await writeStatus({
-            ...base,
-            phase: 'New',
-            veleroBackup: { nacuuid: name, name, namespace: policy.veleroNamespace },
-            conditions: condition(base, {
-              type: 'Accepted',
-              status: 'True',
-              reason: 'BackupAccepted',
-              message: `backup accepted against NonAdminBackupConfig generation ${policy.generation}`,
-            }),
-          });
+          await writeStatus(
+            {
+              ...base,
+              phase: 'New',
+              veleroBackup: { nacuuid: name, name, namespace: policy.veleroNamespace },
+              conditions: condition(base, {
+                type: 'Accepted',
+                status: 'True',
+                reason: 'BackupAccepted',
+                message: `backup accepted against NonAdminBackupConfig generation ${policy.generation}`,
+              }),
+            },
+            current.metadata.resourceVersion,
+          );
           return undefined;
         }
         // Step 2: the Velero Backup, named and labelled by the NACUUID.
-        const ref = nab.status!.veleroBackup!;
-        const backupSpec: JsonObject = {
+        const backupSpec: JsonObject = withForcedBackupFields({
           ...withEnforced(tenantSpec(nab), policy.enforceBackupSpec),
           includedNamespaces: [ns],
-        };
+        });
         delete backupSpec.storageLocation;
+        // A tenant location (a NABSL of this namespace, by name) is used only once approved and its
+        // Velero BSL exists; until then the NAB waits, saying why (the NABSL's events bring it back).
+        const wanted = tenantSpec(nab).storageLocation;
+        if (typeof wanted === 'string' && wanted !== '') {
+          const location = locations.resolve(ns, wanted);
+          if ('waiting' in location) {
+            await writeStatus({
+              ...base,
+              conditions: condition(base, {
+                type: 'Queued',
+                status: 'False',
+                reason: 'StorageLocationNotReady',
+                message: location.waiting,
+              }),
+            });
+            return undefined;
+          }
+          backupSpec.storageLocation = location.bsl;
+        }
         try {
           await ctx.client.create(VeleroResources.backups, {
             metadata: {
-              name: ref.name!,
-              namespace: ref.namespace ?? policy.veleroNamespace,
+              // The NACUUID and the config's namespace: never a name or namespace read back from status.
+              name: uuid,
+              namespace: policy.veleroNamespace,
               labels: {
                 [Labels.managedBy]: ManagedByValue,
                 [Labels.oadp]: 'True',
@@ -217,7 +318,7 @@ export function registerNabController(manager: Manager): void {
           `Velero Backup ${backup.metadata.name} ended ${veleroPhase}${ok ? '' : '; see its logs and status.veleroBackup.status'}`,
         );
       }
-      await writeStatus({
+      const mirrored: Status = {
         ...base,
         phase: 'Created',
         queueInfo: { estimatedQueuePosition: queue.position(veleroNs, backup.metadata.name!) },
@@ -234,7 +335,9 @@ export function registerNabController(manager: Manager): void {
           reason: 'BackupScheduled',
           message: `Velero Backup ${backup.metadata.name} is ${veleroPhase}`,
         }),
-      });
+      };
+      // Pod volume and data mover counts; written only when they change (see progress.ts).
+      await writeStatus(withProgress(mirrored, progress.counts(veleroNs, backup.metadata.name!)));
       return undefined;
     });
 }

@@ -17,7 +17,7 @@ import {
 } from '../api/backup.ts';
 import { isAlreadyExists, isConflict, PatchType } from '../kube/client.ts';
 import { type Condition, type ConditionInput, setCondition } from '../kube/conditions.ts';
-import type { ReconcileContext } from '../kube/controller.ts';
+import { generationChanged, type ReconcileContext } from '../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../kube/finalizers.ts';
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, objectKey, Resources, type ResourceType } from '../kube/resources.ts';
@@ -182,7 +182,7 @@ export function registerNabslController(manager: Manager): void {
     .watches(managedBsls, originOf)
     .watches(managedRequests, originOf)
     // A policy change (enforced fields, approval on or off) applies live.
-    .watches(configType, () => nabsls.list().map((n) => objectKey(n.metadata)))
+    .watches(configType, () => nabsls.list().map((n) => objectKey(n.metadata)), generationChanged)
     .concurrency(4)
     .complete(async (key, ctx) => {
       const nabsl = nabsls.get(key);

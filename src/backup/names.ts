@@ -53,6 +53,18 @@ export function nacObjectName(namespace: string, name: string, uuid: string = ra
   return parts.join('-');
 }
 
+const uuidSuffix = /-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+
+/**
+ * Whether `value` is a NACUUID tenantkit could have written for `namespace`/`name` ({@link nacObjectName}
+ * with some UUID). A status a tenant forged (say, through a restore of a crafted backup) naming another
+ * namespace's Velero object, or a name outside Velero's conventions, fails this check.
+ */
+export function isNacObjectName(namespace: string, name: string, value: string | undefined): boolean {
+  const uuid = value ? uuidSuffix.exec(value)?.[1] : undefined;
+  return uuid !== undefined && nacObjectName(namespace, name, uuid) === value;
+}
+
 /** The labels every Velero-side object tenantkit makes carries (plus the kind's NACUUID label). */
 export const managedLabels = { [Labels.managedBy]: ManagedByValue, [Labels.oadp]: 'True' } as const;
 /** A label selector matching {@link managedLabels}: the informers of tenantkit's Velero-side objects. */

@@ -18,12 +18,15 @@ import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../kube/finalize
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, objectKey, type ResourceType } from '../kube/resources.ts';
 import { VeleroResources } from '../kube/velero.ts';
+import { adoptedBackup, ownerships } from './adopt.ts';
 import { configType, currentPolicy } from './config.ts';
 import { type JsonObject, jsonEqual, withEnforced } from './enforce.ts';
 import { ByNabUuid, isManaged, managedBackups } from './nab-controller.ts';
-import { Annotations, Labels, ManagedByValue, nacObjectName } from './names.ts';
+import { Annotations, isNacObjectName, Labels, ManagedByValue, nacObjectName } from './names.ts';
+import { restoreProgress, withProgress } from './progress.ts';
 import { CreatedAtAnnotation, changedFields, QueueTracker, restoreQueuePhases } from './queue.ts';
 import { enforceableRestoreSpec, restoreSpecProblems } from './validate.ts';
+import { withForcedRestoreFields } from './velero-filters.ts';
 
 export const NarFinalizer = 'tenantkit.io/nonadminrestore';
 const ByNarUuid = 'backup/nar-nacuuid';
@@ -62,12 +65,14 @@ export function registerNarController(manager: Manager): void {
   const restores = manager.informer<VeleroObject>(managedRestores);
   const backups = manager.informer<VeleroObject>(managedBackups);
   const configs = manager.informer<NonAdminBackupConfig>(configType);
+  const adoption = ownerships(manager);
   const label = (name: string) => (o: KubeObject) => {
     const v = o.metadata.labels?.[name];
     return v ? [v] : [];
   };
   restores.addIndex(ByNarUuid, label(Labels.narUuid));
   backups.addIndex(ByNabUuid, label(Labels.nabUuid));
+  const progress = restoreProgress(manager);
   nars.addIndex(ByBackupRef, (nar) => {
     const name = nar.spec?.restoreSpec?.backupName;
     return name ? [`${nar.metadata.namespace}/${name}`] : [];
@@ -78,6 +83,9 @@ export function registerNarController(manager: Manager): void {
     .for(NonAdminRestoreCrd.type)
     .watches(managedRestores, originOf)
     .watches(VeleroResources.restores, () => queue.drain())
+    // Progress counts: a PodVolumeRestore or DataDownload of a tenant's Restore moved.
+    .watches(progress.podVolumes, progress.map)
+    .watches(progress.dataMovers, progress.map)
     // A NAR waiting for its backup to complete (or to exist) goes on when it does.
     .watches(NonAdminBackupCrd.type, (nab) =>
       nars.byIndex(ByBackupRef, objectKey(nab.metadata)).map((n) => objectKey(n.metadata)),
@@ -91,19 +99,32 @@ export function registerNarController(manager: Manager): void {
       const policy = currentPolicy(configs);
       const ref = nar.status?.veleroRestore;
       const uuid = ref?.nacuuid;
-      const restore = uuid ? restores.byIndex(ByNarUuid, uuid)[0] : undefined;
       const type = NonAdminRestoreCrd.type;
       const ns = nar.metadata.namespace!;
+      // A NACUUID tenantkit did not write (a status forged through a restore, say) is never acted on.
+      const trusted = uuid !== undefined && isNacObjectName(ns, nar.metadata.name!, uuid);
+      // Only the Restore named by the NACUUID in Velero's namespace (the config's, never the one status
+      // names) and made for this very NAR.
+      const ours = (r: KubeObject) =>
+        r.metadata.name === uuid &&
+        r.metadata.namespace === policy.veleroNamespace &&
+        originOf(r)[0] === `${ns}/${nar.metadata.name}`;
+      const found = trusted ? restores.byIndex(ByNarUuid, uuid).filter(ours) : [];
+      const restore = found[0];
       const generation = nar.metadata.generation;
       const base: Status = { ...(nar.status ?? {}) };
 
-      const writeStatus = async (status: Status) => {
+      /** `ifVersion`: fail (409, retried) unless the object is still at that resourceVersion. */
+      const writeStatus = async (status: Status, ifVersion?: string) => {
         if (jsonEqual(status as never, (nar.status ?? {}) as never)) return;
         await ctx.client.patch(
           type,
           nar.metadata.name!,
           ns,
-          { status: changedFields(status as JsonObject, (nar.status ?? {}) as JsonObject) },
+          {
+            ...(ifVersion ? { metadata: { resourceVersion: ifVersion } } : {}),
+            status: changedFields(status as JsonObject, (nar.status ?? {}) as JsonObject),
+          },
           PatchType.merge,
           'status',
         );
@@ -121,19 +142,23 @@ export function registerNarController(manager: Manager): void {
       // and the restore's logs and results); what was restored stays in the namespace.
       if (nar.metadata.deletionTimestamp) {
         if (!hasFinalizer(nar, NarFinalizer)) return undefined;
-        const found = uuid ? restores.byIndex(ByNarUuid, uuid) : [];
         for (const r of found) {
           await ctx.client.delete(VeleroResources.restores, r.metadata.name!, r.metadata.namespace);
         }
-        // Also by name: a Restore created just now may not be in the cache yet.
-        if (uuid && !found.some((r) => r.metadata.name === ref?.name)) {
-          await ctx.client.delete(
-            VeleroResources.restores,
-            ref?.name ?? uuid,
-            ref?.namespace ?? policy.veleroNamespace,
-          );
+        // Also by name: a Restore created just now may not be in the cache yet. Only the NACUUID
+        // tenantkit wrote, in Velero's namespace: a forged status must not delete anyone's Restore.
+        if (trusted && found.length === 0) {
+          await ctx.client.delete(VeleroResources.restores, uuid, policy.veleroNamespace);
         }
         await removeFinalizer(ctx.client, type, nar, NarFinalizer);
+        return undefined;
+      }
+
+      if (uuid !== undefined && !trusted) {
+        await backOff(
+          'InvalidStatus',
+          `status.veleroRestore.nacuuid ${uuid} was not written by tenantkit for this NonAdminRestore; delete it and create a new one`,
+        );
         return undefined;
       }
 
@@ -161,7 +186,7 @@ export function registerNarController(manager: Manager): void {
               reason: 'RestoreAccepted',
               message: `Velero Restore ${restore.metadata.name} was created for this restore`,
             });
-        await writeStatus({
+        const mirrored: Status = {
           ...base,
           phase: 'Created',
           queueInfo: { estimatedQueuePosition: queue.position(veleroNs, restore.metadata.name!) },
@@ -178,7 +203,9 @@ export function registerNarController(manager: Manager): void {
             reason: 'RestoreScheduled',
             message: `Velero Restore ${restore.metadata.name} is ${veleroPhase}`,
           }),
-        });
+        };
+        // Pod volume and data mover counts; written only when they change (see progress.ts).
+        await writeStatus(withProgress(mirrored, progress.counts(veleroNs, restore.metadata.name!)));
         return undefined;
       }
 
@@ -204,16 +231,25 @@ export function registerNarController(manager: Manager): void {
       const problems = restoreSpecProblems(ns, tenantSpec, policy.enforceRestoreSpec, findNab);
       const nab = problems.length === 0 ? findNab(tenantSpec.backupName as string) : undefined;
       const source = nab?.status?.veleroBackup;
+      // The Velero Backup the NAB reports must be one tenantkit made for that very NAB, in Velero's
+      // namespace. Or, for a NAB of an existing Backup (schedule run, backup sync), one this namespace owns.
+      const made =
+        nab && source
+          ? (backups
+              .byIndex(ByNabUuid, source.nacuuid ?? '')
+              .find(
+                (b) =>
+                  b.metadata.name === source.name &&
+                  b.metadata.namespace === policy.veleroNamespace &&
+                  b.metadata.annotations?.[Annotations.nabNamespace] === ns &&
+                  b.metadata.annotations?.[Annotations.nabName] === nab.metadata.name,
+              ) ??
+            (() => {
+              const adopted = adoptedBackup(adoption, nab, policy.veleroNamespace);
+              return adopted?.metadata.name === source.name ? adopted : undefined;
+            })())
+          : undefined;
       if (nab && source) {
-        // The Velero Backup the NAB reports must be one tenantkit made for that very NAB.
-        const made = backups
-          .byIndex(ByNabUuid, source.nacuuid ?? '')
-          .some(
-            (b) =>
-              b.metadata.name === source.name &&
-              b.metadata.annotations?.[Annotations.nabNamespace] === ns &&
-              b.metadata.annotations?.[Annotations.nabName] === nab.metadata.name,
-          );
         if (!made) {
           problems.push(
             `spec.restoreSpec.backupName "${nab.metadata.name}": its Velero Backup ${source.name} no longer exists (expired or deleted); pick another NonAdminBackup`,
@@ -228,40 +264,55 @@ export function registerNarController(manager: Manager): void {
         return undefined;
       }
 
-      await ensureFinalizer(ctx.client, type, nar, NarFinalizer);
+      const current = await ensureFinalizer(ctx.client, type, nar, NarFinalizer);
       if (!uuid) {
-        // Step 1: the identity, in status, before anything exists in Velero's namespace.
+        // Step 1: the identity, in status, before anything exists in Velero's namespace. Guarded by
+        // resourceVersion: a reconcile on a cache that has not seen an earlier step 1 yet would
+        // otherwise write a second NACUUID over it, and two Velero Restores could follow.
         const name = nacObjectName(ns, nar.metadata.name!);
-        await writeStatus({
-          ...base,
-          phase: 'New',
-          veleroRestore: { nacuuid: name, name, namespace: policy.veleroNamespace },
-          conditions: condition({
-            type: 'Accepted',
-            status: 'True',
-            reason: 'RestoreAccepted',
-            message: `restore from NonAdminBackup ${nab!.metadata.name} accepted against NonAdminBackupConfig generation ${policy.generation}`,
-          }),
-        });
+        await writeStatus(
+          {
+            ...base,
+            phase: 'New',
+            veleroRestore: { nacuuid: name, name, namespace: policy.veleroNamespace },
+            conditions: condition({
+              type: 'Accepted',
+              status: 'True',
+              reason: 'RestoreAccepted',
+              message: `restore from NonAdminBackup ${nab!.metadata.name} accepted against NonAdminBackupConfig generation ${policy.generation}`,
+            }),
+          },
+          current.metadata.resourceVersion,
+        );
         return undefined;
       }
 
       // Step 2: the Velero Restore, named and labelled by the NACUUID, from the NAB's Velero backup (the
       // tenant's backupName is a NAB name, never passed to Velero), into this namespace only.
-      const restoreSpec: JsonObject = {
-        ...withEnforced(tenantSpec, enforceableRestoreSpec(policy.enforceRestoreSpec)),
-        backupName: source!.name!,
-        includedNamespaces: [ns],
-      };
+      // No cluster-scoped object ever (Velero skips cluster-scoped additional items, a PVC's PV say, only
+      // when includeClusterResources is explicitly false), and never the kinds of velero-filters.ts; from
+      // a tenant's own storage location (whose contents the tenant writes), not its RBAC either. A
+      // location tenantkit cannot identify as an admin's counts as the tenant's.
+      const owner = adoption.ownerOf(made!);
+      const fromTenantLocation = owner.namespace === undefined || owner.via === 'tenant-location';
+      const restoreSpec: JsonObject = withForcedRestoreFields(
+        {
+          ...withEnforced(tenantSpec, enforceableRestoreSpec(policy.enforceRestoreSpec)),
+          backupName: made!.metadata.name!,
+          includedNamespaces: [ns],
+        },
+        fromTenantLocation,
+      );
       for (const field of ['scheduleName', 'excludedNamespaces', 'namespaceMapping'] as const) {
         delete restoreSpec[field];
       }
-      const restoreName = ref!.name ?? uuid;
+      // The NACUUID and the config's namespace: never a name or namespace read back from status.
+      const restoreName = uuid;
       try {
         await ctx.client.create(VeleroResources.restores, {
           metadata: {
             name: restoreName,
-            namespace: ref!.namespace ?? policy.veleroNamespace,
+            namespace: policy.veleroNamespace,
             labels: {
               [Labels.managedBy]: ManagedByValue,
               [Labels.oadp]: 'True',

@@ -4,10 +4,15 @@
 // administer the tenant namespace. No list/watch (a list cannot be limited by resourceNames) and never
 // create (DownloadRequests, or anything else, stay tenantkit's).
 //
-// Trust: a Velero object belongs to the namespace named in its origin annotation, and only Velero objects
-// carrying tenantkit's managed-by label are considered. Both live in Velero's namespace, where tenants
-// cannot write, so nothing a tenant can write (its NABs' labels, annotations or specs) moves another
-// namespace's backup into its Role. Keys are tenant namespace names; reconcile is level-triggered.
+// Trust: a Backup on a tenant's own storage location (a BSL tenantkit made for a NonAdminBackupStorageLocation)
+// belongs to that location's namespace, whatever the Backup's labels and annotations say: the tenant writes
+// that bucket, and Velero's bucket sync copies its contents into the cluster (ownership.ts). Any other
+// Backup belongs to the namespace named in its origin annotation (a NonAdminBackup's, or a
+// NonAdminSchedule's for a schedule run), and only if it carries tenantkit's managed-by label; a Restore to
+// its NonAdminRestore's namespace, likewise. Those live in Velero's namespace and admins' buckets, where
+// tenants cannot write, so nothing a tenant can write (its NABs' labels, annotations or specs, its
+// bucket's contents) moves another namespace's backup into its Role. Keys are tenant namespace names;
+// reconcile is level-triggered.
 import { createHash } from 'node:crypto';
 import type { NonAdminBackupConfig } from '../api/backup.ts';
 import { isAlreadyExists } from '../kube/client.ts';
@@ -18,7 +23,8 @@ import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, Resources, type ResourceType } from '../kube/resources.ts';
 import { VeleroResources } from '../kube/velero.ts';
 import { configType, currentPolicy } from './config.ts';
-import { Annotations, Labels, managedSelector } from './names.ts';
+import { Annotations, Labels, ManagedByValue, managedSelector } from './names.ts';
+import { defaultLocationOf, type Location } from './ownership.ts';
 
 /** Field manager of the writes, and the managed-by value on the Roles/RoleBindings this controller makes. */
 export const TransparencyManager = 'tenantkit-backup-view';
@@ -29,11 +35,11 @@ export const AdministeringClusterRoles: readonly string[] = ['admin', 'edit'];
 
 const ByOrigin = 'backup/origin-namespace';
 const ByTenant = 'backup/tenant-namespace';
+const ByLocation = 'backup/storage-location';
 const rbacGroup = 'rbac.authorization.k8s.io';
 
 // The same selector as the NAB/NAR controllers, so the manager shares their informers.
 const managed = managedSelector;
-const veleroBackups: ResourceType = { ...VeleroResources.backups, labelSelector: managed };
 const veleroRestores: ResourceType = { ...VeleroResources.restores, labelSelector: managed };
 const ours = `${Labels.managedBy}=${TransparencyManager}`;
 const viewRoles: ResourceType = { ...Resources.roles, labelSelector: ours };
@@ -66,10 +72,37 @@ export function viewObjectName(namespace: string): string {
   return `${prefix}${namespace.slice(0, 63 - prefix.length - hash.length - 1).replace(/[-.]+$/, '')}-${hash}`;
 }
 
+type Backup = KubeObject & { spec?: { storageLocation?: unknown } };
+type Bsl = KubeObject & Location;
+
+/** The namespaces a Backup's annotations claim (a NonAdminBackup's, a NonAdminSchedule's): candidates only. */
 const backupOrigin = (o: KubeObject) => {
-  const ns = o.metadata.annotations?.[Annotations.nabNamespace];
-  return ns ? [ns] : [];
+  const a = o.metadata.annotations ?? {};
+  return [...new Set([a[Annotations.nabNamespace], a[Annotations.nasNamespace]])].filter(
+    (v): v is string => typeof v === 'string' && v !== '',
+  );
 };
+const locationOf = (b: Backup) => (typeof b.spec?.storageLocation === 'string' ? b.spec.storageLocation : '');
+const isManaged = (o: KubeObject) =>
+  o.metadata.labels?.[Labels.oadp] === 'True' && o.metadata.labels?.[Labels.managedBy] === ManagedByValue;
+const tenantLocationNamespace = (l: Bsl | undefined) =>
+  l?.metadata.labels?.[Labels.nabslUuid] !== undefined
+    ? l?.metadata.annotations?.[Annotations.nabslNamespace] || undefined
+    : undefined;
+
+/**
+ * The namespace whose admins may read `backup`, or undefined. On a tenant's own location: that location's
+ * namespace only. On a location that does not exist: nobody. Otherwise (an admin's location, or none yet:
+ * a Backup Velero has not processed) the one origin namespace tenantkit recorded on a Backup it labelled.
+ */
+export function viewerOf(backup: Backup, location: Bsl | undefined): string | undefined {
+  if (tenantLocationNamespace(location)) return tenantLocationNamespace(location);
+  if (location?.metadata.labels?.[Labels.nabslUuid] !== undefined) return undefined;
+  if (locationOf(backup) !== '' && !location) return undefined;
+  if (!isManaged(backup)) return undefined;
+  const origins = backupOrigin(backup);
+  return origins.length === 1 ? origins[0] : undefined;
+}
 const restoreOrigin = (o: KubeObject) => {
   const ns = o.metadata.annotations?.[Annotations.narNamespace];
   return ns ? [ns] : [];
@@ -120,21 +153,42 @@ export function administeringSubjects(namespace: string, bindings: RoleBinding[]
 }
 
 export function registerTransparencyController(manager: Manager): void {
-  const backups = manager.informer<KubeObject>(veleroBackups);
+  // Every Backup (shared with the ownership rules): one in a tenant's bucket may lack tenantkit's labels.
+  const backups = manager.informer<Backup>(VeleroResources.backups);
+  const bsls = manager.informer<Bsl>(VeleroResources.backupStorageLocations);
   const restores = manager.informer<KubeObject>(veleroRestores);
   const bindings = manager.informer<RoleBinding>(Resources.roleBindings);
   const roles = manager.informer<Role>(viewRoles);
   const views = manager.informer<RoleBinding>(viewBindings);
   const configs = manager.informer<NonAdminBackupConfig>(configType);
   backups.addIndex(ByOrigin, backupOrigin);
+  backups.addIndex(ByLocation, (b) => [`${b.metadata.namespace}/${locationOf(b)}`]);
   restores.addIndex(ByOrigin, restoreOrigin);
+  const locationFor = (b: Backup) => {
+    const named = locationOf(b);
+    return named
+      ? bsls.get(`${b.metadata.namespace}/${named}`)
+      : defaultLocationOf(bsls.byIndex(ByNamespace, b.metadata.namespace!));
+  };
+  const viewer = (b: Backup) => viewerOf(b, locationFor(b));
+  /** Namespaces to revisit when a Backup changes: whoever may read it now, and whoever its annotations name. */
+  const backupKeys = (b: KubeObject) => {
+    const now = viewer(b as Backup);
+    return [...new Set([...backupOrigin(b), ...(now ? [now] : [])])];
+  };
+  /** A location's namespace and every namespace its Backups name (ownership moves with the location). */
+  const locationKeys = (l: KubeObject) => {
+    const ns = tenantLocationNamespace(l as Bsl);
+    const onIt = backups.byIndex(ByLocation, `${l.metadata.namespace}/${l.metadata.name}`);
+    return [...new Set([...(ns ? [ns] : []), ...onIt.flatMap(backupKeys)])];
+  };
   roles.addIndex(ByTenant, tenantOf);
   views.addIndex(ByTenant, tenantOf);
 
   /** Every namespace that has, or had, something to see. */
   const allTenants = () => [
     ...new Set([
-      ...backups.list().flatMap(backupOrigin),
+      ...backups.list().flatMap(backupKeys),
       ...restores.list().flatMap(restoreOrigin),
       ...roles.list().flatMap(tenantOf),
       ...views.list().flatMap(tenantOf),
@@ -149,7 +203,8 @@ export function registerTransparencyController(manager: Manager): void {
       (previous, current) =>
         !previous || previous.metadata.deletionTimestamp !== current.metadata.deletionTimestamp,
     )
-    .watches(veleroBackups, backupOrigin)
+    .watches(VeleroResources.backups, backupKeys)
+    .watches(VeleroResources.backupStorageLocations, locationKeys)
     .watches(veleroRestores, restoreOrigin)
     // Who administers a namespace changes with its RoleBindings.
     .watches(Resources.roleBindings, (b) =>
@@ -164,10 +219,19 @@ export function registerTransparencyController(manager: Manager): void {
     .complete(async (namespace, ctx) => {
       const veleroNs = currentPolicy(configs).veleroNamespace;
       const inVelero = (o: KubeObject) => o.metadata.namespace === veleroNs;
-      const backupNames = backups
-        .byIndex(ByOrigin, namespace)
-        .filter(inVelero)
-        .map((o) => o.metadata.name!);
+      // Candidates: Backups whose annotations name the namespace, and those on its own locations; each
+      // then kept only if it is the namespace's by viewerOf.
+      const own = bsls
+        .byIndex(ByNamespace, veleroNs)
+        .filter((l) => tenantLocationNamespace(l) === namespace)
+        .flatMap((l) => backups.byIndex(ByLocation, `${veleroNs}/${l.metadata.name}`));
+      const backupNames = [
+        ...new Set(
+          [...backups.byIndex(ByOrigin, namespace), ...own]
+            .filter((b) => inVelero(b) && viewer(b) === namespace)
+            .map((o) => o.metadata.name!),
+        ),
+      ];
       const restoreNames = restores
         .byIndex(ByOrigin, namespace)
         .filter(inVelero)

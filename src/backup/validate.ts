@@ -3,11 +3,57 @@
 // the reach of a backup or restore: namespaces, cluster-scoped resources and storage locations are
 // tenantkit's to set.
 import type { NonAdminBackup } from '../api/backup.ts';
+import { parseDuration } from './config.ts';
 import { enforcedMessage, type JsonObject, unenforceable, violations } from './enforce.ts';
 
 const path = 'spec.backupSpec';
 
-export function backupSpecProblems(namespace: string, spec: JsonObject, enforced: JsonObject): string[] {
+/**
+ * The longest timeout a tenant may ask for: Velero's own default item operation timeout (4h). Velero runs
+ * one backup (and one restore) at a time, so a tenant's long wait is every tenant's wait; an admin who
+ * wants longer enforces the field.
+ */
+export const maxTenantTimeout = '4h';
+const maxTenantTimeoutMs = parseDuration(maxTenantTimeout)!;
+
+/** Problems with tenant timeouts (`fields`, under `prefix`), unless the admin enforces them. */
+function timeoutProblems(spec: JsonObject, enforced: JsonObject, prefix: string, fields: string[]): string[] {
+  const problems: string[] = [];
+  for (const field of fields) {
+    const value = spec[field];
+    if (value === undefined || value === null || field in enforced) continue;
+    const ms = typeof value === 'string' ? parseDuration(value) : undefined;
+    if (ms === undefined) {
+      problems.push(`${prefix}.${field} "${String(value)}" is not a duration: write it like 30m or 1h30m`);
+    } else if (ms > maxTenantTimeoutMs) {
+      problems.push(
+        `${prefix}.${field} ${value} is longer than ${maxTenantTimeout}: Velero runs one operation at a time, so a long wait stalls every tenant's backups and restores; ask for at most ${maxTenantTimeout} (or leave it out for Velero's default), or ask an admin to enforce a longer one`,
+      );
+    }
+  }
+  return problems;
+}
+
+/** A tenant may not set `field` unless the admin enforces it (the admin's value is then the only one). */
+function adminOnly(spec: JsonObject, enforced: JsonObject, prefix: string, field: string, why: string) {
+  const value = spec[field];
+  if (value === undefined || value === null || field in enforced) return [];
+  return [`${prefix}.${field} is not allowed: ${why}; leave it out, or ask an admin to enforce it`];
+}
+
+const hooksWhy =
+  "hooks run commands in the namespace's pods while Velero waits, and Velero runs one backup or restore at a time, so a slow hook stalls every tenant";
+
+export function backupSpecProblems(
+  namespace: string,
+  spec: JsonObject,
+  enforced: JsonObject,
+  /**
+   * Whether a NonAdminBackupStorageLocation of this namespace has this name. Without it (callers that
+   * cannot resolve tenant locations), any storageLocation is refused.
+   */
+  hasLocation?: (name: string) => boolean,
+): string[] {
   const problems: string[] = [];
   const included = spec.includedNamespaces;
   if (Array.isArray(included) && included.some((n) => n !== namespace)) {
@@ -32,11 +78,27 @@ export function backupSpecProblems(namespace: string, spec: JsonObject, enforced
       problems.push(`${path}.${field} is not allowed: tenants cannot back up cluster-scoped resources`);
     }
   }
-  if (typeof spec.storageLocation === 'string' && spec.storageLocation !== '') {
+  // A tenant names its own NonAdminBackupStorageLocation (looked up in its namespace only), never a
+  // Velero BackupStorageLocation: tenantkit puts the Velero name in (nab-controller.ts).
+  const location = spec.storageLocation;
+  if (typeof location === 'string' && location !== '' && !hasLocation?.(location)) {
     problems.push(
-      `${path}.storageLocation "${spec.storageLocation}" is not a NonAdminBackupStorageLocation of namespace ${namespace}; leave it out to use the default location`,
+      hasLocation
+        ? `${path}.storageLocation "${location}" is not a NonAdminBackupStorageLocation of namespace ${namespace}: name one of this namespace's locations (kubectl get nonadminbackupstoragelocations -n ${namespace}), or leave it out to use the default location`
+        : `${path}.storageLocation is not supported here; leave it out to use the default location`,
     );
   }
+  problems.push(
+    ...adminOnly(spec, enforced, path, 'hooks', hooksWhy),
+    ...adminOnly(
+      spec,
+      enforced,
+      path,
+      'resourcePolicy',
+      "it names a ConfigMap in Velero's namespace, which only an admin may choose",
+    ),
+    ...timeoutProblems(spec, enforced, path, ['csiSnapshotTimeout', 'itemOperationTimeout']),
+  );
   for (const field of violations(spec, enforced)) problems.push(enforcedMessage('NonAdminBackup', field));
   return problems;
 }
@@ -116,6 +178,10 @@ export function restoreSpecProblems(
       `${restorePath}.resourceModifier is not allowed: it names a ConfigMap in Velero's namespace, which only an admin may choose; leave it out`,
     );
   }
+  problems.push(
+    ...adminOnly(spec, allowed, restorePath, 'hooks', hooksWhy),
+    ...timeoutProblems(spec, allowed, restorePath, ['itemOperationTimeout']),
+  );
   for (const field of violations(spec, allowed)) problems.push(enforcedMessage('NonAdminRestore', field));
   return problems;
 }

@@ -2,6 +2,7 @@
 // S3 store: accepted backups run limited to the tenant's namespace with the admin's enforced fields;
 // escapes and overrides are refused with the seed's messages; deleteBackup removes the data from the
 // bucket; policy changes apply live.
+import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type NonAdminBackup,
@@ -10,8 +11,9 @@ import {
   NonAdminBackupCrd,
 } from '../../src/api/backup.ts';
 import { backup, backupUserClusterRoles } from '../../src/backup/index.ts';
-import { Labels } from '../../src/backup/names.ts';
-import type { KubeClient } from '../../src/kube/client.ts';
+import { NabFinalizer } from '../../src/backup/nab-controller.ts';
+import { Labels, nacObjectName } from '../../src/backup/names.ts';
+import { type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { VeleroResources } from '../../src/kube/velero.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
@@ -102,6 +104,21 @@ describe('NonAdminBackup', { timeout: veleroQueueMs + 30_000 }, () => {
     );
     expect(vb?.spec.includedNamespaces).toEqual([ns]);
     expect(vb?.spec.snapshotVolumes).toBe(false);
+    // The operations themselves are never in a backup (restored, they would run again): the NAB was in
+    // the namespace while Velero backed it up, and Velero's resource list has no NonAdmin* kind.
+    // (Velero appends its own after them: VolumeSnapshots when snapshotVolumes is false.)
+    expect(((vb?.spec.excludedResources as string[] | undefined) ?? []).slice(0, 3)).toEqual([
+      'nonadminbackups.oadp.openshift.io',
+      'nonadminrestores.oadp.openshift.io',
+      'nonadmindownloadrequests.oadp.openshift.io',
+    ]);
+    const list = await fetch(
+      `${velero.s3Url}/${velero.bucket}/backups/${ref.name}/${ref.name}-resource-list.json.gz`,
+    );
+    expect(list.ok).toBe(true);
+    const resources = JSON.parse(gunzipSync(Buffer.from(await list.arrayBuffer())).toString('utf8'));
+    expect(resources['v1/ConfigMap']).toContain(`${ns}/settings`);
+    expect(Object.keys(resources).filter((k) => k.includes('NonAdmin'))).toEqual([]);
     expect(vb?.metadata.labels?.[Labels.nabUuid]).toBe(ref.nacuuid);
     expect(done.status?.conditions?.find((c) => c.type === 'Accepted')?.status).toBe('True');
     expect((await velero.listObjects(`backups/${ref.name}/`)).length).toBeGreaterThan(0);
@@ -206,6 +223,63 @@ describe('NonAdminBackup', { timeout: veleroQueueMs + 30_000 }, () => {
       what: 'NAB gone',
     });
     expect(await velero.listObjects(`backups/${name}/`)).toEqual([]);
+  });
+
+  it('never acts on a NACUUID or namespace it did not write: a forged status mirrors, makes and deletes nothing', async () => {
+    // Statuses a restore of a crafted backup could write (velero.io/restore-status), with tenantkit's
+    // finalizer: one naming this namespace's "nightly" Velero Backup, one naming another namespace.
+    const victim = (await nab('nightly'))!.status!.veleroBackup!.name!;
+    const elsewhere = await cluster.namespace('elsewhere');
+    const own = nacObjectName(ns, 'forged-elsewhere', '00000000-0000-4000-8000-000000000001');
+    await running.stopControllers();
+    try {
+      for (const [name, ref] of [
+        ['forged-mirror', { nacuuid: victim, name: victim, namespace: velero.namespace }],
+        ['forged-elsewhere', { nacuuid: own, name: own, namespace: elsewhere }],
+      ] as const) {
+        await tenant.create(nabType, {
+          metadata: { name, namespace: ns },
+          spec: { backupSpec: {} },
+        } as KubeObject);
+        await cluster.admin.patch(nabType, name, ns, { metadata: { finalizers: [NabFinalizer] } });
+        await cluster.admin.patch(
+          nabType,
+          name,
+          ns,
+          { status: { phase: 'New', veleroBackup: ref } },
+          PatchType.merge,
+          'status',
+        );
+      }
+    } finally {
+      running.startControllers();
+    }
+    // Another NAB's Backup is neither mirrored nor deleted through it.
+    const refused = await eventually(
+      async () => {
+        const o = await nab('forged-mirror');
+        return o?.status?.phase === 'BackingOff' ? o : undefined;
+      },
+      { what: 'forged-mirror refused' },
+    );
+    expect(refused.status?.conditions?.find((c) => c.type === 'Accepted')).toMatchObject({
+      status: 'False',
+      reason: 'InvalidStatus',
+    });
+    expect(refused.status?.veleroBackup?.status).toBeUndefined();
+    await tenant.patch(nabType, 'forged-mirror', ns, { spec: { deleteBackup: true } });
+    await eventually(async () => (await nab('forged-mirror')) === undefined, { what: 'forged-mirror gone' });
+    expect(await cluster.admin.get(VeleroResources.backups, victim, velero.namespace)).toBeDefined();
+    expect(
+      await cluster.admin.get(VeleroResources.deleteBackupRequests, victim, velero.namespace),
+    ).toBeUndefined();
+    expect((await velero.listObjects(`backups/${victim}/`)).length).toBeGreaterThan(0);
+    // A well-formed NACUUID is used, but only in Velero's namespace, never the one status names.
+    await eventually(
+      async () => (await cluster.admin.get(VeleroResources.backups, own, velero.namespace)) !== undefined,
+      { what: 'Velero Backup made in Velero namespace' },
+    );
+    expect(await cluster.admin.get(VeleroResources.backups, own, elsewhere)).toBeUndefined();
   });
 
   it("keeps tenants out of each other's backups", async () => {

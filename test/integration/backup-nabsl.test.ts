@@ -7,43 +7,46 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type NonAdminBackup,
-  type NonAdminBackupConfig,
-  NonAdminBackupConfigCrd,
   NonAdminBackupCrd,
   type NonAdminBackupStorageLocation,
   NonAdminBackupStorageLocationCrd,
   type NonAdminBackupStorageLocationRequest,
   NonAdminBackupStorageLocationRequestCrd,
-  type NonAdminRestore,
   NonAdminRestoreCrd,
 } from '../../src/api/backup.ts';
-import { backup, backupUserClusterRoles } from '../../src/backup/index.ts';
 import { NabslFinalizer } from '../../src/backup/nabsl-controller.ts';
 import { Annotations, Labels, managedLabels, nacObjectName } from '../../src/backup/names.ts';
 import { listObjects } from '../../src/controlplane/s3-list.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
-import { type KubeObject, Resources, resourcePath } from '../../src/kube/resources.ts';
-import { type BackupStorageLocation, finishedPhases, VeleroResources } from '../../src/kube/velero.ts';
+import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { type BackupStorageLocation, VeleroResources } from '../../src/kube/velero.ts';
+import {
+  type BackupEnvironment,
+  condition,
+  refusedObject,
+  settledBackup,
+  settledRestore,
+  startBackupEnvironment,
+  veleroQueueMs,
+} from '../harness/backup.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
-import { type RunningCapability, runCapability } from '../harness/components.ts';
-import { startTestVelero, type TestVelero, veleroStartTimeoutMs } from '../harness/velero.ts';
+import { veleroStartTimeoutMs } from '../harness/velero.ts';
 
 const cluster = await TestCluster.connect();
-let velero: TestVelero;
-let ns: string;
-let otherNs: string;
-let tenant: KubeClient;
-let other: KubeClient;
-let running: RunningCapability;
 const nabslType = NonAdminBackupStorageLocationCrd.type;
 const requestType = NonAdminBackupStorageLocationRequestCrd.type;
 const nabType = NonAdminBackupCrd.type;
 const narType = NonAdminRestoreCrd.type;
-const apply = { fieldManager: 'backup-nabsl-test', force: true };
 /** The tenant's own bucket on the test's S3 server (the admin's default location uses another). */
 const tenantBucket = 'tenant-bucket';
-/** Velero v1.18 may leave a Backup Queued until its one-minute recheck (see backup-nab.test.ts). */
-const veleroQueueMs = 150_000;
+
+// Set by beforeAll: Velero and the capability, and two tenants with their namespaces (alice's "shop",
+// mallory's "mallory").
+let env: BackupEnvironment;
+let ns: string;
+let otherNs: string;
+let tenant: KubeClient;
+let other: KubeClient;
 
 type Secret = KubeObject & { data?: Record<string, string> };
 type Nabsl = NonAdminBackupStorageLocation;
@@ -53,23 +56,12 @@ const b64 = (text: string) => Buffer.from(text).toString('base64');
 const awsCredentials = (key: string) =>
   `[default]\naws_access_key_id = ${key}\naws_secret_access_key = tenant-secret-${key}\n`;
 
-async function setPolicy(nonAdmin: Record<string, unknown>) {
-  await cluster.admin.apply(
-    NonAdminBackupConfigCrd.type,
-    {
-      metadata: { name: 'cluster' },
-      spec: { nonAdmin: { enable: true, veleroNamespace: velero.namespace, ...nonAdmin } },
-    } as NonAdminBackupConfig,
-    apply,
-  );
-}
-
 /** A location spec in the tenant's bucket, with the S3 server's settings. */
 const locationSpec = (extra: { prefix?: string; secret?: string; config?: Record<string, string> } = {}) => ({
   provider: 'aws',
   objectStorage: { bucket: tenantBucket, ...(extra.prefix !== undefined ? { prefix: extra.prefix } : {}) },
   credential: { name: extra.secret ?? 's3-creds', key: 'cloud' },
-  config: { region: 'minio', s3ForcePathStyle: 'true', s3Url: velero.s3Url, ...extra.config },
+  config: { region: 'minio', s3ForcePathStyle: 'true', s3Url: env.velero.s3Url, ...extra.config },
 });
 
 async function createLocation(name: string, spec: Record<string, unknown>, client = tenant, namespace = ns) {
@@ -80,11 +72,14 @@ async function createLocation(name: string, spec: Record<string, unknown>, clien
 }
 
 const nabsl = (name: string, namespace = ns) => cluster.admin.get<Nabsl>(nabslType, name, namespace);
-const condition = (o: Nabsl | undefined, type: string) => o?.status?.conditions?.find((c) => c.type === type);
 const bsl = (name: string) =>
-  cluster.admin.get<BackupStorageLocation>(VeleroResources.backupStorageLocations, name, velero.namespace);
-const secretCopy = (name: string) => cluster.admin.get<Secret>(Resources.secrets, name, velero.namespace);
-const request = (name: string) => cluster.admin.get<Request>(requestType, name, velero.namespace);
+  cluster.admin.get<BackupStorageLocation>(
+    VeleroResources.backupStorageLocations,
+    name,
+    env.velero.namespace,
+  );
+const secretCopy = (name: string) => cluster.admin.get<Secret>(Resources.secrets, name, env.velero.namespace);
+const request = (name: string) => cluster.admin.get<Request>(requestType, name, env.velero.namespace);
 
 /** The NABSL once its NACUUID is in status. */
 async function uuidOf(name: string, namespace = ns): Promise<string> {
@@ -108,30 +103,7 @@ async function available(name: string): Promise<Nabsl> {
 }
 
 /** The NABSL once the controller refused it (phase BackingOff). */
-async function backingOff(name: string, namespace = ns): Promise<Nabsl> {
-  return eventually(
-    async () => {
-      const o = await nabsl(name, namespace);
-      return o?.status?.phase === 'BackingOff' ? o : undefined;
-    },
-    { what: `NonAdminBackupStorageLocation ${namespace}/${name} BackingOff` },
-  );
-}
-
-async function finished<T extends NonAdminBackup | NonAdminRestore>(
-  type: typeof nabType,
-  name: string,
-  phaseOf: (o: T) => string | undefined,
-): Promise<T> {
-  return eventually(
-    async () => {
-      const o = await cluster.admin.get<T>(type, name, ns);
-      const phase = o && phaseOf(o);
-      return phase && (finishedPhases as readonly string[]).includes(phase) ? o : undefined;
-    },
-    { timeoutMs: veleroQueueMs, what: `${type.kind} ${ns}/${name} finished` },
-  );
-}
+const backingOff = (name: string) => refusedObject<Nabsl>(cluster, nabslType, ns, name);
 
 /** The error a tenant's create gets back (or undefined when it was allowed). */
 const refusal = (p: Promise<unknown>) =>
@@ -141,50 +113,21 @@ const refusal = (p: Promise<unknown>) =>
   );
 
 beforeAll(async () => {
-  velero = await startTestVelero(cluster);
+  env = await startBackupEnvironment(cluster);
   // The S3 server creates only Velero's bucket at start; the tenant's own bucket is made like any bucket.
-  const made = await fetch(`${velero.s3Url}/${tenantBucket}`, { method: 'PUT' });
+  const made = await fetch(`${env.velero.s3Url}/${tenantBucket}`, { method: 'PUT' });
   expect(made.ok, await made.text()).toBe(true);
-  for (const role of backupUserClusterRoles()) await cluster.admin.apply(Resources.clusterRoles, role, apply);
-  running = await runCapability(cluster, backup);
-  await setPolicy({});
-  cluster.defer(() => cluster.admin.delete(NonAdminBackupConfigCrd.type, 'cluster'));
-  ns = await cluster.namespace('shop');
-  otherNs = await cluster.namespace('mallory');
   // Tenants administer their namespaces through the default admin role, nothing more.
-  tenant = await cluster.user(cluster.unique('alice'));
-  await cluster.grant({ kind: 'User', name: tenant.userName }, { clusterRole: 'admin' }, ns);
-  other = await cluster.user(cluster.unique('mallory'));
-  await cluster.grant({ kind: 'User', name: other.userName }, { clusterRole: 'admin' }, otherNs);
-  await cluster.aggregated('admin', 'nonadminbackupstoragelocations');
-  await cluster.aggregated('admin', 'nonadminrestores');
+  ({ namespace: ns, tenant } = await env.tenantNamespace('shop'));
+  ({ namespace: otherNs, tenant: other } = await env.tenantNamespace('mallory', 'mallory'));
   await tenant.create(Resources.secrets, {
     metadata: { name: 's3-creds', namespace: ns },
     data: { cloud: b64(awsCredentials('first')) },
   } as KubeObject);
 }, veleroStartTimeoutMs);
 
-afterAll(async () => {
-  // While the controllers still run to lift their finalizers, so that no namespace stays Terminating.
-  for (const namespace of [ns, otherNs].filter(Boolean)) {
-    for (const type of [narType, nabType, nabslType]) {
-      await cluster.admin.request('DELETE', resourcePath(type, namespace)).catch(() => {});
-    }
-  }
-  await eventually(
-    async () => {
-      for (const namespace of [ns, otherNs].filter(Boolean)) {
-        for (const type of [narType, nabType, nabslType]) {
-          if ((await cluster.admin.list(type, { namespace })).items.length > 0) return false;
-        }
-      }
-      return true;
-    },
-    { timeoutMs: 30_000, what: 'non-admin objects gone' },
-  ).catch((err) => console.warn(err));
-  await cluster.cleanup();
-  await velero?.stop();
-});
+// While the controllers still run to lift their finalizers, so that no namespace stays Terminating.
+afterAll(() => env?.stop());
 
 describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 }, () => {
   let uuid: string;
@@ -225,29 +168,21 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
       metadata: { name: 'to-own-bucket', namespace: ns },
       spec: { backupSpec: { storageLocation: 'mine' } },
     } as KubeObject);
-    const done = await finished<NonAdminBackup>(
-      nabType,
-      'to-own-bucket',
-      (o) => o.status?.veleroBackup?.status?.phase,
-    );
+    const done = await settledBackup(cluster, ns, 'to-own-bucket');
     expect(done.status?.veleroBackup?.status?.phase).toBe('Completed');
     const name = done.status!.veleroBackup!.name!;
     expect(done.status?.veleroBackup?.spec?.storageLocation).toBe(uuid);
-    const stored = await listObjects(velero.s3Url, tenantBucket, `${ns}/nightly/backups/${name}/`);
+    const stored = await listObjects(env.velero.s3Url, tenantBucket, `${ns}/nightly/backups/${name}/`);
     expect(stored.length).toBeGreaterThan(0);
     // Nothing of it in the admin's bucket.
-    expect(await velero.listObjects(`backups/${name}/`)).toEqual([]);
+    expect(await env.velero.listObjects(`backups/${name}/`)).toEqual([]);
 
     await tenant.delete(Resources.configMaps, 'settings', ns);
     await tenant.create(narType, {
       metadata: { name: 'from-own-bucket', namespace: ns },
       spec: { restoreSpec: { backupName: 'to-own-bucket' } },
     } as KubeObject);
-    const restored = await finished<NonAdminRestore>(
-      narType,
-      'from-own-bucket',
-      (o) => o.status?.veleroRestore?.status?.phase,
-    );
+    const restored = await settledRestore(cluster, ns, 'from-own-bucket');
     expect(restored.status?.veleroRestore?.status?.phase).toBe('Completed');
     const back = await cluster.admin.get<KubeObject & { data?: Record<string, string> }>(
       Resources.configMaps,
@@ -321,7 +256,7 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
   });
 
   it('finishes the work of a controller killed between steps, without duplicates', async () => {
-    await running.stopControllers();
+    await env.running.stopControllers();
     await createLocation('resumed', locationSpec({ prefix: 'resumed' }));
     // As if a previous controller wrote the NACUUID and copied an older Secret, then died.
     const id = nacObjectName(ns, 'resumed');
@@ -329,30 +264,30 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
       nabslType,
       'resumed',
       ns,
-      { status: { veleroBackupStorageLocation: { nacuuid: id, name: id, namespace: velero.namespace } } },
+      { status: { veleroBackupStorageLocation: { nacuuid: id, name: id, namespace: env.velero.namespace } } },
       PatchType.merge,
       'status',
     );
     await cluster.admin.create(Resources.secrets, {
       metadata: {
         name: id,
-        namespace: velero.namespace,
+        namespace: env.velero.namespace,
         labels: { ...managedLabels, [Labels.nabslUuid]: id },
         annotations: { [Annotations.nabslName]: 'resumed', [Annotations.nabslNamespace]: ns },
       },
       data: { cloud: b64(awsCredentials('stale')) },
     } as KubeObject);
-    running.startControllers();
+    env.running.startControllers();
     const done = await available('resumed');
     expect(done.status?.veleroBackupStorageLocation?.nacuuid).toBe(id);
     expect((await secretCopy(id))?.data?.cloud).toBe(b64(awsCredentials('fourth')));
     const made = await cluster.admin.list<BackupStorageLocation>(VeleroResources.backupStorageLocations, {
-      namespace: velero.namespace,
+      namespace: env.velero.namespace,
       labelSelector: `${Labels.nabslUuid}=${id}`,
     });
     expect(made.items.map((b) => b.metadata.name)).toEqual([id]);
     const all = await cluster.admin.list<BackupStorageLocation>(VeleroResources.backupStorageLocations, {
-      namespace: velero.namespace,
+      namespace: env.velero.namespace,
     });
     const forResumed = all.items.filter((b) => b.metadata.annotations?.[Annotations.nabslName] === 'resumed');
     expect(forResumed).toHaveLength(1);
@@ -362,7 +297,7 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
     // As if an earlier reconcile wrote a NACUUID that this one's cache has not seen yet: injected
     // between the controller's read and its own step-1 write.
     const earlier = nacObjectName(ns, 'raced');
-    const client = running.controllerClient;
+    const client = env.running.controllerClient;
     const original = client.request.bind(client);
     let injected = false;
     client.request = (async (method, path, params) => {
@@ -380,7 +315,11 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
           ns,
           {
             status: {
-              veleroBackupStorageLocation: { nacuuid: earlier, name: earlier, namespace: velero.namespace },
+              veleroBackupStorageLocation: {
+                nacuuid: earlier,
+                name: earlier,
+                namespace: env.velero.namespace,
+              },
             },
           },
           PatchType.merge,
@@ -404,7 +343,7 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
       client.request = original;
     }
     const all = await cluster.admin.list<BackupStorageLocation>(VeleroResources.backupStorageLocations, {
-      namespace: velero.namespace,
+      namespace: env.velero.namespace,
     });
     const forRaced = all.items.filter(
       (b) =>
@@ -420,25 +359,25 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
 
   it("never touches Velero's or anyone's objects that a forged status names, and says why", async () => {
     // A forged status (e.g. restored through velero.io/restore-status), set here by the admin.
-    await running.stopControllers();
+    await env.running.stopControllers();
     // Velero's own credentials Secret (the test Velero's; made here if it has none).
     const veleroSecret = 'cloud-credentials';
     const admin = cluster.admin;
-    const ownSecret = !(await admin.get<Secret>(Resources.secrets, veleroSecret, velero.namespace));
+    const ownSecret = !(await admin.get<Secret>(Resources.secrets, veleroSecret, env.velero.namespace));
     if (ownSecret) {
       await admin.create(Resources.secrets, {
-        metadata: { name: veleroSecret, namespace: velero.namespace },
+        metadata: { name: veleroSecret, namespace: env.velero.namespace },
         data: { cloud: b64('[default]\naws_access_key_id = velero\naws_secret_access_key = velero-own\n') },
       } as KubeObject);
     }
     // Under a NACUUID of the right shape: a Secret and a BSL that tenantkit did not make.
     const taken = nacObjectName(ns, 'forged-taken');
     await admin.create(Resources.secrets, {
-      metadata: { name: taken, namespace: velero.namespace, labels: { [Labels.nabslUuid]: taken } },
+      metadata: { name: taken, namespace: env.velero.namespace, labels: { [Labels.nabslUuid]: taken } },
       data: { cloud: b64('admin data') },
     } as KubeObject);
     await admin.create(VeleroResources.backupStorageLocations, {
-      metadata: { name: taken, namespace: velero.namespace },
+      metadata: { name: taken, namespace: env.velero.namespace },
       spec: {
         provider: 'aws',
         objectStorage: { bucket: tenantBucket, prefix: 'admin' },
@@ -456,7 +395,7 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
       otherNs,
       {
         status: {
-          veleroBackupStorageLocation: { nacuuid: others, name: others, namespace: velero.namespace },
+          veleroBackupStorageLocation: { nacuuid: others, name: others, namespace: env.velero.namespace },
         },
       },
       PatchType.merge,
@@ -465,7 +404,7 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
     await admin.create(VeleroResources.backupStorageLocations, {
       metadata: {
         name: others,
-        namespace: velero.namespace,
+        namespace: env.velero.namespace,
         labels: { ...managedLabels, [Labels.nabslUuid]: others },
         annotations: { [Annotations.nabslNamespace]: otherNs, [Annotations.nabslName]: 'theirs' },
       },
@@ -477,7 +416,7 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
     } as KubeObject);
     const forged: Record<string, string> = {
       'forged-secret': veleroSecret,
-      'forged-bsl': velero.storageLocation,
+      'forged-bsl': env.velero.storageLocation,
       'forged-taken': taken,
       'forged-others': others,
     };
@@ -495,9 +434,9 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
     }
     const snapshot = async () => {
       const secrets = await Promise.all(
-        [veleroSecret, taken].map((n) => admin.get<Secret>(Resources.secrets, n, velero.namespace)),
+        [veleroSecret, taken].map((n) => admin.get<Secret>(Resources.secrets, n, env.velero.namespace)),
       );
-      const bsls = await Promise.all([velero.storageLocation, taken, others].map((n) => bsl(n)));
+      const bsls = await Promise.all([env.velero.storageLocation, taken, others].map((n) => bsl(n)));
       return {
         secrets: secrets.map((o) => [
           o?.metadata.uid,
@@ -512,7 +451,7 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
     const before = await snapshot();
     expect(before.secrets.every(([uid]) => uid !== undefined)).toBe(true);
     expect(before.bsls.every(([uid]) => uid !== undefined)).toBe(true);
-    running.startControllers();
+    env.running.startControllers();
     // Once the controller has judged every location (whatever it decided), nothing was touched.
     await eventually(
       async () => {
@@ -535,16 +474,16 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
     const taken1 = await backingOff('forged-taken');
     expect(condition(taken1, 'SecretSynced')).toMatchObject({ status: 'False', reason: 'ForeignObject' });
     expect(condition(taken1, 'SecretSynced')?.message).toContain(
-      `Secret ${velero.namespace}/${taken} exists but tenantkit did not make it for this location`,
+      `Secret ${env.velero.namespace}/${taken} exists but tenantkit did not make it for this location`,
     );
-    expect(taken1.status?.veleroBackupStorageLocation?.namespace).toBe(velero.namespace);
+    expect(taken1.status?.veleroBackupStorageLocation?.namespace).toBe(env.velero.namespace);
     const others1 = await backingOff('forged-others');
     expect(condition(others1, 'BackupStorageLocationSynced')).toMatchObject({
       status: 'False',
       reason: 'ForeignObject',
     });
     expect(condition(others1, 'BackupStorageLocationSynced')?.message).toContain(
-      `BackupStorageLocation ${velero.namespace}/${others} exists but tenantkit did not make it for this location`,
+      `BackupStorageLocation ${env.velero.namespace}/${others} exists but tenantkit did not make it for this location`,
     );
     // The Secret copy it made on the way is removed again: nothing of it may be used with that BSL.
     await eventually(async () => (await secretCopy(others)) === undefined, { what: 'copy removed' });
@@ -557,10 +496,10 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
       { what: 'forged locations deleted' },
     );
     expect(await snapshot()).toEqual(before);
-    await admin.delete(Resources.secrets, taken, velero.namespace);
-    if (ownSecret) await admin.delete(Resources.secrets, veleroSecret, velero.namespace);
+    await admin.delete(Resources.secrets, taken, env.velero.namespace);
+    if (ownSecret) await admin.delete(Resources.secrets, veleroSecret, env.velero.namespace);
     for (const n of [taken, others])
-      await admin.delete(VeleroResources.backupStorageLocations, n, velero.namespace);
+      await admin.delete(VeleroResources.backupStorageLocations, n, env.velero.namespace);
     await other.delete(nabslType, 'theirs', otherNs);
   });
 
@@ -582,7 +521,7 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
       await refusal(
         tenant.create(nabType, {
           metadata: { name: 'to-default', namespace: ns },
-          spec: { backupSpec: { storageLocation: velero.storageLocation } },
+          spec: { backupSpec: { storageLocation: env.velero.storageLocation } },
         } as KubeObject),
       ),
     ).toContain('is not a NonAdminBackupStorageLocation of namespace');
@@ -594,11 +533,11 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
     await expect(
       other.patch(nabslType, 'mine', ns, { spec: { backupStorageLocationSpec: { default: true } } }),
     ).rejects.toThrow(/forbidden/i);
-    await expect(tenant.get(Resources.secrets, uuid, velero.namespace)).rejects.toThrow(/forbidden/i);
-    await expect(tenant.list(requestType, { namespace: velero.namespace })).rejects.toThrow(/forbidden/i);
-    await expect(tenant.get(VeleroResources.backupStorageLocations, uuid, velero.namespace)).rejects.toThrow(
-      /forbidden/i,
-    );
+    await expect(tenant.get(Resources.secrets, uuid, env.velero.namespace)).rejects.toThrow(/forbidden/i);
+    await expect(tenant.list(requestType, { namespace: env.velero.namespace })).rejects.toThrow(/forbidden/i);
+    await expect(
+      tenant.get(VeleroResources.backupStorageLocations, uuid, env.velero.namespace),
+    ).rejects.toThrow(/forbidden/i);
   });
 
   it('refuses prefix escapes, default: true, file-reading settings and enforced overrides at admission', async () => {
@@ -625,8 +564,8 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
       expect(await nabsl(name)).toBeUndefined();
     }
     // An admin pins the endpoint too: a tenant's s3Url can point anywhere Velero can reach.
-    await setPolicy({
-      enforceBSLSpec: { config: { region: 'minio', s3ForcePathStyle: 'true', s3Url: velero.s3Url } },
+    await env.setPolicy({
+      enforceBSLSpec: { config: { region: 'minio', s3ForcePathStyle: 'true', s3Url: env.velero.s3Url } },
     });
     try {
       const message = await eventually(() =>
@@ -648,7 +587,7 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
         'NonAdminBackupStorageLocation spec.backupStorageLocationSpec.config.s3Url field value is enforced by admin user, can not override it',
       );
     } finally {
-      await setPolicy({});
+      await env.setPolicy({});
     }
   });
 
@@ -691,12 +630,12 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
 
   it('checks again in the controller: a policy changed after creation is applied, or takes the location out', async () => {
     // A field the admin enforces later is filled into the existing BSL.
-    await setPolicy({ enforceBSLSpec: { accessMode: 'ReadOnly' } });
+    await env.setPolicy({ enforceBSLSpec: { accessMode: 'ReadOnly' } });
     await eventually(async () => (await bsl(uuid))?.spec.accessMode === 'ReadOnly', {
       what: 'enforced accessMode filled in',
     });
     // A value the tenant's location contradicts: refused, and Velero stops using it.
-    await setPolicy({ enforceBSLSpec: { config: { region: 'elsewhere' } } });
+    await env.setPolicy({ enforceBSLSpec: { config: { region: 'elsewhere' } } });
     const refused = await backingOff('mine');
     expect(condition(refused, 'Accepted')).toMatchObject({
       status: 'False',
@@ -708,7 +647,7 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
     await eventually(async () => (await bsl(uuid)) === undefined && (await secretCopy(uuid)) === undefined, {
       what: 'BSL and Secret copy removed',
     });
-    await setPolicy({});
+    await env.setPolicy({});
     await available('mine');
   });
 });
@@ -716,10 +655,10 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
 describe('NonAdminBackupStorageLocation approval', { timeout: veleroQueueMs + 60_000 }, () => {
   let uuid: string;
   const decide = (name: string, approvalDecision: string) =>
-    cluster.admin.patch(requestType, name, velero.namespace, { spec: { approvalDecision } });
+    cluster.admin.patch(requestType, name, env.velero.namespace, { spec: { approvalDecision } });
 
   it('waits for an admin: a pending request in Velero namespace, no BSL, and NonAdminBackups wait', async () => {
-    await setPolicy({ requireApprovalForBSL: true });
+    await env.setPolicy({ requireApprovalForBSL: true });
     await eventually(
       async () => {
         await createLocation('gated', locationSpec({ prefix: 'gated' }));
@@ -763,9 +702,7 @@ describe('NonAdminBackupStorageLocation approval', { timeout: veleroQueueMs + 60
       const o = await cluster.admin.get<NonAdminBackup>(nabType, 'to-gated', ns);
       return o?.status?.conditions?.find((c) => c.reason === 'StorageLocationNotReady') ? o : undefined;
     });
-    expect(held.status?.conditions?.find((c) => c.type === 'Queued')?.message).toContain(
-      'NonAdminBackupStorageLocation gated is not ready',
-    );
+    expect(condition(held, 'Queued')?.message).toContain('NonAdminBackupStorageLocation gated is not ready');
   });
 
   it('creates the BSL once approved, and the waiting NonAdminBackup goes to it', async () => {
@@ -842,6 +779,6 @@ describe('NonAdminBackupStorageLocation approval', { timeout: veleroQueueMs + 60
         (await request(uuid)) === undefined,
       { what: 'NABSL, BSL, Secret copy and request gone' },
     );
-    await setPolicy({});
+    await env.setPolicy({});
   });
 });

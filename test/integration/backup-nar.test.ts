@@ -14,10 +14,13 @@ import {
   NonAdminRestoreCrd,
 } from '../../src/api/backup.ts';
 import { backup, backupUserClusterRoles } from '../../src/backup/index.ts';
-import { Annotations, Labels } from '../../src/backup/names.ts';
-import { NarFinalizer } from '../../src/backup/nar-controller.ts';
+import { Annotations, Labels, managedLabels } from '../../src/backup/names.ts';
+import { NarFinalizer, registerNarController } from '../../src/backup/nar-controller.ts';
+import { nonAdminKinds, rbacKinds } from '../../src/backup/velero-filters.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
-import { type KubeObject, Resources, resourcePath } from '../../src/kube/resources.ts';
+import { silentLogger } from '../../src/kube/log.ts';
+import { Manager } from '../../src/kube/manager.ts';
+import { type KubeObject, Resources, resourcePath, resourceType } from '../../src/kube/resources.ts';
 import { finishedPhases, VeleroResources } from '../../src/kube/velero.ts';
 import { createShopApp, deleteShopApp, expectShopApp } from '../fixtures/shop-app.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
@@ -178,7 +181,14 @@ describe('NonAdminRestore', { timeout: veleroQueueMs + 30_000 }, () => {
       backupName: nab.status!.veleroBackup!.name,
       includedNamespaces: [ns],
       existingResourcePolicy: 'none',
+      // Never a cluster-scoped object, not even a restored PVC's PV (Velero skips those only on false).
+      includeClusterResources: false,
     });
+    // tenantkit's exclusions (Velero appends its own non-restorable kinds after them).
+    expect((vr!.spec.excludedResources as string[]).slice(0, nonAdminKinds.length + 1)).toEqual([
+      ...nonAdminKinds,
+      '*.velero.io',
+    ]);
     expect(vr?.metadata.labels).toMatchObject({
       [Labels.narUuid]: ref.nacuuid,
       [Labels.managedBy]: 'tenantkit-backup',
@@ -419,6 +429,273 @@ describe('NonAdminRestore', { timeout: veleroQueueMs + 30_000 }, () => {
     );
     expect(done.status?.phase).toBe('Created');
     expect(accepted(done)?.status).toBe('True');
+  });
+
+  it(
+    "never recreates cluster-scoped objects, non-admin or velero.io kinds, nor, from a tenant's own location, RBAC",
+    async () => {
+      // What a backup can hold when the tenant writes its contents (its own bucket), or when it was made
+      // before tenantkit excluded these kinds: a PriorityClass (a cluster-scoped "additional item" of a
+      // pod), a NonAdminBackup, a velero.io Schedule and a RoleBinding of the namespace.
+      const priorityClasses = resourceType(
+        'scheduling.k8s.io',
+        'v1',
+        'priorityclasses',
+        'PriorityClass',
+        false,
+      );
+      const priority = cluster.unique('forged-priority');
+      cluster.defer(() => cluster.admin.delete(priorityClasses, priority));
+      await cluster.admin.create(priorityClasses, {
+        metadata: { name: priority },
+        value: 1000,
+      } as KubeObject);
+      await cluster.admin.create(Resources.pods, {
+        metadata: { name: 'prioritized', namespace: ns },
+        spec: { priorityClassName: priority, containers: [{ name: 'main', image: 'busybox' }] },
+      } as KubeObject);
+      await cluster.admin.create(VeleroResources.schedules, {
+        metadata: { name: 'forged-schedule', namespace: ns },
+        spec: { schedule: '@every 1h', paused: true, template: { includedNamespaces: ['*'] } },
+      } as KubeObject);
+      const rbac = (name: string) => ({
+        metadata: { name, namespace: ns },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
+        subjects: [{ kind: 'User', name: 'someone-else', apiGroup: 'rbac.authorization.k8s.io' }],
+      });
+      await tenant.create(Resources.roleBindings, rbac('extra-view') as KubeObject);
+      // Finished before the next backup starts (a Backup deleted while Velero runs it can hold its queue).
+      await completedBackup('marker');
+      const included = [
+        'nonadminbackups.oadp.openshift.io',
+        'rolebindings.rbac.authorization.k8s.io',
+        'pods',
+        'priorityclasses.scheduling.k8s.io',
+        'schedules.velero.io',
+      ];
+
+      /** A Velero Backup of this namespace made past tenantkit (the admin's here), once backup sync adopted it. */
+      async function forged(name: string, storageLocation?: string): Promise<NonAdminBackup> {
+        await cluster.admin.create(VeleroResources.backups, {
+          metadata: {
+            name,
+            namespace: velero.namespace,
+            labels: { ...managedLabels },
+            annotations: { [Annotations.nabNamespace]: ns, [Annotations.nabName]: name },
+          },
+          spec: {
+            includedNamespaces: [ns],
+            includedResources: included,
+            includeClusterResources: true,
+            ...(storageLocation ? { storageLocation } : {}),
+          },
+        } as KubeObject);
+        const done = await velero.finished<VeleroRestore>(VeleroResources.backups, name, veleroQueueMs);
+        expect(done.status?.phase, JSON.stringify(done.status)).toBe('Completed');
+        return eventually(
+          async () => {
+            const list = await cluster.admin.list<NonAdminBackup>(nabType, {
+              namespace: ns,
+              labelSelector: `${Labels.syncedFrom}=${name}`,
+            });
+            const synced = list.items[0];
+            return synced?.status?.veleroBackup?.status?.phase === 'Completed' ? synced : undefined;
+          },
+          { timeoutMs: veleroQueueMs, what: `NonAdminBackup synced for ${name}` },
+        );
+      }
+      async function restoreFrom(nab: NonAdminBackup, name: string) {
+        await tenant.create(narType, {
+          metadata: { name, namespace: ns },
+          spec: { restoreSpec: { backupName: nab.metadata.name } },
+        } as KubeObject);
+        const done = await settled(name);
+        expect(['Completed', 'PartiallyFailed'], JSON.stringify(done.status)).toContain(
+          done.status?.veleroRestore?.status?.phase,
+        );
+        const vr = await cluster.admin.get<VeleroRestore>(
+          VeleroResources.restores,
+          done.status!.veleroRestore!.name!,
+          velero.namespace,
+        );
+        return vr!;
+      }
+      const restoredBy = (o: KubeObject | undefined, vr: VeleroRestore) =>
+        o?.metadata.labels?.['velero.io/restore-name'] === vr.metadata.name;
+      const byRestore = async <T extends KubeObject>(type: typeof nabType, vr: VeleroRestore) =>
+        (await cluster.admin.list<T>(type, { namespace: ns })).items.filter((o) => restoredBy(o, vr));
+
+      // 1. An admin's location: the backup holds all of it.
+      const adminCopy = await forged(cluster.unique('forged-a'));
+      const removeAll = async () => {
+        await tenant.delete(Resources.roleBindings, 'extra-view', ns);
+        await cluster.admin.delete(VeleroResources.schedules, 'forged-schedule', ns);
+        await cluster.admin.delete(Resources.pods, 'prioritized', ns);
+        await cluster.admin.delete(priorityClasses, priority);
+      };
+      await removeAll();
+      await tenant.delete(nabType, 'marker', ns);
+      await eventually(async () => (await cluster.admin.get(nabType, 'marker', ns)) === undefined, {
+        what: 'NonAdminBackup marker gone',
+      });
+      const fromAdmin = await restoreFrom(adminCopy, 'forged-admin');
+      expect(fromAdmin.spec.includeClusterResources).toBe(false);
+      // The Velero object names the kinds fully qualified, and Velero really matched them:
+      // the RoleBinding (allowed from an admin's location) is back, the rest is not.
+      expect(restoredBy(await cluster.admin.get(Resources.roleBindings, 'extra-view', ns), fromAdmin)).toBe(
+        true,
+      );
+      expect(await cluster.admin.get(priorityClasses, priority)).toBeUndefined();
+      expect(await byRestore(nabType, fromAdmin)).toEqual([]);
+      expect(await cluster.admin.get(VeleroResources.schedules, 'forged-schedule', ns)).toBeUndefined();
+
+      // 2. A tenant's own location (a BSL tenantkit made for a NABSL: label and origin annotation; its
+      // contents are the tenant's to write): no Roles or RoleBindings either.
+      const defaultBsl = await cluster.admin.get<KubeObject & { spec: Record<string, unknown> }>(
+        VeleroResources.backupStorageLocations,
+        'default',
+        velero.namespace,
+      );
+      const location = cluster.unique('tenant-location');
+      const bucket = await fetch(`${velero.s3Url}/${location}`, { method: 'PUT' });
+      expect(bucket.ok, await bucket.text()).toBe(true);
+      cluster.defer(() =>
+        cluster.admin.delete(VeleroResources.backupStorageLocations, location, velero.namespace),
+      );
+      await cluster.admin.create(VeleroResources.backupStorageLocations, {
+        metadata: {
+          name: location,
+          namespace: velero.namespace,
+          labels: { [Labels.nabslUuid]: location },
+          annotations: { [Annotations.nabslNamespace]: ns, [Annotations.nabslName]: 'mine' },
+        },
+        spec: {
+          ...defaultBsl!.spec,
+          default: false,
+          // A bucket of its own: Velero marks a location unavailable whose bucket holds unknown top-level
+          // prefixes, so sharing the default location's bucket would take that one down.
+          objectStorage: { bucket: location },
+        },
+      } as KubeObject);
+      await eventually(
+        async () =>
+          (
+            await cluster.admin.get<KubeObject & { status?: { phase?: string } }>(
+              VeleroResources.backupStorageLocations,
+              location,
+              velero.namespace,
+            )
+          )?.status?.phase === 'Available',
+        { timeoutMs: veleroQueueMs, what: `BackupStorageLocation ${location} Available` },
+      );
+      const tenantCopy = await forged(cluster.unique('forged-t'), location);
+      await tenant.delete(Resources.roleBindings, 'extra-view', ns);
+      const fromTenant = await restoreFrom(tenantCopy, 'forged-tenant');
+      expect(fromTenant.spec.excludedResources).toEqual(
+        expect.arrayContaining([...nonAdminKinds, '*.velero.io', ...rbacKinds]),
+      );
+      expect(await cluster.admin.get(Resources.roleBindings, 'extra-view', ns)).toBeUndefined();
+      expect(await byRestore(nabType, fromTenant)).toEqual([]);
+    },
+    6 * veleroQueueMs,
+  );
+
+  it('writes one NACUUID and makes one Velero Restore while several controllers race for each restore', async () => {
+    // Three more NonAdminRestore controllers, each with its own cache (as a rolling update or a
+    // split-brain leader may run): one that has not seen another's first status write yet must not
+    // write a second NACUUID (a second Velero Restore, restoring twice, would follow).
+    const extra = [1, 2, 3].map(() => {
+      const manager = new Manager({
+        client: running.controllerClient,
+        logger: silentLogger,
+        component: 'test-controllers-racing',
+      });
+      registerNarController(manager);
+      const stop = new AbortController();
+      return { stop, run: manager.start(stop.signal) };
+    });
+    try {
+      const names = ['race-a', 'race-b', 'race-c', 'race-d'];
+      for (const name of names) {
+        await tenant.create(narType, {
+          metadata: { name, namespace: ns },
+          spec: { restoreSpec: { backupName: 'nightly' } },
+        } as KubeObject);
+      }
+      for (const name of names) {
+        const done = await settled(name);
+        expect(done.status?.veleroRestore?.status?.phase, JSON.stringify(done.status)).toBe('Completed');
+        const made = (await veleroRestores()).filter(
+          (r) =>
+            r.metadata.annotations?.[Annotations.narName] === name &&
+            r.metadata.annotations?.[Annotations.narNamespace] === ns,
+        );
+        expect(
+          made.map((r) => r.metadata.name),
+          name,
+        ).toEqual([done.status!.veleroRestore!.nacuuid]);
+      }
+    } finally {
+      for (const e of extra) e.stop.abort();
+      await Promise.all(extra.map((e) => e.run.catch(() => {})));
+    }
+  });
+
+  it('never acts on a NACUUID or namespace it did not write: a forged status creates and deletes nothing', async () => {
+    // An admin's Velero Restore in Velero's namespace (unlabelled: garbage collection leaves it alone),
+    // and a velero.io Restore in another namespace.
+    const theirs = `${otherNs}-theirs-00000000-0000-4000-8000-000000000001`;
+    const victims: [string, string][] = [
+      [theirs, velero.namespace],
+      ['victim', otherNs],
+    ];
+    for (const [name, namespace] of victims) {
+      await cluster.admin.create(VeleroResources.restores, {
+        metadata: { name, namespace },
+        spec: { backupName: 'no-such-backup', includedNamespaces: [otherNs] },
+      } as KubeObject);
+    }
+    // NARs whose status names them, as a restore of a crafted backup (velero.io/restore-status) could
+    // write it, with tenantkit's finalizer; made while the controllers are stopped.
+    await running.stopControllers();
+    try {
+      for (const [i, [name, namespace]] of victims.entries()) {
+        await tenant.create(narType, {
+          metadata: { name: `forged-${i}`, namespace: ns },
+          spec: { restoreSpec: { backupName: 'nightly' } },
+        } as KubeObject);
+        await cluster.admin.patch(narType, `forged-${i}`, ns, { metadata: { finalizers: [NarFinalizer] } });
+        await cluster.admin.patch(
+          narType,
+          `forged-${i}`,
+          ns,
+          { status: { phase: 'New', veleroRestore: { nacuuid: name, name, namespace } } },
+          PatchType.merge,
+          'status',
+        );
+      }
+    } finally {
+      running.startControllers();
+    }
+    for (const i of [0, 1]) {
+      const refused = await settled(`forged-${i}`);
+      expect(accepted(refused)).toMatchObject({ status: 'False', reason: 'InvalidStatus' });
+      expect(accepted(refused)?.message).toContain('was not written by tenantkit');
+    }
+    // Deleting them deletes neither victim, and nothing was made for them.
+    for (const i of [0, 1]) await tenant.delete(narType, `forged-${i}`, ns);
+    await eventually(
+      async () => (await nar('forged-0')) === undefined && (await nar('forged-1')) === undefined,
+      { what: 'forged NonAdminRestores gone' },
+    );
+    for (const [name, namespace] of victims) {
+      expect(await cluster.admin.get(VeleroResources.restores, name, namespace), name).toBeDefined();
+    }
+    const made = (await veleroRestores()).filter(
+      (r) => r.metadata.annotations?.[Annotations.narNamespace] === ns,
+    );
+    expect(made.map((r) => r.metadata.annotations?.[Annotations.narName])).not.toContain('forged-0');
+    expect(made.map((r) => r.metadata.annotations?.[Annotations.narName])).not.toContain('forged-1');
   });
 
   it("keeps tenants out of each other's restores and Velero's namespace", async () => {

@@ -263,6 +263,62 @@ describe('Velero objects a tenant may read', () => {
     await eventually(async () => (await role(longNs)) === undefined, { what: 'Role removed' });
   });
 
+  it("lets a tenant read its schedule runs, and its own location's backups only, whatever they claim", async () => {
+    // A schedule run: Velero gives it the Schedule's labels and annotations (a NonAdminSchedule's origin).
+    const run = `${nacObjectName(aliceNs, 'daily').slice(0, 40)}-20260101030000`;
+    await cluster.admin.create(VeleroResources.backups, {
+      metadata: {
+        name: run,
+        namespace: veleroNs,
+        labels: { [Labels.managedBy]: ManagedByValue, [Labels.oadp]: 'True', [Labels.nasUuid]: 'x' },
+        annotations: { [Annotations.nasName]: 'daily', [Annotations.nasNamespace]: aliceNs },
+      },
+      spec: { includedNamespaces: [aliceNs] },
+    } as KubeObject);
+    await expectGet(alice, run, 200);
+
+    // Bob's own storage location (as tenantkit makes one for a NonAdminBackupStorageLocation): bob writes
+    // that bucket, so a Backup synced from it may claim any origin, or carry no tenantkit label at all.
+    const location = cluster.unique('bob-location');
+    await cluster.admin.create(VeleroResources.backupStorageLocations, {
+      metadata: {
+        name: location,
+        namespace: veleroNs,
+        labels: { [Labels.nabslUuid]: location },
+        annotations: { [Annotations.nabslNamespace]: bobNs, [Annotations.nabslName]: 'mine' },
+      },
+      spec: { provider: 'aws', default: false, objectStorage: { bucket: 'bob' } },
+    } as KubeObject);
+    const claimed = cluster.unique('claims-alice');
+    const bare = cluster.unique('bare');
+    for (const [name, claims] of [
+      [claimed, true],
+      [bare, false],
+    ] as const) {
+      await cluster.admin.create(VeleroResources.backups, {
+        metadata: {
+          name,
+          namespace: veleroNs,
+          ...(claims
+            ? {
+                labels: { [Labels.managedBy]: ManagedByValue, [Labels.oadp]: 'True', [Labels.nabUuid]: name },
+                annotations: { [Annotations.nabNamespace]: aliceNs, [Annotations.nabName]: 'nightly' },
+              }
+            : {}),
+        },
+        spec: { storageLocation: location, includedNamespaces: [claims ? aliceNs : bobNs] },
+      } as KubeObject);
+    }
+    await expectGet(bob, claimed, 200);
+    await expectGet(bob, bare, 200);
+    expect(await status(getBackup(alice, claimed))).toBe(403);
+    expect(namesIn(await role(aliceNs), 'backups')).toContain(run);
+    expect(namesIn(await role(aliceNs), 'backups')).not.toContain(claimed);
+    for (const name of [run, claimed, bare])
+      await cluster.admin.delete(VeleroResources.backups, name, veleroNs);
+    await cluster.admin.delete(VeleroResources.backupStorageLocations, location, veleroNs);
+  });
+
   it("moves with Velero's namespace and cleans up the old one", async () => {
     const next = await cluster.namespace('velero2');
     const moved = await veleroObject('backup', bobNs, 'moved', next);
