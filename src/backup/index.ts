@@ -36,137 +36,12 @@ const config = NonAdminBackupConfigCrd.type;
 
 export const backup: Capability = {
   name: 'backup',
+  // Cluster-wide: reading (informers over every namespace: Velero's namespace is live configuration)
+  // and the tenants' own objects. Every write in Velero's namespace is in controllerNamespacedRules below.
   controllerRules: [
-    // Tenants' requests: read them, keep a finalizer on them, report in status, delete on deleteBackup.
-    {
-      apiGroups: [nab.group],
-      resources: [nab.plural],
-      verbs: ['get', 'list', 'watch', 'update', 'patch', 'delete'],
-    },
-    { apiGroups: [nab.group], resources: [`${nab.plural}/status`], verbs: ['get', 'update', 'patch'] },
-    // Restores: the same, without delete (a NonAdminRestore goes only when its tenant deletes it).
-    {
-      apiGroups: [nab.group],
-      resources: ['nonadminrestores'],
-      verbs: ['get', 'list', 'watch', 'update', 'patch'],
-    },
-    { apiGroups: [nab.group], resources: ['nonadminrestores/status'], verbs: ['get', 'update', 'patch'] },
-    { apiGroups: [config.group], resources: [config.plural], verbs: ['get', 'list', 'watch'] },
-    // Velero's side, in its namespace (Velero's CRDs are namespaced; the chart can narrow this to a Role).
-    { apiGroups: ['velero.io'], resources: ['backups'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
-    {
-      apiGroups: ['velero.io'],
-      resources: ['restores'],
-      verbs: ['get', 'list', 'watch', 'create', 'delete'],
-    },
-    {
-      apiGroups: ['velero.io'],
-      resources: ['deletebackuprequests'],
-      verbs: ['get', 'list', 'watch', 'create', 'delete'],
-    },
-    // Download requests: a finalizer on the tenant's request, its status, and deleting it once expired;
-    // the Velero DownloadRequest made for it.
-    {
-      apiGroups: [nab.group],
-      resources: ['nonadmindownloadrequests'],
-      verbs: ['get', 'list', 'watch', 'update', 'patch', 'delete'],
-    },
-    {
-      apiGroups: [nab.group],
-      resources: ['nonadmindownloadrequests/status'],
-      verbs: ['get', 'update', 'patch'],
-    },
-    {
-      apiGroups: ['velero.io'],
-      resources: ['downloadrequests'],
-      verbs: ['get', 'list', 'watch', 'create', 'delete'],
-    },
-    // Tenant storage locations: read the NABSLs, keep a finalizer on them, report in status; in Velero's
-    // namespace, the approval requests, the BackupStorageLocations and the copies of the tenants'
-    // credential Secrets. Secrets only by name (get, never list/watch): no Secret is ever cached, and a
-    // tenant's Secret is read only when its own NABSL names it.
-    {
-      apiGroups: [nab.group],
-      resources: ['nonadminbackupstoragelocations'],
-      verbs: ['get', 'list', 'watch', 'update', 'patch'],
-    },
-    {
-      apiGroups: [nab.group],
-      resources: ['nonadminbackupstoragelocations/status'],
-      verbs: ['get', 'update', 'patch'],
-    },
-    {
-      apiGroups: [nab.group],
-      resources: ['nonadminbackupstoragelocationrequests'],
-      verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'],
-    },
-    {
-      apiGroups: [nab.group],
-      resources: ['nonadminbackupstoragelocationrequests/status'],
-      verbs: ['get', 'patch'],
-    },
-    {
-      apiGroups: ['velero.io'],
-      resources: ['backupstoragelocations'],
-      verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'],
-    },
-    { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create', 'update', 'delete'] },
-    // Transparency: a Role + RoleBinding per tenant namespace in Velero's namespace, letting the namespace's
-    // admins get their own Backups/Restores by name. Granting `get` on backups/restores needs holding it
-    // (above). Cluster-wide like every capability's rules; the chart could narrow them to a Role in the
-    // Velero namespace (plus list/watch of RoleBindings and namespaces cluster-wide).
-    {
-      apiGroups: ['rbac.authorization.k8s.io'],
-      resources: ['roles', 'rolebindings'],
-      verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
-    },
-    { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
-    // Schedules: a finalizer on the tenant's NonAdminSchedule and resetting its one-shot skipImmediately,
-    // its status; the Velero Schedule made for it (edits pushed with a patch).
-    {
-      apiGroups: [nab.group],
-      resources: ['nonadminschedules'],
-      verbs: ['get', 'list', 'watch', 'update', 'patch'],
-    },
-    { apiGroups: [nab.group], resources: ['nonadminschedules/status'], verbs: ['get', 'update', 'patch'] },
-    {
-      apiGroups: ['velero.io'],
-      resources: ['schedules'],
-      verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'],
-    },
-    // Schedule runs and backup sync: a NonAdminBackup for an existing Velero Backup (ownership read from
-    // BackupStorageLocations, see ownership.ts).
-    { apiGroups: [nab.group], resources: [nab.plural], verbs: ['create'] },
-    { apiGroups: ['velero.io'], resources: ['backupstoragelocations'], verbs: ['get', 'list', 'watch'] },
-    // Progress counts: Velero's pod volume and data mover objects, read only.
-    {
-      apiGroups: ['velero.io'],
-      resources: ['podvolumebackups', 'podvolumerestores', 'datauploads', 'datadownloads'],
-      verbs: ['get', 'list', 'watch'],
-    },
-    // Garbage collection (gc-controller.ts): list tenantkit's objects of every kind in Velero's namespace
-    // and delete orphans; read every origin kind; report on the config. Cluster-wide as above; the chart
-    // could narrow the Velero-side verbs to a Role in Velero's namespace.
-    {
-      apiGroups: ['velero.io'],
-      resources: [
-        'backups',
-        'restores',
-        'backupstoragelocations',
-        'deletebackuprequests',
-        'downloadrequests',
-        'schedules',
-      ],
-      verbs: ['list', 'delete'],
-    },
-    { apiGroups: ['velero.io'], resources: ['deletebackuprequests'], verbs: ['create'] },
-    // Secret copies are read by name (their location's NACUUID), never listed: no list right on Secrets.
-    { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'delete'] },
-    {
-      apiGroups: [nab.group],
-      resources: ['nonadminbackupstoragelocationrequests'],
-      verbs: ['list', 'delete'],
-    },
+    // The tenant kinds: read them, keep a finalizer on them, report in status. NonAdminBackups are also
+    // created (schedule runs, backup sync) and deleted (deleteBackup); NonAdminDownloadRequests deleted
+    // once expired. A NonAdminRestore goes only when its tenant deletes it.
     {
       apiGroups: [nab.group],
       resources: [
@@ -176,9 +51,99 @@ export const backup: Capability = {
         'nonadmindownloadrequests',
         'nonadminschedules',
       ],
+      verbs: ['get', 'list', 'watch', 'update', 'patch'],
+    },
+    {
+      apiGroups: [nab.group],
+      resources: ['nonadminbackups', 'nonadmindownloadrequests'],
+      verbs: ['create', 'delete'],
+    },
+    {
+      apiGroups: [nab.group],
+      resources: [
+        'nonadminbackups/status',
+        'nonadminrestores/status',
+        'nonadminbackupstoragelocations/status',
+        'nonadmindownloadrequests/status',
+        'nonadminschedules/status',
+      ],
+      verbs: ['get', 'update', 'patch'],
+    },
+    // The admin's policy, and the garbage collector's condition on it.
+    { apiGroups: [config.group], resources: [config.plural], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [config.group], resources: [`${config.plural}/status`], verbs: ['patch'] },
+    // Velero's objects (queue positions count everyone's Backups and Restores; ownership reads storage
+    // locations; progress reads pod volume and data mover objects), approval requests, namespaces.
+    {
+      apiGroups: ['velero.io'],
+      resources: [
+        'backups',
+        'restores',
+        'deletebackuprequests',
+        'downloadrequests',
+        'backupstoragelocations',
+        'schedules',
+        'podvolumebackups',
+        'podvolumerestores',
+        'datauploads',
+        'datadownloads',
+      ],
       verbs: ['get', 'list', 'watch'],
     },
-    { apiGroups: [config.group], resources: [`${config.plural}/status`], verbs: ['patch'] },
+    {
+      apiGroups: [nab.group],
+      resources: ['nonadminbackupstoragelocationrequests'],
+      verbs: ['get', 'list', 'watch'],
+    },
+    { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
+    // A tenant's credential Secret, read by name only when its own NABSL names it (never listed or
+    // watched: no Secret is cached).
+    { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
+    // Transparency: who administers each tenant namespace (its RoleBindings), and the Roles it keeps.
+    {
+      apiGroups: ['rbac.authorization.k8s.io'],
+      resources: ['roles', 'rolebindings'],
+      verbs: ['get', 'list', 'watch'],
+    },
+  ],
+  // Writes in Velero's namespace only, by a Role there (the chart's `backup.veleroNamespace`).
+  controllerNamespacedRules: [
+    {
+      namespaceValue: 'backup.veleroNamespace',
+      rules: [
+        // The Velero objects made for tenants' requests; the garbage collector deletes orphans of each.
+        {
+          apiGroups: ['velero.io'],
+          resources: ['backups', 'restores', 'deletebackuprequests', 'downloadrequests'],
+          verbs: ['create', 'delete'],
+        },
+        {
+          apiGroups: ['velero.io'],
+          resources: ['backupstoragelocations', 'schedules'],
+          verbs: ['create', 'update', 'patch', 'delete'],
+        },
+        // Copies of tenants' credential Secrets (read back by name, never listed).
+        { apiGroups: [''], resources: ['secrets'], verbs: ['create', 'update', 'delete'] },
+        // Approval requests for tenant storage locations.
+        {
+          apiGroups: [nab.group],
+          resources: ['nonadminbackupstoragelocationrequests'],
+          verbs: ['create', 'patch', 'delete'],
+        },
+        {
+          apiGroups: [nab.group],
+          resources: ['nonadminbackupstoragelocationrequests/status'],
+          verbs: ['get', 'patch'],
+        },
+        // Transparency: a Role + RoleBinding per tenant namespace granting `get` on its own Backups and
+        // Restores by name (granting `get` needs holding it, above).
+        {
+          apiGroups: ['rbac.authorization.k8s.io'],
+          resources: ['roles', 'rolebindings'],
+          verbs: ['create', 'update', 'patch', 'delete'],
+        },
+      ],
+    },
   ],
   // The admission webhook reads the policy from its cache.
   webhookRules: [

@@ -5,7 +5,7 @@
 import { type NonAdminBackup, type NonAdminBackupConfig, NonAdminBackupCrd } from '../api/backup.ts';
 import { isAlreadyExists, PatchType } from '../kube/client.ts';
 import { type Condition, setCondition } from '../kube/conditions.ts';
-import type { ReconcileContext } from '../kube/controller.ts';
+import { generationChanged, type ReconcileContext } from '../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../kube/finalizers.ts';
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, objectKey, type ResourceType } from '../kube/resources.ts';
@@ -88,7 +88,7 @@ export function registerNabController(manager: Manager): void {
     .watches(progress.podVolumes, progress.map)
     .watches(progress.dataMovers, progress.map)
     // A policy change applies live: every NAB is checked again.
-    .watches(configType, () => nabs.list().map((n) => objectKey(n.metadata)))
+    .watches(configType, () => nabs.list().map((n) => objectKey(n.metadata)), generationChanged)
     // A NAB naming a tenant storage location goes on when that location is ready (or refuses it when gone).
     .watches(NabslType, (l) =>
       nabs

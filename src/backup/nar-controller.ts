@@ -14,6 +14,7 @@ import {
 } from '../api/backup.ts';
 import { isAlreadyExists, PatchType } from '../kube/client.ts';
 import { type Condition, findCondition, isTrue, setCondition } from '../kube/conditions.ts';
+import { generationChanged } from '../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../kube/finalizers.ts';
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, objectKey, type ResourceType } from '../kube/resources.ts';
@@ -91,7 +92,7 @@ export function registerNarController(manager: Manager): void {
       nars.byIndex(ByBackupRef, objectKey(nab.metadata)).map((n) => objectKey(n.metadata)),
     )
     // A policy change applies live: every NAR is checked again.
-    .watches(configType, () => nars.list().map((n) => objectKey(n.metadata)))
+    .watches(configType, () => nars.list().map((n) => objectKey(n.metadata)), generationChanged)
     .concurrency(4)
     .complete(async (key, ctx) => {
       const nar = nars.get(key);

@@ -16,7 +16,7 @@ import {
 } from '../api/backup.ts';
 import { apiVersionOf, isAlreadyExists, PatchType } from '../kube/client.ts';
 import { type Condition, setCondition } from '../kube/conditions.ts';
-import { ownerMapper, type ReconcileContext } from '../kube/controller.ts';
+import { generationChanged, ownerMapper, type ReconcileContext } from '../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../kube/finalizers.ts';
 import { ByOwner } from '../kube/informer.ts';
 import type { Manager } from '../kube/manager.ts';
@@ -148,7 +148,7 @@ export function registerScheduleController(manager: Manager): void {
     // ownership before being shown (a tenant's bucket may hold Backups with any labels).
     .watches(VeleroResources.backups, (b) => nasLabelOf(b).flatMap(byUuid))
     .watches(NonAdminBackupCrd.type, ownerMapper(type))
-    .watches(configType, () => nass.list().map((n) => objectKey(n.metadata)))
+    .watches(configType, () => nass.list().map((n) => objectKey(n.metadata)), generationChanged)
     .concurrency(2)
     .complete(async (key, ctx) => {
       const nas = nass.get(key);

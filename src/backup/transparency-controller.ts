@@ -16,7 +16,7 @@
 import { createHash } from 'node:crypto';
 import type { NonAdminBackupConfig } from '../api/backup.ts';
 import { isAlreadyExists } from '../kube/client.ts';
-import type { ReconcileContext } from '../kube/controller.ts';
+import { generationChanged, type ReconcileContext } from '../kube/controller.ts';
 import { stableJson } from '../kube/equality.ts';
 import { ByNamespace } from '../kube/informer.ts';
 import type { Manager } from '../kube/manager.ts';
@@ -214,7 +214,7 @@ export function registerTransparencyController(manager: Manager): void {
     .watches(viewRoles, tenantOf)
     .watches(viewBindings, tenantOf)
     // Velero's namespace may change live: everything moves, the old namespace is cleaned up.
-    .watches(configType, allTenants)
+    .watches(configType, allTenants, generationChanged)
     .concurrency(2)
     .complete(async (namespace, ctx) => {
       const veleroNs = currentPolicy(configs).veleroNamespace;

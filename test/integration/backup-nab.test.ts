@@ -16,6 +16,7 @@ import { Labels, nacObjectName } from '../../src/backup/names.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { VeleroResources } from '../../src/kube/velero.ts';
+import { veleroNamespaceValue } from '../harness/backup.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { type RunningCapability, runCapability } from '../harness/components.ts';
 import { startTestVelero, type TestVelero, veleroStartTimeoutMs } from '../harness/velero.ts';
@@ -65,7 +66,9 @@ async function settled(name: string, namespace = ns): Promise<NonAdminBackup> {
 beforeAll(async () => {
   velero = await startTestVelero(cluster);
   for (const role of backupUserClusterRoles()) await cluster.admin.apply(Resources.clusterRoles, role, apply);
-  running = await runCapability(cluster, backup);
+  running = await runCapability(cluster, backup, {
+    namespaces: { [veleroNamespaceValue]: velero.namespace },
+  });
   await setPolicy({ enforceBackupSpec: { snapshotVolumes: false } });
   cluster.defer(() => cluster.admin.delete(NonAdminBackupConfigCrd.type, 'cluster'));
   ns = await cluster.namespace('shop');

@@ -23,6 +23,7 @@ import { Manager } from '../../src/kube/manager.ts';
 import { type KubeObject, Resources, resourcePath, resourceType } from '../../src/kube/resources.ts';
 import { finishedPhases, VeleroResources } from '../../src/kube/velero.ts';
 import { createShopApp, deleteShopApp, expectShopApp } from '../fixtures/shop-app.ts';
+import { veleroNamespaceValue } from '../harness/backup.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { type RunningCapability, runCapability } from '../harness/components.ts';
 import { startTestVelero, type TestVelero, veleroStartTimeoutMs } from '../harness/velero.ts';
@@ -100,7 +101,9 @@ async function settled(name: string): Promise<NonAdminRestore> {
 beforeAll(async () => {
   velero = await startTestVelero(cluster);
   for (const role of backupUserClusterRoles()) await cluster.admin.apply(Resources.clusterRoles, role, apply);
-  running = await runCapability(cluster, backup);
+  running = await runCapability(cluster, backup, {
+    namespaces: { [veleroNamespaceValue]: velero.namespace },
+  });
   await setPolicy({});
   cluster.defer(() => cluster.admin.delete(NonAdminBackupConfigCrd.type, 'cluster'));
   ns = await cluster.namespace('shop');

@@ -20,8 +20,9 @@ import type { Capability } from '../../src/capability.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { VeleroResources } from '../../src/kube/velero.ts';
+import { veleroNamespaceValue } from '../harness/backup.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
-import { runCapability } from '../harness/components.ts';
+import { grantControllerNamespace, runCapability } from '../harness/components.ts';
 
 const cluster = await TestCluster.connect();
 const apply = { fieldManager: 'backup-transparency-test', force: true };
@@ -38,6 +39,7 @@ type Role = KubeObject & { rules?: { resources?: string[]; verbs?: string[]; res
 const transparency: Capability = {
   name: 'backup-transparency',
   controllerRules: backup.controllerRules,
+  controllerNamespacedRules: backup.controllerNamespacedRules,
   webhookRules: [],
   controllers: ({ manager }) => registerTransparencyController(manager),
 };
@@ -109,7 +111,7 @@ beforeAll(async () => {
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: alice.userName }],
   } as KubeObject);
   await cluster.grant({ kind: 'User', name: bob.userName }, { clusterRole: 'admin' }, bobNs);
-  await runCapability(cluster, transparency);
+  await runCapability(cluster, transparency, { namespaces: { [veleroNamespaceValue]: veleroNs } });
 });
 
 afterAll(async () => {
@@ -321,6 +323,9 @@ describe('Velero objects a tenant may read', () => {
 
   it("moves with Velero's namespace and cleans up the old one", async () => {
     const next = await cluster.namespace('velero2');
+    // What the admin does with the chart: the controllers' Role in the new namespace (the old one stays
+    // until the move is done, so the old Roles can be removed).
+    await grantControllerNamespace(cluster, transparency, veleroNamespaceValue, next);
     const moved = await veleroObject('backup', bobNs, 'moved', next);
     await setVeleroNamespace(next);
     await expectGet(bob, moved, 200, next);
