@@ -20,6 +20,7 @@ import { type Condition, type ConditionInput, setCondition } from '../kube/condi
 import { generationChanged, type ReconcileContext } from '../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../kube/finalizers.ts';
 import type { Manager } from '../kube/manager.ts';
+import { mergePatch } from '../kube/merge-patch.ts';
 import { type KubeObject, objectKey, Resources, type ResourceType } from '../kube/resources.ts';
 import { VeleroResources } from '../kube/velero.ts';
 import {
@@ -101,24 +102,6 @@ class ForeignObject extends Error {
     super(`${kind} ${where} exists but tenantkit did not make it for this location`);
     this.kind = kind;
   }
-}
-
-const isObject = (v: Json | undefined): v is JsonObject =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** A JSON merge patch turning `previous` into `next` (nested objects merged, removed keys nulled). */
-function mergePatch(next: JsonObject, previous: JsonObject): JsonObject {
-  const patch: JsonObject = {};
-  for (const [k, v] of Object.entries(next)) {
-    if (v === undefined) continue;
-    const before = previous[k];
-    if (isObject(v) && isObject(before)) {
-      const inner = mergePatch(v, before);
-      if (Object.keys(inner).length > 0) patch[k] = inner;
-    } else if (!Object.hasOwn(previous, k) || !jsonEqual(v, before)) patch[k] = v;
-  }
-  for (const k of Object.keys(previous)) if (next[k] === undefined) patch[k] = null;
-  return patch;
 }
 
 /**

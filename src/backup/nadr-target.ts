@@ -5,26 +5,16 @@ import { downloadTargetKinds } from '../api/velero.ts';
 
 export type TargetKind = (typeof downloadTargetKinds)[number];
 
-/** Kinds whose file belongs to a Velero Backup (so `target.name` is a NonAdminBackup). */
-export const backupTargetKinds: readonly TargetKind[] = [
-  'BackupLog',
-  'BackupContents',
-  'BackupVolumeSnapshots',
-  'BackupItemOperations',
-  'BackupResourceList',
-  'BackupResults',
-  'CSIBackupVolumeSnapshots',
-  'CSIBackupVolumeSnapshotContents',
-  'BackupVolumeInfos',
-];
+// Velero names every Restore file kind Restore…; all others belong to a Backup (CSI… and BackupVolumeInfos
+// included).
 /** Kinds whose file belongs to a Velero Restore (so `target.name` is a NonAdminRestore). */
-export const restoreTargetKinds: readonly TargetKind[] = [
-  'RestoreLog',
-  'RestoreResults',
-  'RestoreResourceList',
-  'RestoreItemOperations',
-  'RestoreVolumeInfo',
-];
+export const restoreTargetKinds: readonly TargetKind[] = downloadTargetKinds.filter((k) =>
+  k.startsWith('Restore'),
+);
+/** Kinds whose file belongs to a Velero Backup (so `target.name` is a NonAdminBackup). */
+export const backupTargetKinds: readonly TargetKind[] = downloadTargetKinds.filter(
+  (k) => !k.startsWith('Restore'),
+);
 
 export type TargetOwner = 'NonAdminBackup' | 'NonAdminRestore';
 
