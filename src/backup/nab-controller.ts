@@ -4,7 +4,7 @@
 // and found by its label, so a controller killed at any step neither duplicates nor orphans anything.
 import { type NonAdminBackup, type NonAdminBackupConfig, NonAdminBackupCrd } from '../api/backup.ts';
 import { isAlreadyExists, PatchType } from '../kube/client.ts';
-import { type Condition, setCondition } from '../kube/conditions.ts';
+import { type Condition, findCondition, setCondition } from '../kube/conditions.ts';
 import { generationChanged, type ReconcileContext } from '../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../kube/finalizers.ts';
 import type { Manager } from '../kube/manager.ts';
@@ -203,6 +203,30 @@ export function registerNabController(manager: Manager): void {
       // A NAB for an existing Backup adopts it (if its namespace owns it) and never makes one.
       if (!backup && syncedFromOf(nab) !== undefined) {
         return reconcileAdoption(adoption, nab, ctx, { policy, writeStatus, condition });
+      }
+
+      // Seen before (phase Created is written only once the Velero Backup was observed) and gone now:
+      // deleted outside tenantkit, expired (its TTL), or left in Velero's previous namespace. Making it
+      // again would run a backup nobody asked for (after a namespace move, every old backup at once).
+      if (!backup && uuid && base.phase === 'Created') {
+        const name = nab.status?.veleroBackup?.name ?? uuid;
+        if (
+          findCondition(base.conditions as Condition[] | undefined, 'Queued')?.reason !==
+          'VeleroBackupMissing'
+        ) {
+          ctx.events.record(nab, 'Warning', 'VeleroBackupMissing', 'Backup', `Velero Backup ${name} is gone`);
+        }
+        await writeStatus({
+          ...base,
+          queueInfo: { estimatedQueuePosition: 0 },
+          conditions: condition(base, {
+            type: 'Queued',
+            status: 'False',
+            reason: 'VeleroBackupMissing',
+            message: `Velero Backup ${name} no longer exists in namespace ${policy.veleroNamespace} (deleted outside tenantkit, expired, or Velero moved; Velero's bucket sync brings it back if its data is still there); create a new NonAdminBackup to back up again`,
+          }),
+        });
+        return undefined;
       }
 
       // Once a Velero Backup exists, the NAB's request is settled: mirror it, whatever the spec says now.

@@ -18,7 +18,7 @@ import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { VeleroResources } from '../../src/kube/velero.ts';
 import { veleroNamespaceValue } from '../harness/backup.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
-import { type RunningCapability, runCapability } from '../harness/components.ts';
+import { grantControllerNamespace, type RunningCapability, runCapability } from '../harness/components.ts';
 import { startTestVelero, type TestVelero, veleroStartTimeoutMs } from '../harness/velero.ts';
 
 const cluster = await TestCluster.connect();
@@ -283,6 +283,43 @@ describe('NonAdminBackup', { timeout: veleroQueueMs + 30_000 }, () => {
       { what: 'Velero Backup made in Velero namespace' },
     );
     expect(await cluster.admin.get(VeleroResources.backups, own, elsewhere)).toBeUndefined();
+  });
+
+  it('never runs a finished backup again when its Velero Backup is gone from the configured namespace', async () => {
+    // The 'nightly' backup (first test) completed. Velero moves to an empty namespace, where the controllers
+    // may write: nothing of 'nightly' is there, and making it again would back up a second time, unasked.
+    const moved = await cluster.namespace('velero-moved');
+    await grantControllerNamespace(cluster, backup, veleroNamespaceValue, moved);
+    const before = (await nab('nightly'))!.status!.veleroBackup!.name!;
+    await setPolicy({ veleroNamespace: moved });
+    try {
+      const missing = await eventually(
+        async () => {
+          const o = await nab('nightly');
+          const queued = o?.status?.conditions?.find((c) => c.type === 'Queued');
+          return queued?.reason === 'VeleroBackupMissing' ? queued : undefined;
+        },
+        { what: 'nightly reports its Velero Backup missing' },
+      );
+      expect(missing.status).toBe('False');
+      expect(missing.message).toContain(`Velero Backup ${before} no longer exists in namespace ${moved}`);
+      // A moment for a wrong create to show, then: nothing was made in the new namespace.
+      await new Promise((r) => setTimeout(r, 1000));
+      expect((await cluster.admin.list(VeleroResources.backups, { namespace: moved })).items).toEqual([]);
+    } finally {
+      await setPolicy({ enforceBackupSpec: { snapshotVolumes: false } });
+    }
+    // Back where the Backup is: mirrored again, the same Backup.
+    const back = await eventually(
+      async () => {
+        const o = await nab('nightly');
+        return o?.status?.conditions?.find((c) => c.type === 'Queued')?.reason === 'BackupScheduled'
+          ? o
+          : undefined;
+      },
+      { what: 'nightly mirrors its Velero Backup again' },
+    );
+    expect(back.status?.veleroBackup?.name).toBe(before);
   });
 
   it("keeps tenants out of each other's backups", async () => {
