@@ -7,11 +7,10 @@
 //  d. A real Velero: backup + restore of a namespace of 500 ConfigMaps through tenantkit vs directly.
 // Parts a-c run without a Velero server (only its CRDs), so the Backups stay queued.
 //   node bench/backup.ts [--nabs 1000] [--configmaps 500] [--rounds 5] [--skip-real]
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs, promisify } from 'node:util';
+import { parseArgs } from 'node:util';
 import {
   type NonAdminBackup,
   NonAdminBackupConfigCrd,
@@ -25,7 +24,7 @@ import { registerNabController } from '../src/backup/nab-controller.ts';
 import { registerNarController } from '../src/backup/nar-controller.ts';
 import { startControlPlane } from '../src/controlplane/launch.ts';
 import { ensureVeleroBinaries } from '../src/controlplane/velero-build.ts';
-import { startVelero } from '../src/controlplane/velero-launch.ts';
+import { veleroCrds as crdsOfVelero, startVelero } from '../src/controlplane/velero-launch.ts';
 import { mapLimit } from '../src/kube/access.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { installCrds } from '../src/kube/crds.ts';
@@ -99,13 +98,7 @@ const position = (n: NonAdminBackup) => n.status?.queueInfo?.estimatedQueuePosit
 
 async function veleroCrds(): Promise<KubeObject[]> {
   const { velero } = await ensureVeleroBinaries((l) => console.error(l));
-  const args = ['install', '--crds-only', '--dry-run', '-o', 'json'];
-  const { stdout } = await promisify(execFile)(velero, args, { maxBuffer: 64 * 1024 * 1024 });
-  const list = JSON.parse(stdout) as { items: (KubeObject & { status?: unknown })[] };
-  return list.items.map(({ status: _status, ...crd }) => {
-    const { creationTimestamp: _created, ...metadata } = crd.metadata;
-    return { ...crd, metadata };
-  });
+  return crdsOfVelero(velero);
 }
 
 async function setConfig(veleroNamespace: string, annotation?: string) {

@@ -65,7 +65,7 @@ const deployments: ResourceType = {
 const fieldManager = 'tenantkit-velero';
 
 /** Velero's CRDs exactly as this Velero build installs them (`velero install --crds-only`). */
-async function veleroCrds(velero: string): Promise<KubeObject[]> {
+export async function veleroCrds(velero: string): Promise<KubeObject[]> {
   const args = ['install', '--crds-only', '--dry-run', '-o', 'json'];
   const { stdout } = await promisify(execFile)(velero, args, { maxBuffer: 64 * 1024 * 1024 });
   const list = JSON.parse(stdout) as { items: (KubeObject & { status?: unknown })[] };
