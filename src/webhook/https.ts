@@ -103,21 +103,33 @@ export class HttpsListener {
   }
 }
 
-/** The request body as text, or undefined when it is larger than `max` bytes (the request is then dropped). */
+/**
+ * The request body as text, or undefined when it is larger than `max` bytes. The rest of an oversized body
+ * is still read and dropped, so that the client, still sending, gets the caller's 413 rather than a reset;
+ * a client that keeps sending past 8 times the limit is cut off.
+ */
 export function readBody(req: IncomingMessage, max: number): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let tooLarge = false;
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
+      if (tooLarge) {
+        if (size > 8 * max) req.destroy();
+        return;
+      }
       if (size > max) {
+        tooLarge = true;
+        chunks.length = 0;
         resolve(undefined);
-        req.destroy();
         return;
       }
       chunks.push(chunk);
     });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => {
+      if (!tooLarge) resolve(Buffer.concat(chunks).toString('utf8'));
+    });
     req.on('error', reject);
   });
 }

@@ -105,6 +105,9 @@ describe('webhook server', () => {
     expect((await call(port, '/ok', 'not json')).status).toBe(400);
     expect((await call(port, '/ok', { kind: 'AdmissionReview' })).status).toBe(400);
     expect((await call(port, '/missing', review('x'))).status).toBe(404);
+    // A body over the limit (3 MiB), still being sent when the server decides: a 413 that says so, not a reset.
+    const huge = await call(port, '/ok', 'x'.repeat(4 * 1024 * 1024));
+    expect(huge).toMatchObject({ status: 413, text: 'request body too large' });
   });
 
   it('answers within the webhook timeout when a handler hangs: deny if Fail, allow with a warning if Ignore', async () => {
