@@ -52,7 +52,10 @@ export function createEventRecorder(
     }
     // Events about cluster-scoped objects live in "default", as the built-in recorders do.
     const namespace = meta.namespace ?? 'default';
-    const name = `${meta.name}.${now.toString(16)}${randomBytes(3).toString('hex')}`;
+    // An object's name may use all 253 characters an Event's name may have: cut it to leave room for the
+    // suffix (client-go names Events the same way, without the cut).
+    const suffix = `.${now.toString(16)}${randomBytes(3).toString('hex')}`;
+    const name = `${(meta.name ?? '').slice(0, 253 - suffix.length).replace(/[-.]+$/, '')}${suffix}`;
     await client.create(Resources.events, {
       apiVersion: 'events.k8s.io/v1',
       kind: 'Event',
