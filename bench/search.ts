@@ -3,7 +3,7 @@
 // engine with access sets that the RBAC provider computes from a real control plane, for three users:
 // a cluster admin, `view` in all 1,000 namespaces, `view` in 10. Prints ingest rate, first-call and
 // p50/p95 latency of ACM's query mix per user, new-user cost, revocation latency, database size, memory.
-//   node bench/search.ts [--objects 1000000] [--namespaces 1000] [--runs 40] [--keep DIR]
+//   node bench/search.ts [--objects 1000000] [--namespaces 1000] [--runs 40]
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { Agent, request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
