@@ -5,6 +5,10 @@
 //     time until every NAB's estimatedQueuePosition is current, CPU, NAB status writes.
 //  c. Idle resync of every NAB (a full re-queue, a config change, a controller restart): writes.
 //  d. A real Velero: backup + restore of a namespace of 500 ConfigMaps through tenantkit vs directly.
+//  e. The same Velero: a restore that writes all 500 ConfigMaps (deleted before each round) as a tenant,
+//     every object checked by the restore guard as that tenant, vs the admin's own Velero Restore.
+// The bench runs the controllers, not the webhooks: it writes the requester annotation on its
+// NonAdminRestores itself, as the admission webhook would for user `bench-tenant` (namespace admin).
 // Parts a-c run without a Velero server (only its CRDs), so the Backups stay queued.
 //   node bench/backup.ts [--nabs 1000] [--configmaps 500] [--rounds 5] [--skip-real]
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -22,6 +26,7 @@ import { allCrds } from '../src/api/index.ts';
 import { crdManifest } from '../src/api/schema.ts';
 import { registerNabController } from '../src/backup/nab-controller.ts';
 import { registerNarController } from '../src/backup/nar-controller.ts';
+import { RequesterAnnotation, requesterValue } from '../src/backup/requester.ts';
 import { startControlPlane } from '../src/controlplane/launch.ts';
 import { ensureVeleroBinaries } from '../src/controlplane/velero-build.ts';
 import { veleroCrds as crdsOfVelero, startVelero } from '../src/controlplane/velero-launch.ts';
@@ -30,7 +35,7 @@ import { KubeClient } from '../src/kube/client.ts';
 import { installCrds } from '../src/kube/crds.ts';
 import { silentLogger } from '../src/kube/log.ts';
 import { Manager } from '../src/kube/manager.ts';
-import { type KubeObject, Resources } from '../src/kube/resources.ts';
+import { type KubeObject, Resources, resourcePath } from '../src/kube/resources.ts';
 import { type Backup, finishedPhases, type Restore, VeleroResources } from '../src/kube/velero.ts';
 
 const { values } = parseArgs({
@@ -251,13 +256,22 @@ try {
       await waitFor(() => ctl.manager.hasSynced());
       const data = 'bench-data';
       await admin.create(Resources.namespaces, { metadata: { name: data } });
+      // The tenant whose rights every restored object is checked against: admin of the namespace.
+      const tenant = { username: 'bench-tenant', groups: ['system:authenticated'] };
+      await admin.create(Resources.roleBindings, {
+        metadata: { name: 'bench-tenant-admin', namespace: data },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenant.username }],
+      } as KubeObject);
       const cms = Array.from({ length: Number(values.configmaps) }, (_, i) => `cm-${i}`);
-      await mapLimit(cms, 16, (name) =>
-        admin.create(Resources.configMaps, {
-          metadata: { name, namespace: data },
-          data: { key: `value-${name}` },
-        } as KubeObject),
-      );
+      const createConfigMaps = () =>
+        mapLimit(cms, 16, (name) =>
+          admin.create(Resources.configMaps, {
+            metadata: { name, namespace: data, labels: { bench: 'data' } },
+            data: { key: `value-${name}` },
+          } as KubeObject),
+        );
+      await createConfigMaps();
       const poll = async <T>(probe: () => Promise<T | undefined>): Promise<T> => {
         for (;;) {
           const v = await probe();
@@ -290,7 +304,7 @@ try {
       const viaNar = async (name: string, backupName: string) => {
         const t = performance.now();
         await admin.create(NonAdminRestoreCrd.type, {
-          metadata: { name, namespace: data },
+          metadata: { name, namespace: data, annotations: { [RequesterAnnotation]: requesterValue(tenant) } },
           spec: { restoreSpec: { backupName } },
         } as KubeObject);
         const o = await poll(async () => {
@@ -336,6 +350,50 @@ try {
       );
       say(
         '   (a backup that Velero leaves Queued until its one-minute recheck shows as ~60 s more on either side)',
+      );
+
+      // e. Restores that write every object: the ConfigMaps go before each restore.
+      const deleteConfigMaps = async () => {
+        await admin.request('DELETE', resourcePath(Resources.configMaps, data), {
+          query: { labelSelector: 'bench=data' },
+        });
+        await poll(async () =>
+          (await admin.list(Resources.configMaps, { namespace: data, labelSelector: 'bench=data' })).items
+            .length === 0
+            ? true
+            : undefined,
+        );
+      };
+      say(
+        `e. restore writing ${cms.length} ConfigMaps: tenant NonAdminRestore (restore guard on) vs admin's Velero Restore`,
+      );
+      const writeRatios: number[] = [];
+      const perObject: number[] = [];
+      for (let round = 0; round < Number(values.rounds); round++) {
+        const asTenant = async () => {
+          await deleteConfigMaps();
+          return viaNar(`write-${round}`, 'real-0');
+        };
+        const asAdmin = async () => {
+          await deleteConfigMaps();
+          return direct('restore', `write-${round}`, { backupName: 'direct-0', includedNamespaces: [data] });
+        };
+        const first = round % 2 === 0 ? 'tenant' : 'admin';
+        const t = first === 'tenant' ? await asTenant() : undefined;
+        const d = await asAdmin();
+        const tk = t ?? (await asTenant());
+        const restored = (
+          await admin.list(Resources.configMaps, { namespace: data, labelSelector: 'bench=data' })
+        ).items.length;
+        writeRatios.push(tk.ms / d.ms);
+        perObject.push((tk.ms - d.ms) / cms.length);
+        say(
+          `   round ${round + 1} (${first} first): tenant ${Math.round(tk.ms)} ms (${tk.phase}), admin ${Math.round(d.ms)} ms (${d.phase}), ratio ${(tk.ms / d.ms).toFixed(2)}, ${restored} ConfigMaps present after`,
+        );
+      }
+      const medianOf = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+      say(
+        `   median ratio over ${writeRatios.length} rounds: ${medianOf(writeRatios).toFixed(2)} (target <= 1.3); checks cost about ${medianOf(perObject).toFixed(2)} ms per object (median of the per-round difference / ${cms.length})`,
       );
       await ctl.stop();
     } finally {

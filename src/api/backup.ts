@@ -154,6 +154,16 @@ export const NonAdminBackupCrd = defineCrd({
 
 // ---- NonAdminRestore ------------------------------------------------------------------------------------
 
+/** One object of the backup that was not restored because its requester may not write it. */
+const RefusedItemSchema = Type.Object({
+  apiVersion: Type.String({ description: 'API version of the object.' }),
+  kind: Type.String({ description: 'Kind of the object.' }),
+  name: Type.String({ description: "Name of the object in the NonAdminRestore's namespace." }),
+  verb: Type.String({ description: 'The write that was refused: create, patch, or update (of status).' }),
+  reason: Type.String({ description: 'Why, as the API server answered: Forbidden, Invalid, ...' }),
+  message: Type.String({ description: "The API server's message for the requester." }),
+});
+
 export const NonAdminRestoreCrd = defineCrd({
   group,
   version,
@@ -183,6 +193,20 @@ export const NonAdminRestoreCrd = defineCrd({
     ),
     dataMoverDataDownloads: dataMoverCounts('DataDownloads'),
     fileSystemPodVolumeRestores: podVolumeCounts('PodVolumeRestores'),
+    refusedItems: Type.Optional(
+      Type.Object(
+        {
+          count: Type.Integer({ minimum: 0, description: 'How many objects were not restored.' }),
+          items: Type.Optional(
+            Type.Array(RefusedItemSchema, { description: 'The first 500 of them, with the reason.' }),
+          ),
+        },
+        {
+          description:
+            "Objects of the backup left out because the NonAdminRestore's creator could not have written them with their own rights (tenantkit's addition; set when the restore finished).",
+        },
+      ),
+    ),
   }),
   printerColumns: [
     requestPhaseColumn,

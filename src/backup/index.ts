@@ -26,6 +26,7 @@ import { NabslType, registerNabslController } from './nabsl-controller.ts';
 import { reviewNonAdminDownloadRequest } from './nadr-admission.ts';
 import { registerNadrController } from './nadr-controller.ts';
 import { registerNarController } from './nar-controller.ts';
+import { recordRequester, requesterUnchanged } from './requester.ts';
 import { reviewNonAdminSchedule } from './schedule-admission.ts';
 import { registerScheduleController } from './schedule-controller.ts';
 import { registerSyncController } from './sync-controller.ts';
@@ -122,6 +123,10 @@ export const backup: Capability = {
           resources: ['backupstoragelocations', 'schedules'],
           verbs: ['create', 'update', 'patch', 'delete'],
         },
+        // The restore guard: asking Velero which plugins it runs (restore-guard.ts), and reading the
+        // refusals the plugin recorded for a finished tenant Restore (by name, never listed).
+        { apiGroups: ['velero.io'], resources: ['serverstatusrequests'], verbs: ['create', 'get'] },
+        { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] },
         // Copies of tenants' credential Secrets (read back by name, never listed).
         { apiGroups: [''], resources: ['secrets'], verbs: ['create', 'update', 'delete'] },
         // Approval requests for tenant storage locations.
@@ -204,12 +209,24 @@ export const backup: Capability = {
         handler: (request) => reviewNonAdminBackupStorageLocation(configs, request),
       },
       {
+        // Who asked: the restore writes only what this user could write (requester.ts). Fail closed: a
+        // NonAdminRestore without a trusted requester is refused by the controller anyway.
+        name: 'nonadminrestores-requester',
+        type: 'mutating',
+        failurePolicy: 'Fail',
+        timeoutSeconds: 5,
+        rules: [rule(NonAdminRestoreCrd.type)],
+        handler: (request) => recordRequester(request as AdmissionRequest<NonAdminRestore>),
+      },
+      {
         name: 'nonadminrestores',
         type: 'validating',
         failurePolicy: 'Fail',
         timeoutSeconds: 5,
         rules: [rule(NonAdminRestoreCrd.type)],
-        handler: (request) => reviewNonAdminRestore(configs, request as AdmissionRequest<NonAdminRestore>),
+        handler: (request) =>
+          requesterUnchanged(request as AdmissionRequest<NonAdminRestore>) ??
+          reviewNonAdminRestore(configs, request as AdmissionRequest<NonAdminRestore>),
       },
       {
         name: 'nonadmindownloadrequests',

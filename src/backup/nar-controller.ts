@@ -18,7 +18,7 @@ import { generationChanged } from '../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../kube/finalizers.ts';
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, objectKey, type ResourceType } from '../kube/resources.ts';
-import { VeleroResources } from '../kube/velero.ts';
+import { finishedPhases, VeleroResources } from '../kube/velero.ts';
 import { adoptedBackup, ownerships } from './adopt.ts';
 import { configType, currentPolicy } from './config.ts';
 import { type JsonObject, jsonEqual, withEnforced } from './enforce.ts';
@@ -26,6 +26,8 @@ import { ByNabUuid, isManaged, managedBackups } from './nab-controller.ts';
 import { Annotations, isNacObjectName, Labels, ManagedByValue, nacObjectName } from './names.ts';
 import { restoreProgress, withProgress } from './progress.ts';
 import { CreatedAtAnnotation, changedFields, QueueTracker, restoreQueuePhases } from './queue.ts';
+import { RequesterAnnotation, requesterOf, requesterValue } from './requester.ts';
+import { RestoreGuardPresence, readRefusals, refusalSummary } from './restore-guard.ts';
 import { enforceableRestoreSpec, restoreSpecProblems } from './validate.ts';
 import { withForcedRestoreFields } from './velero-filters.ts';
 
@@ -74,6 +76,7 @@ export function registerNarController(manager: Manager): void {
   restores.addIndex(ByNarUuid, label(Labels.narUuid));
   backups.addIndex(ByNabUuid, label(Labels.nabUuid));
   const progress = restoreProgress(manager);
+  const guard = new RestoreGuardPresence();
   nars.addIndex(ByBackupRef, (nar) => {
     const name = nar.spec?.restoreSpec?.backupName;
     return name ? [`${nar.metadata.namespace}/${name}`] : [];
@@ -205,6 +208,40 @@ export function registerNarController(manager: Manager): void {
             message: `Velero Restore ${restore.metadata.name} is ${veleroPhase}`,
           }),
         };
+        // Once finished: what the restore guard left out, read once (then kept in status).
+        const finished = (finishedPhases as readonly string[]).includes(veleroPhase);
+        if (finished && base.refusedItems === undefined) {
+          const refusals = await readRefusals(ctx.client, restore);
+          const restored =
+            (restore.status?.progress as { itemsRestored?: number } | undefined)?.itemsRestored ?? 0;
+          const who = (() => {
+            const r = requesterOf(nar);
+            return typeof r === 'string' ? 'the requester' : r.username;
+          })();
+          const nothingRestored = refusals.count > 0 && restored === 0;
+          const message =
+            refusals.count === 0
+              ? `every object of the backup passed the checks as ${who}`
+              : refusalSummary(refusals, who, nothingRestored);
+          mirrored.refusedItems = { count: refusals.count, items: refusals.items };
+          mirrored.conditions = setCondition(mirrored.conditions as Condition[] | undefined, {
+            type: 'ItemsRefused',
+            status: refusals.count > 0 ? 'True' : 'False',
+            observedGeneration: generation,
+            reason:
+              refusals.count === 0 ? 'NoneRefused' : nothingRestored ? 'AllItemsRefused' : 'SomeItemsRefused',
+            message,
+          });
+          if (refusals.count > 0) {
+            ctx.events.record(
+              nar,
+              'Warning',
+              nothingRestored ? 'AllItemsRefused' : 'ItemsRefused',
+              'Restore',
+              message,
+            );
+          }
+        }
         // Pod volume and data mover counts; written only when they change (see progress.ts).
         await writeStatus(withProgress(mirrored, progress.counts(veleroNs, restore.metadata.name!)));
         return undefined;
@@ -264,6 +301,14 @@ export function registerNarController(manager: Manager): void {
         await backOff('InvalidRestoreSpec', message);
         return undefined;
       }
+      // Whose rights bound the restore: only as admission recorded it at creation (requester.ts).
+      const requester = requesterOf(nar);
+      if (typeof requester === 'string') {
+        const message = `this NonAdminRestore cannot run: ${requester}`;
+        ctx.events.record(nar, 'Warning', 'NoRequester', 'Validate', message);
+        await backOff('NoRequester', message);
+        return undefined;
+      }
 
       const current = await ensureFinalizer(ctx.client, type, nar, NarFinalizer);
       if (!uuid) {
@@ -307,6 +352,13 @@ export function registerNarController(manager: Manager): void {
       for (const field of ['scheduleName', 'excludedNamespaces', 'namespaceMapping'] as const) {
         delete restoreSpec[field];
       }
+      // Without the guard in Velero, Velero would write every item with its own rights: wait for it.
+      const missing = await guard.missing(ctx.client, policy.veleroNamespace);
+      if (missing) {
+        ctx.logger.info({ nar: key, veleroNamespace: policy.veleroNamespace }, missing);
+        await backOff('RestoreGuardMissing', missing);
+        return { requeueAfterMs: 30_000 };
+      }
       // The NACUUID and the config's namespace: never a name or namespace read back from status.
       const restoreName = uuid;
       try {
@@ -323,6 +375,8 @@ export function registerNarController(manager: Manager): void {
               [Annotations.narName]: nar.metadata.name!,
               [Annotations.narNamespace]: ns,
               [CreatedAtAnnotation]: new Date().toISOString(),
+              // The guard plugin checks every item as this user (requester.ts).
+              [RequesterAnnotation]: requesterValue(requester),
             },
           },
           spec: restoreSpec,

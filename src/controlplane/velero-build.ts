@@ -16,11 +16,13 @@ import {
 export const veleroModuleDir = join(testenvDir, 'velero');
 
 const awsPlugin = 'github.com/vmware-tanzu/velero-plugin-for-aws/velero-plugin-for-aws';
+/** tenantkit's RestoreItemAction: every item of a tenant's restore checked as its requester. */
+const restoreGuardPlugin = './cmd/tenantkit-restore-guard';
 
 export interface VeleroBinaries {
   /** Velero's CLI and server (`velero server`, `velero install --crds-only --dry-run`, ...). */
   velero: string;
-  /** The folder for `velero server --plugin-dir`; holds velero-plugin-for-aws. */
+  /** The folder for `velero server --plugin-dir`; holds velero-plugin-for-aws and tenantkit's restore guard. */
   pluginDir: string;
   /** The S3-compatible object store (gofakes3 on a directory) that stands in for S3 or MinIO. */
   s3server: string;
@@ -34,15 +36,15 @@ export async function ensureVeleroBinaries(progress: Progress = () => {}): Promi
   await buildOnce(dir, async (partial) => {
     const plugin = await requiredVersion(veleroModuleDir, 'github.com/vmware-tanzu/velero-plugin-for-aws');
     progress(
-      `building Velero ${veleroVersion}, velero-plugin-for-aws ${plugin} and the S3 server into ${dir}; the first build takes minutes`,
+      `building Velero ${veleroVersion}, velero-plugin-for-aws ${plugin}, tenantkit's restore guard plugin and the S3 server into ${dir}; the first build takes minutes`,
     );
     await mkdir(join(partial, 'plugins'), { recursive: true });
-    // One `go build` for all three shares the compilation of their common dependencies.
+    // One `go build` for all four shares the compilation of their common dependencies.
     await goBuild(
       {
         what: 'Velero',
         moduleDir: veleroModuleDir,
-        packages: ['./cmd/velero', './cmd/s3server', awsPlugin],
+        packages: ['./cmd/velero', './cmd/s3server', restoreGuardPlugin, awsPlugin],
         ldflags: [
           '-s -w',
           `-X github.com/vmware-tanzu/velero/pkg/buildinfo.Version=${veleroVersion}`,
@@ -52,8 +54,10 @@ export async function ensureVeleroBinaries(progress: Progress = () => {}): Promi
       },
       progress,
     );
-    // Velero runs every executable in its plugin folder, so the plugin lives apart from the others.
-    await rename(join(partial, 'velero-plugin-for-aws'), join(partial, 'plugins', 'velero-plugin-for-aws'));
+    // Velero runs every executable in its plugin folder, so the plugins live apart from the others.
+    for (const name of ['velero-plugin-for-aws', 'tenantkit-restore-guard']) {
+      await rename(join(partial, name), join(partial, 'plugins', name));
+    }
   });
   return {
     velero: join(dir, 'velero'),

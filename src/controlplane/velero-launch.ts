@@ -237,6 +237,9 @@ export async function startVelero(options: VeleroOptions): Promise<Velero> {
         HOME: join(dir, 'home'),
         TMPDIR: join(dir, 'tmp'),
         AWS_SHARED_CREDENTIALS_FILE: credentialsFile,
+        // Plugins inherit Velero's environment: tenantkit's restore guard talks to the API server as
+        // Velero does (in a cluster, through Velero's service account).
+        KUBECONFIG: options.kubeconfigPath,
         AWS_EC2_METADATA_DISABLED: 'true',
       },
     });

@@ -17,6 +17,7 @@ export const VeleroResources = {
   deleteBackupRequests: velero('deletebackuprequests', 'DeleteBackupRequest'),
   downloadRequests: velero('downloadrequests', 'DownloadRequest'),
   schedules: velero('schedules', 'Schedule'),
+  serverStatusRequests: velero('serverstatusrequests', 'ServerStatusRequest'),
   podVolumeBackups: velero('podvolumebackups', 'PodVolumeBackup'),
   podVolumeRestores: velero('podvolumerestores', 'PodVolumeRestore'),
   dataUploads: { ...velero('datauploads', 'DataUpload'), version: 'v2alpha1' },

@@ -181,11 +181,20 @@ const embedded: Record<string, [string, string, string][]> = {
 const tenantkitExtras: Record<string, string[]> = {
   NonAdminDownloadRequest: ['.status.velero.nacuuid', '.status.velero.name', '.status.velero.namespace'],
 };
+/** Whole status subtrees tenantkit adds: the objects a restore left out because its requester may not write them. */
+const tenantkitExtraTrees: Record<string, string[]> = {
+  NonAdminRestore: ['.status.refusedItems'],
+};
+const inExtraTree = (kind: string, path: string) =>
+  (tenantkitExtraTrees[kind] ?? []).some(
+    (at) =>
+      path === at || path.startsWith(`${at}.`) || path.startsWith(`${at}[`) || path.startsWith(`${at}{`),
+  );
 
 /** Accepts a difference inside an embedded Velero type when ours is what Velero v1.18.1 says there. */
 function veleroAccepts(kind: string) {
   return (path: string, got: Facts | undefined) => {
-    if (got && tenantkitExtras[kind]?.includes(path)) return true;
+    if (got && (tenantkitExtras[kind]?.includes(path) || inExtraTree(kind, path))) return true;
     for (const [at, veleroKind, veleroPrefix] of embedded[kind] ?? []) {
       if (
         path !== at &&

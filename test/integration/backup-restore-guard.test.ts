@@ -1,0 +1,536 @@
+// A NonAdminRestore writes only what its requester could have written with their own credentials: the
+// real Velero (which restores with admin rights) runs tenantkit's restore guard plugin, which repeats
+// every write as a server-side dry run impersonating the requester. Tested as tenants through the real
+// API server: revoked RBAC does not come back, an admin's quota is not overwritten under
+// existingResourcePolicy: update, and over a catalog of object kinds the set a restore writes equals,
+// object by object, the set the same user's own `kubectl create --dry-run=server` accepts.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NonAdminBackupCrd, type NonAdminRestore, NonAdminRestoreCrd } from '../../src/api/backup.ts';
+import { RequesterAnnotation } from '../../src/backup/requester.ts';
+import { isAlreadyExists, type KubeClient, PatchType } from '../../src/kube/client.ts';
+import {
+  type KubeObject,
+  Resources,
+  type ResourceType,
+  resourcePath,
+  resourceType,
+} from '../../src/kube/resources.ts';
+import {
+  type BackupEnvironment,
+  completedBackup,
+  settledRestore,
+  startBackupEnvironment,
+  veleroQueueMs,
+} from '../harness/backup.ts';
+import { eventually, TestCluster } from '../harness/cluster.ts';
+import { veleroStartTimeoutMs } from '../harness/velero.ts';
+
+const cluster = await TestCluster.connect();
+let env: BackupEnvironment;
+const narType = NonAdminRestoreCrd.type;
+const nabType = NonAdminBackupCrd.type;
+
+const types = {
+  ...Resources,
+  services: resourceType('', 'v1', 'services', 'Service'),
+  pvcs: resourceType('', 'v1', 'persistentvolumeclaims', 'PersistentVolumeClaim'),
+  deployments: resourceType('apps', 'v1', 'deployments', 'Deployment'),
+  cronJobs: resourceType('batch', 'v1', 'cronjobs', 'CronJob'),
+  networkPolicies: resourceType('networking.k8s.io', 'v1', 'networkpolicies', 'NetworkPolicy'),
+  pdbs: resourceType('policy', 'v1', 'poddisruptionbudgets', 'PodDisruptionBudget'),
+  vaps: resourceType(
+    'admissionregistration.k8s.io',
+    'v1',
+    'validatingadmissionpolicies',
+    'ValidatingAdmissionPolicy',
+    false,
+  ),
+  vapBindings: resourceType(
+    'admissionregistration.k8s.io',
+    'v1',
+    'validatingadmissionpolicybindings',
+    'ValidatingAdmissionPolicyBinding',
+    false,
+  ),
+};
+
+beforeAll(async () => {
+  env = await startBackupEnvironment(cluster);
+}, veleroStartTimeoutMs);
+afterAll(() => env?.stop());
+
+/** A tenant's NAB of its whole namespace, completed. */
+async function backupOf(ns: string, client: KubeClient): Promise<string> {
+  const name = cluster.unique('nab');
+  await client.create(nabType, { metadata: { name, namespace: ns }, spec: { backupSpec: {} } } as KubeObject);
+  await completedBackup(cluster, ns, name);
+  return name;
+}
+
+/** A NonAdminRestore by `client` from NAB `backupName`, once Velero finished it. */
+async function restoreAs(
+  client: KubeClient,
+  ns: string,
+  backupName: string,
+  restoreSpec: Record<string, unknown> = {},
+): Promise<NonAdminRestore> {
+  const name = cluster.unique('nar');
+  await client.create(narType, {
+    metadata: { name, namespace: ns },
+    spec: { restoreSpec: { backupName, ...restoreSpec } },
+  } as KubeObject);
+  const nar = await settledRestore(cluster, ns, name);
+  expect(nar.status?.phase, JSON.stringify(nar.status?.conditions)).toBe('Created');
+  // The refusals are reported once the restore finished.
+  return eventually(
+    async () => {
+      const o = await cluster.admin.get<NonAdminRestore>(narType, name, ns);
+      return o?.status?.refusedItems ? o : undefined;
+    },
+    { what: `NonAdminRestore ${ns}/${name} reports refusals` },
+  );
+}
+
+const refused = (nar: NonAdminRestore) =>
+  new Map((nar.status?.refusedItems?.items ?? []).map((i) => [`${i.kind}/${i.name}`, i]));
+const condition = (nar: NonAdminRestore, type: string) =>
+  nar.status?.conditions?.find((c) => c.type === type);
+
+/** Whether `client` may create `object` right now, by the API server's own answer to a dry run. */
+async function mayCreate(client: KubeClient, type: ResourceType, object: KubeObject): Promise<boolean> {
+  try {
+    await client.request('POST', resourcePath(type, object.metadata.namespace), {
+      body: {
+        apiVersion: type.group ? `${type.group}/${type.version}` : type.version,
+        kind: type.kind,
+        ...object,
+      },
+      query: { dryRun: 'All' },
+    });
+    return true;
+  } catch (err) {
+    return isAlreadyExists(err);
+  }
+}
+
+describe('NonAdminRestore as its requester', { timeout: 3 * veleroQueueMs }, () => {
+  it('records who created it and never lets anyone change that record', async () => {
+    const { namespace: ns, tenant } = await env.tenantNamespace('guard-annotation');
+    const name = cluster.unique('nar');
+    const created = await tenant.create(narType, {
+      metadata: {
+        name,
+        namespace: ns,
+        annotations: {
+          [RequesterAnnotation]: JSON.stringify({ username: 'system:admin', groups: ['system:masters'] }),
+        },
+      },
+      spec: { restoreSpec: { backupName: 'none-yet' } },
+    } as KubeObject);
+    const recorded = JSON.parse(created.metadata.annotations?.[RequesterAnnotation] ?? '{}');
+    expect(recorded.username).toBe(tenant.userName);
+    expect(recorded.groups).toContain('system:authenticated');
+    expect(recorded.groups).not.toContain('system:masters');
+    const before = created.metadata.annotations?.[RequesterAnnotation];
+    // Neither changing nor removing it changes anything.
+    for (const value of [JSON.stringify({ username: 'system:admin' }), null]) {
+      const after = await tenant.patch<NonAdminRestore>(
+        narType,
+        name,
+        ns,
+        { metadata: { annotations: { [RequesterAnnotation]: value } } },
+        PatchType.merge,
+      );
+      expect(after.metadata.annotations?.[RequesterAnnotation]).toBe(before);
+    }
+    // The NonAdminBackup it names does not exist: a Warning Event says so, even for a name of 253 characters.
+    const long = `${'a'.repeat(240)}${cluster.unique('n')}`.slice(-253);
+    await tenant.create(narType, {
+      metadata: { name: long, namespace: ns },
+      spec: { restoreSpec: { backupName: 'none-yet' } },
+    } as KubeObject);
+    await eventually(
+      async () =>
+        (
+          await cluster.admin.list<KubeObject & { regarding?: { name?: string } }>(Resources.events, {
+            namespace: ns,
+          })
+        ).items.some((e) => e.regarding?.name === long),
+      { what: 'an Event about the NonAdminRestore with a 253-character name' },
+    );
+  });
+
+  it('does not bring back RBAC the admin revoked (a demoted admin restores an old backup)', async () => {
+    const ns = await env.namespace('guard-revoked');
+    const carol = await cluster.user(cluster.unique('carol'));
+    const binding = (name: string, role: string) => ({
+      metadata: { name, namespace: ns },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: carol.userName }],
+    });
+    await cluster.admin.create(Resources.roleBindings, binding('carol-admin', 'admin') as KubeObject);
+    const backupName = await backupOf(ns, carol);
+    // Demoted: edit may still create NonAdminRestores, not RoleBindings.
+    await cluster.admin.delete(Resources.roleBindings, 'carol-admin', ns);
+    await cluster.admin.create(Resources.roleBindings, binding('carol-edit', 'edit') as KubeObject);
+    await eventually(
+      async () => !(await mayCreate(carol, Resources.roleBindings, binding('probe', 'view') as KubeObject)),
+      {
+        what: 'carol lost the right to create RoleBindings',
+      },
+    );
+
+    const nar = await restoreAs(carol, ns, backupName);
+    expect(await cluster.admin.get(Resources.roleBindings, 'carol-admin', ns)).toBeUndefined();
+    const item = refused(nar).get('RoleBinding/carol-admin');
+    expect(item, JSON.stringify(nar.status?.refusedItems)).toMatchObject({
+      verb: 'create',
+      reason: 'Forbidden',
+    });
+    expect(item?.message).toContain(carol.userName);
+    expect(condition(nar, 'ItemsRefused')).toMatchObject({ status: 'True' });
+    expect(await mayCreate(carol, Resources.roleBindings, binding('probe', 'view') as KubeObject)).toBe(
+      false,
+    );
+  });
+
+  it("does not overwrite the admin's quota under existingResourcePolicy: update", async () => {
+    const { namespace: ns, tenant } = await env.tenantNamespace('guard-quota');
+    const quota = (pods: string) => ({
+      metadata: { name: 'reserved', namespace: ns, labels: { 'tenancy.tenantkit.io/reserved': 'true' } },
+      spec: { hard: { pods } },
+    });
+    await cluster.admin.create(Resources.resourceQuotas, quota('10') as KubeObject);
+    await tenant.create(Resources.configMaps, {
+      metadata: { name: 'settings', namespace: ns },
+      data: { a: '1' },
+    });
+    const backupName = await backupOf(ns, tenant);
+    await cluster.admin.patch(
+      Resources.resourceQuotas,
+      'reserved',
+      ns,
+      { spec: { hard: { pods: '5' } } },
+      PatchType.merge,
+    );
+    await tenant.patch(Resources.configMaps, 'settings', ns, { data: { a: '2' } }, PatchType.merge);
+    await expect(
+      tenant.patch(
+        Resources.resourceQuotas,
+        'reserved',
+        ns,
+        { spec: { hard: { pods: '10' } } },
+        PatchType.merge,
+      ),
+    ).rejects.toMatchObject({ status: 403 });
+
+    const nar = await restoreAs(tenant, ns, backupName, { existingResourcePolicy: 'update' });
+    const live = await cluster.admin.get<KubeObject & { spec: { hard: { pods: string } } }>(
+      Resources.resourceQuotas,
+      'reserved',
+      ns,
+    );
+    expect(live?.spec.hard.pods).toBe('5');
+    expect(refused(nar).get('ResourceQuota/reserved')).toMatchObject({ verb: 'patch', reason: 'Forbidden' });
+    // What the tenant may update is updated.
+    const settings = await cluster.admin.get<KubeObject & { data: Record<string, string> }>(
+      Resources.configMaps,
+      'settings',
+      ns,
+    );
+    expect(settings?.data.a).toBe('1');
+  });
+
+  it('writes exactly what each user could create themselves, over a catalog of kinds', async () => {
+    const ns = await env.namespace('guard-catalog');
+    const meta = (name: string, extra: Record<string, unknown> = {}) => ({
+      metadata: { name, namespace: ns, ...extra },
+    });
+    const rbac = 'rbac.authorization.k8s.io';
+    const subject = [{ apiGroup: rbac, kind: 'User', name: 'someone' }];
+    const container = { name: 'app', image: 'registry.example/app:1' };
+    const catalog: [ResourceType, KubeObject][] = [
+      [types.configMaps, { ...meta('cm-plain'), data: { k: 'v' } } as KubeObject],
+      [
+        types.configMaps,
+        { ...meta('cm-labelled', { labels: { tier: 'web' } }), data: { k: 'v' } } as KubeObject,
+      ],
+      [types.secrets, { ...meta('secret-opaque'), stringData: { password: 'p' } } as KubeObject],
+      [
+        types.secrets,
+        {
+          ...meta('secret-pull'),
+          type: 'kubernetes.io/dockerconfigjson',
+          stringData: { '.dockerconfigjson': '{"auths":{}}' },
+        } as KubeObject,
+      ],
+      [
+        types.services,
+        { ...meta('svc'), spec: { ports: [{ port: 80 }], selector: { app: 'x' } } } as KubeObject,
+      ],
+      [types.serviceAccounts, meta('sa-app') as KubeObject],
+      [
+        types.pvcs,
+        {
+          ...meta('pvc-data'),
+          spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+        } as KubeObject,
+      ],
+      [types.pods, { ...meta('pod-ok'), spec: { containers: [container] } } as KubeObject],
+      [
+        types.pods,
+        { ...meta('pod-hostnet'), spec: { hostNetwork: true, containers: [container] } } as KubeObject,
+      ],
+      [
+        types.deployments,
+        {
+          ...meta('deploy'),
+          spec: {
+            selector: { matchLabels: { app: 'd' } },
+            template: { metadata: { labels: { app: 'd' } }, spec: { containers: [container] } },
+          },
+        } as KubeObject,
+      ],
+      [
+        types.cronJobs,
+        {
+          ...meta('cron'),
+          spec: {
+            schedule: '0 * * * *',
+            jobTemplate: {
+              spec: { template: { spec: { restartPolicy: 'Never', containers: [container] } } },
+            },
+          },
+        } as KubeObject,
+      ],
+      [
+        types.networkPolicies,
+        { ...meta('deny-all'), spec: { podSelector: {}, policyTypes: ['Ingress'] } } as KubeObject,
+      ],
+      [
+        types.pdbs,
+        { ...meta('pdb'), spec: { minAvailable: 1, selector: { matchLabels: { app: 'd' } } } } as KubeObject,
+      ],
+      [
+        types.resourceQuotas,
+        {
+          ...meta('reserved', { labels: { 'tenancy.tenantkit.io/reserved': 'true' } }),
+          spec: { hard: { pods: '20' } },
+        } as KubeObject,
+      ],
+      [
+        types.limitRanges,
+        {
+          ...meta('limits'),
+          spec: { limits: [{ type: 'Container', default: { cpu: '100m' } }] },
+        } as KubeObject,
+      ],
+      [
+        types.roles,
+        {
+          ...meta('role-reader'),
+          rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }],
+        } as KubeObject,
+      ],
+      [
+        types.roles,
+        { ...meta('role-wide'), rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }] } as KubeObject,
+      ],
+      [
+        types.roleBindings,
+        {
+          ...meta('rb-reader'),
+          roleRef: { apiGroup: rbac, kind: 'Role', name: 'role-reader' },
+          subjects: subject,
+        } as KubeObject,
+      ],
+      [
+        types.roleBindings,
+        {
+          ...meta('rb-wide'),
+          roleRef: { apiGroup: rbac, kind: 'Role', name: 'role-wide' },
+          subjects: subject,
+        } as KubeObject,
+      ],
+      [
+        types.roleBindings,
+        {
+          ...meta('rb-admin'),
+          roleRef: { apiGroup: rbac, kind: 'ClusterRole', name: 'admin' },
+          subjects: subject,
+        } as KubeObject,
+      ],
+      [
+        types.roleBindings,
+        {
+          ...meta('rb-view'),
+          roleRef: { apiGroup: rbac, kind: 'ClusterRole', name: 'view' },
+          subjects: subject,
+        } as KubeObject,
+      ],
+      [
+        types.roleBindings,
+        {
+          ...meta('rb-cluster-admin'),
+          roleRef: { apiGroup: rbac, kind: 'ClusterRole', name: 'cluster-admin' },
+          subjects: subject,
+        } as KubeObject,
+      ],
+    ];
+    for (const [type, object] of catalog) await cluster.admin.create(type, object);
+
+    // An admission policy this namespace has (no host network), in force once the catalog exists.
+    const policyName = cluster.unique('no-hostnet');
+    await cluster.admin.create(types.vaps, {
+      metadata: { name: policyName },
+      spec: {
+        failurePolicy: 'Fail',
+        matchConstraints: {
+          resourceRules: [
+            { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['pods'] },
+          ],
+        },
+        validations: [
+          {
+            expression: '!has(object.spec.hostNetwork) || !object.spec.hostNetwork',
+            message: 'no host network here',
+          },
+        ],
+      },
+    } as KubeObject);
+    cluster.defer(() => cluster.admin.delete(types.vaps, policyName));
+    await cluster.admin.create(types.vapBindings, {
+      metadata: { name: policyName },
+      spec: {
+        policyName,
+        validationActions: ['Deny'],
+        matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } },
+      },
+    } as KubeObject);
+    cluster.defer(() => cluster.admin.delete(types.vapBindings, policyName));
+    const hostnet = catalog.find(([, o]) => o.metadata.name === 'pod-hostnet')!;
+    await eventually(
+      async () =>
+        !(await mayCreate(cluster.admin, types.pods, {
+          ...hostnet[1],
+          metadata: { ...hostnet[1].metadata, name: 'probe' },
+        })),
+      { what: 'the admission policy in force' },
+    );
+
+    // Three requesters: the namespace's admin, an editor, and a narrow custom role.
+    const users: [string, KubeClient][] = [];
+    for (const [label, role] of [
+      ['admin', 'admin'],
+      ['edit', 'edit'],
+    ] as const) {
+      const user = await cluster.user(cluster.unique(label));
+      await cluster.grant({ kind: 'User', name: user.userName }, { clusterRole: role }, ns);
+      users.push([label, user]);
+    }
+    const narrow = await cluster.user(cluster.unique('narrow'));
+    await cluster.grant(
+      { kind: 'User', name: narrow.userName },
+      {
+        rules: [
+          {
+            apiGroups: [''],
+            resources: ['configmaps', 'secrets'],
+            verbs: ['get', 'list', 'create', 'update', 'patch'],
+          },
+          {
+            apiGroups: [narType.group],
+            resources: ['nonadminrestores', 'nonadminbackups'],
+            verbs: ['get', 'list', 'create'],
+          },
+        ],
+      },
+      ns,
+    );
+    users.push(['narrow', narrow]);
+    const backupName = await backupOf(ns, users[0]![1]);
+
+    // Roles stay (a binding's escalation check reads its Role); everything else is deleted before each restore.
+    const kept = new Set([types.roles.plural]);
+    const report: string[] = [];
+    const seen = new Map<string, Map<string, boolean>>();
+    for (const [label, user] of users) {
+      for (const [type, object] of catalog) {
+        if (kept.has(type.plural)) continue;
+        if (type === types.pvcs) {
+          await cluster.admin
+            .patch(type, object.metadata.name!, ns, { metadata: { finalizers: null } }, PatchType.merge)
+            .catch(() => {});
+        }
+        await cluster.admin.delete(type, object.metadata.name!, ns).catch(() => {});
+      }
+      await eventually(
+        async () => {
+          for (const [type, object] of catalog) {
+            if (kept.has(type.plural)) continue;
+            if (type === types.pvcs) {
+              await cluster.admin
+                .patch(type, object.metadata.name!, ns, { metadata: { finalizers: null } }, PatchType.merge)
+                .catch(() => {});
+            }
+            if (await cluster.admin.get(type, object.metadata.name!, ns)) return false;
+          }
+          return true;
+        },
+        { what: 'catalog deleted', timeoutMs: 60_000 },
+      );
+      const expected = new Map<string, boolean>();
+      for (const [type, object] of catalog)
+        expected.set(`${type.kind}/${object.metadata.name}`, await mayCreate(user, type, object));
+
+      const nar = await restoreAs(user, ns, backupName);
+      const refusedNow = refused(nar);
+      for (const [type, object] of catalog) {
+        const key = `${type.kind}/${object.metadata.name}`;
+        const exists = (await cluster.admin.get(type, object.metadata.name!, ns)) !== undefined;
+        const written = kept.has(type.plural) ? !refusedNow.has(key) : exists && !refusedNow.has(key);
+        if (written !== expected.get(key)) {
+          report.push(
+            `${label}: ${key} own dry run ${expected.get(key) ? 'accepted' : 'refused'}, restore ${written ? 'wrote' : 'left out'} (exists ${exists}, refusal ${JSON.stringify(refusedNow.get(key))})`,
+          );
+        }
+      }
+      // Every requester was refused something here: the status says so.
+      expect(condition(nar, 'ItemsRefused'), label).toMatchObject({ status: 'True' });
+      seen.set(label, expected);
+    }
+    expect(report).toEqual([]);
+    // The catalog tells the three apart (the comparison above is not trivially all-accepted or all-refused).
+    const accepted = (label: string) =>
+      [...seen.get(label)!]
+        .filter(([, ok]) => ok)
+        .map(([key]) => key)
+        .sort();
+    expect(accepted('admin')).toEqual(
+      [
+        'ConfigMap/cm-labelled',
+        'ConfigMap/cm-plain',
+        'CronJob/cron',
+        'Deployment/deploy',
+        'NetworkPolicy/deny-all',
+        'PersistentVolumeClaim/pvc-data',
+        'Pod/pod-ok',
+        'PodDisruptionBudget/pdb',
+        'Role/role-reader',
+        'RoleBinding/rb-admin',
+        'RoleBinding/rb-reader',
+        'RoleBinding/rb-view',
+        'Secret/secret-opaque',
+        'Secret/secret-pull',
+        'Service/svc',
+        'ServiceAccount/sa-app',
+      ].sort(),
+    );
+    expect(accepted('edit')).toEqual(
+      accepted('admin').filter((k) => !k.startsWith('Role/') && !k.startsWith('RoleBinding/')),
+    );
+    expect(accepted('narrow')).toEqual(
+      ['ConfigMap/cm-labelled', 'ConfigMap/cm-plain', 'Secret/secret-opaque', 'Secret/secret-pull'].sort(),
+    );
+  });
+});

@@ -1,0 +1,452 @@
+// Command tenantkit-restore-guard is a Velero plugin (a RestoreItemAction) that makes every item of a
+// tenant's restore pass the API server's own rules for the person who asked for it, at the moment
+// Velero is about to write it.
+//
+// Velero restores with its own identity, which may write anything. For a Restore that tenantkit made
+// for a NonAdminRestore, this action repeats the write Velero is about to make as a server-side dry run
+// while impersonating the NonAdminRestore's requester (recorded by tenantkit's admission webhook when the
+// NonAdminRestore was created, copied by the controller onto the Restore in Velero's namespace, where
+// tenants cannot write). The dry run goes through authentication of the impersonated user, RBAC
+// (including the escalation and bind checks for Roles and RoleBindings) and every admission plugin and
+// webhook, exactly as the tenant's own `kubectl create --dry-run=server` would. An item that fails is
+// skipped, and the refusal is recorded in a ConfigMap in Velero's namespace that the NonAdminRestore
+// controller reports in the NonAdminRestore's status.
+//
+// The check runs per item inside Velero, so it judges exactly the bytes Velero restores: a backup whose
+// contents change between tenantkit's look and Velero's write (a tenant's own bucket) gains nothing.
+// Restores tenantkit did not make (an admin's) pass untouched.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/sirupsen/logrus"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/plugin/framework"
+	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
+)
+
+// The names below are tenantkit's (src/backup/names.ts and restore-guard.ts); both sides must agree.
+const (
+	pluginName = "tenantkit.io/restore-guard"
+	// On the Velero Restore: the NonAdminRestore's requester, as the admission request named them (JSON).
+	requesterAnnotation = "backup.tenantkit.io/requester"
+	managedByLabel      = "app.kubernetes.io/managed-by"
+	managedByValue      = "tenantkit-backup"
+	narUUIDLabel        = "openshift.io/oadp-nar-origin-nacuuid"
+	narNameAnnotation   = "openshift.io/oadp-nar-origin-name"
+	narNsAnnotation     = "openshift.io/oadp-nar-origin-namespace"
+	// The ConfigMap of refusals: `<restore>-refused`, this label naming the restore.
+	refusalsLabel = "backup.tenantkit.io/refusals-of"
+	refusalsKey   = "refused.json"
+	// Beyond this many recorded refusals only the count grows (a ConfigMap holds at most 1 MiB).
+	maxRecorded = 500
+	// Velero's object-level switch for restoring an item's status.
+	restoreStatusAnnotation = "velero.io/restore-status"
+)
+
+// requester is the user a NonAdminRestore was created by (authentication.k8s.io UserInfo).
+type requester struct {
+	Username string              `json:"username"`
+	UID      string              `json:"uid,omitempty"`
+	Groups   []string            `json:"groups,omitempty"`
+	Extra    map[string][]string `json:"extra,omitempty"`
+}
+
+// refusal is one item not restored, as the NonAdminRestore's status shows it.
+type refusal struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	Verb       string `json:"verb"`
+	Reason     string `json:"reason"`
+	Message    string `json:"message"`
+}
+
+type refusals struct {
+	Count int       `json:"count"`
+	Items []refusal `json:"items"`
+}
+
+func main() {
+	framework.NewServer().
+		RegisterRestoreItemAction(pluginName, func(logger logrus.FieldLogger) (any, error) {
+			return newGuard(logger)
+		}).
+		Serve()
+}
+
+// guard is the action; Velero starts one plugin process per restore, so its caches live for one restore.
+type guard struct {
+	log     logrus.FieldLogger
+	config  *rest.Config
+	admin   dynamic.Interface
+	core    kubernetes.Interface
+	mapper  meta.RESTMapper
+	mu      sync.Mutex
+	clients map[string]dynamic.Interface
+}
+
+func newGuard(logger logrus.FieldLogger) (*guard, error) {
+	// Velero's own identity: its kubeconfig (KUBECONFIG, as `velero server --kubeconfig` has it) or the
+	// in-cluster service account. Velero's client limits (20 requests/s) would double a restore's time.
+	config, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		return nil, fmt.Errorf("tenantkit restore guard: no Kubernetes client configuration: %w", err)
+	}
+	config.QPS, config.Burst = 200, 400
+	config.UserAgent = "tenantkit-restore-guard"
+	admin, err := dynamic.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	core, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	return &guard{
+		log: logger, config: config, admin: admin, core: core, mapper: mapper,
+		clients: map[string]dynamic.Interface{},
+	}, nil
+}
+
+// AppliesTo selects every item: the rule holds for every kind.
+func (g *guard) AppliesTo() (velero.ResourceSelector, error) {
+	return velero.ResourceSelector{}, nil
+}
+
+func (g *guard) Execute(input *velero.RestoreItemActionExecuteInput) (*velero.RestoreItemActionExecuteOutput, error) {
+	restore := input.Restore
+	pass := velero.NewRestoreItemActionExecuteOutput(input.Item)
+	if restore == nil || restore.Labels[managedByLabel] != managedByValue {
+		return pass, nil // not a tenant's restore
+	}
+	item := &unstructured.Unstructured{Object: input.Item.UnstructuredContent()}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	verb, reason, message := g.check(ctx, restore, item, input.ItemFromBackup)
+	if reason == "" {
+		return pass, nil
+	}
+	r := refusal{
+		APIVersion: item.GetAPIVersion(), Kind: item.GetKind(), Name: item.GetName(),
+		Verb: verb, Reason: reason, Message: message,
+	}
+	g.log.WithFields(logrus.Fields{"kind": r.Kind, "name": r.Name, "verb": verb, "reason": reason}).
+		Warnf("tenantkit: not restored: %s", message)
+	if err := g.record(ctx, restore, r); err != nil {
+		// The item is skipped either way; an unrecorded refusal must still be visible: fail the item.
+		return nil, fmt.Errorf("tenantkit refused %s %s (%s) and could not record it: %w", r.Kind, r.Name, message, err)
+	}
+	return &velero.RestoreItemActionExecuteOutput{UpdatedItem: input.Item, SkipRestore: true}, nil
+}
+
+// check returns the refused verb, a reason and a message, or an empty reason when the write may go on.
+func (g *guard) check(ctx context.Context, restore *velerov1.Restore, item *unstructured.Unstructured, fromBackup interface {
+	UnstructuredContent() map[string]any
+}) (verb, reason, message string) {
+	who, err := requesterOf(restore)
+	if err != nil {
+		return "create", "NoRequester", err.Error()
+	}
+	target := restore.Annotations[narNsAnnotation]
+	if target == "" || item.GetNamespace() == "" || item.GetNamespace() != target {
+		return "create", "OutsideNamespace", fmt.Sprintf(
+			"only objects of namespace %q are restored for this NonAdminRestore (this one is in %q)",
+			target, item.GetNamespace())
+	}
+	gvk := item.GroupVersionKind()
+	mapping, err := g.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return "create", "UnknownKind", fmt.Sprintf("the API server does not serve %s: %v", gvk, err)
+	}
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		return "create", "ClusterScoped", "cluster-scoped objects are never restored for a tenant"
+	}
+	as, err := g.clientFor(who)
+	if err != nil {
+		return "create", "CheckFailed", err.Error()
+	}
+	resource := as.Resource(mapping.Resource).Namespace(target)
+	// What Velero will send: the item with its restore labels, in the target namespace.
+	desired := item.DeepCopy()
+	desired.SetNamespace(target)
+	addRestoreLabels(desired, restore)
+	dryRun := []string{metav1.DryRunAll}
+
+	live, err := g.admin.Resource(mapping.Resource).Namespace(target).Get(ctx, item.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return "patch", "CheckFailed", fmt.Sprintf("could not read the live object: %v", err)
+	default:
+		// Velero patches an existing object under existingResourcePolicy: update (its restore labels at
+		// least), and merges a ServiceAccount that differs whatever the policy: the same merge patch,
+		// from the live object as Velero sees it.
+		update := restore.Spec.ExistingResourcePolicy == velerov1.PolicyTypeUpdate
+		serviceAccount := mapping.Resource.GroupResource() == corev1.SchemeGroupVersion.WithResource("serviceaccounts").GroupResource()
+		if update || serviceAccount {
+			patch, err := mergePatch(live, desired, !update)
+			if err != nil {
+				return "patch", "CheckFailed", err.Error()
+			}
+			if string(patch) != "{}" {
+				if _, err := resource.Patch(ctx, item.GetName(), types.MergePatchType, patch, metav1.PatchOptions{DryRun: dryRun}); err != nil && !apierrors.IsNotFound(err) {
+					return "patch", refusalReason(err), err.Error()
+				}
+			}
+		}
+	}
+	// Create, always, even for an object that exists: it may be gone by the time Velero writes. RBAC and
+	// admission run before the storage layer reports that the name is taken, so AlreadyExists means
+	// "allowed".
+	if _, err := resource.Create(ctx, desired, metav1.CreateOptions{DryRun: dryRun}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "create", refusalReason(err), err.Error()
+	}
+	if statusRestored(restore, mapping.Resource.GroupResource(), item, fromBackup.UnstructuredContent()) {
+		allowed, why, err := g.mayUpdateStatus(ctx, who, mapping.Resource, target, item.GetName())
+		if err != nil {
+			return "update", "CheckFailed", err.Error()
+		}
+		if !allowed {
+			return "update", "Forbidden", fmt.Sprintf("%s may not update %s/status in namespace %s%s",
+				who.Username, mapping.Resource.Resource, target, why)
+		}
+	}
+	return "", "", ""
+}
+
+func requesterOf(restore *velerov1.Restore) (requester, error) {
+	var who requester
+	raw, ok := restore.Annotations[requesterAnnotation]
+	if !ok {
+		return who, errors.New("the Restore does not name who asked for it; no object is restored on nobody's rights")
+	}
+	if err := json.Unmarshal([]byte(raw), &who); err != nil || who.Username == "" {
+		return who, fmt.Errorf("the Restore's requester annotation is unreadable: %v", err)
+	}
+	return who, nil
+}
+
+// clientFor is a dynamic client that impersonates the requester with every attribute they had.
+func (g *guard) clientFor(who requester) (dynamic.Interface, error) {
+	key, _ := json.Marshal(who)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c, ok := g.clients[string(key)]; ok {
+		return c, nil
+	}
+	config := rest.CopyConfig(g.config)
+	config.Impersonate = rest.ImpersonationConfig{
+		UserName: who.Username, UID: who.UID, Groups: who.Groups, Extra: who.Extra,
+	}
+	c, err := dynamic.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	g.clients[string(key)] = c
+	return c, nil
+}
+
+func (g *guard) mayUpdateStatus(ctx context.Context, who requester, gvr schema.GroupVersionResource, ns, name string) (bool, string, error) {
+	extra := map[string]authorizationv1.ExtraValue{}
+	for k, v := range who.Extra {
+		extra[k] = v
+	}
+	review, err := g.core.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+		Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: who.Username, UID: who.UID, Groups: who.Groups, Extra: extra,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: ns, Verb: "update", Group: gvr.Group, Version: gvr.Version,
+				Resource: gvr.Resource, Subresource: "status", Name: name,
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return false, "", fmt.Errorf("could not check the right to restore status: %w", err)
+	}
+	why := ""
+	if review.Status.Reason != "" {
+		why = ": " + review.Status.Reason
+	}
+	return review.Status.Allowed, why, nil
+}
+
+// statusRestored says whether Velero will write this item's status (the Restore's restoreStatus
+// filter, or the object's own velero.io/restore-status annotation, which comes from the backup).
+func statusRestored(restore *velerov1.Restore, gr schema.GroupResource, item *unstructured.Unstructured, fromBackup map[string]any) bool {
+	if status, ok := fromBackup["status"].(map[string]any); !ok || len(status) == 0 {
+		return false
+	}
+	if _, ok := item.GetAnnotations()[restoreStatusAnnotation]; ok {
+		return true
+	}
+	rs := restore.Spec.RestoreStatus
+	if rs == nil {
+		return false
+	}
+	matches := func(list []string) bool {
+		return slices.ContainsFunc(list, func(r string) bool { return r == "*" || r == gr.String() || r == gr.Resource })
+	}
+	return matches(rs.IncludedResources) && !matches(rs.ExcludedResources)
+}
+
+func addRestoreLabels(obj *unstructured.Unstructured, restore *velerov1.Restore) {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[velerov1.BackupNameLabel] = shortLabel(restore.Spec.BackupName)
+	labels[velerov1.RestoreNameLabel] = shortLabel(restore.Name)
+	obj.SetLabels(labels)
+}
+
+// shortLabel is Velero's label.GetValidName for the names tenantkit makes (at most 63 characters).
+func shortLabel(s string) string {
+	if len(s) <= 63 {
+		return s
+	}
+	return s[:57] // not reached for tenantkit's NACUUID names; the dry run then differs only in a label
+}
+
+// mergePatch is the JSON merge patch Velero sends to update an existing object: from the live object,
+// without server-set metadata and status (and, when withLabels, carrying the restore labels already, as
+// Velero compares), to the restored one.
+func mergePatch(live, desired *unstructured.Unstructured, withLabels bool) ([]byte, error) {
+	from := live.DeepCopy()
+	if withLabels {
+		labels := from.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		for _, k := range []string{velerov1.BackupNameLabel, velerov1.RestoreNameLabel} {
+			labels[k] = desired.GetLabels()[k]
+		}
+		from.SetLabels(labels)
+	}
+	for _, k := range []string{"generateName", "selfLink", "uid", "resourceVersion", "generation",
+		"creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences", "managedFields"} {
+		unstructured.RemoveNestedField(from.Object, "metadata", k)
+	}
+	unstructured.RemoveNestedField(from.Object, "status")
+	fromBytes, err := json.Marshal(from.Object)
+	if err != nil {
+		return nil, err
+	}
+	toBytes, err := json.Marshal(desired.Object)
+	if err != nil {
+		return nil, err
+	}
+	patch, err := jsonpatch.CreateMergePatch(fromBytes, toBytes)
+	if err != nil {
+		return nil, fmt.Errorf("could not compute the update Velero would make: %w", err)
+	}
+	return patch, nil
+}
+
+// refusalReason names why the API server refused the dry run; anything but a clear answer fails closed.
+func refusalReason(err error) string {
+	switch {
+	case apierrors.IsForbidden(err):
+		return "Forbidden"
+	case apierrors.IsInvalid(err):
+		return "Invalid"
+	case apierrors.IsBadRequest(err):
+		return "BadRequest"
+	default:
+		if status, ok := err.(apierrors.APIStatus); ok && status.Status().Reason != "" {
+			return string(status.Status().Reason)
+		}
+		return "CheckFailed"
+	}
+}
+
+// record adds a refusal to the restore's ConfigMap in Velero's namespace, owned by the Restore.
+func (g *guard) record(ctx context.Context, restore *velerov1.Restore, r refusal) error {
+	cms := g.core.CoreV1().ConfigMaps(restore.Namespace)
+	name := restore.Name + "-refused"
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+				Name: name, Namespace: restore.Namespace,
+				Labels: map[string]string{
+					managedByLabel: managedByValue, "openshift.io/oadp": "True",
+					narUUIDLabel: restore.Labels[narUUIDLabel], refusalsLabel: restore.Name,
+				},
+				Annotations: map[string]string{
+					narNameAnnotation: restore.Annotations[narNameAnnotation],
+					narNsAnnotation:   restore.Annotations[narNsAnnotation],
+				},
+				OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: velerov1.SchemeGroupVersion.String(), Kind: "Restore",
+					Name: restore.Name, UID: restore.UID,
+				}},
+			}}
+		} else if err != nil {
+			return err
+		}
+		var list refusals
+		if raw := cm.Data[refusalsKey]; raw != "" {
+			if err := json.Unmarshal([]byte(raw), &list); err != nil {
+				return fmt.Errorf("refusals ConfigMap %s is unreadable: %w", name, err)
+			}
+		}
+		list.Count++
+		if len(list.Items) < maxRecorded {
+			r.Message = truncate(r.Message, 1024)
+			list.Items = append(list.Items, r)
+		}
+		raw, _ := json.Marshal(list)
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data[refusalsKey] = string(raw)
+		if cm.ResourceVersion == "" {
+			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, name, err)
+			}
+			return err
+		}
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
