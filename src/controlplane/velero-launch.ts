@@ -5,7 +5,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { copyFile, link, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
@@ -33,6 +33,11 @@ export interface VeleroOptions {
    * (`--store-validation-frequency`, `--backup-sync-period`). Default `5s`, so tests see changes fast.
    */
   syncPeriod?: string;
+  /**
+   * Whether Velero runs tenantkit's restore guard plugin (default true). Only tests turn it off, to see
+   * that tenantkit refuses tenant restores on a Velero without it.
+   */
+  restoreGuard?: boolean;
   progress?: Progress;
 }
 
@@ -117,6 +122,19 @@ async function waitFor<T>(
   }
 }
 
+/** A plugin folder in `dir` with every built plugin but tenantkit's restore guard (linked, else copied). */
+async function pluginsWithout(pluginDir: string, dir: string): Promise<string> {
+  const target = join(dir, 'plugins-without-restore-guard');
+  await mkdir(target, { recursive: true });
+  for (const name of await readdir(pluginDir)) {
+    if (name === 'tenantkit-restore-guard' || existsSync(join(target, name))) continue;
+    await link(join(pluginDir, name), join(target, name)).catch(() =>
+      copyFile(join(pluginDir, name), join(target, name)),
+    );
+  }
+  return target;
+}
+
 export async function startVelero(options: VeleroOptions): Promise<Velero> {
   const progress = options.progress ?? (() => {});
   const namespace = options.namespace ?? 'velero';
@@ -126,6 +144,8 @@ export async function startVelero(options: VeleroOptions): Promise<Velero> {
   const binaries = await ensureVeleroBinaries(progress);
   const client = KubeClient.fromKubeconfig({ path: options.kubeconfigPath });
   for (const sub of ['s3', 'home', 'tmp']) await mkdir(join(dir, sub), { recursive: true });
+  const pluginDir =
+    options.restoreGuard === false ? await pluginsWithout(binaries.pluginDir, dir) : binaries.pluginDir;
 
   const started: GroupProcess[] = [];
   const stopAll = async () => {
@@ -216,7 +236,7 @@ export async function startVelero(options: VeleroOptions): Promise<Velero> {
       'server',
       `--kubeconfig=${options.kubeconfigPath}`,
       `--namespace=${namespace}`,
-      `--plugin-dir=${binaries.pluginDir}`,
+      `--plugin-dir=${pluginDir}`,
       `--metrics-address=127.0.0.1:${metricsPort}`,
       // An empty address turns the pprof server off.
       '--profiler-address=',

@@ -26,7 +26,10 @@ export interface TestVelero extends Velero {
   finished<T extends Backup | Restore>(type: ResourceType, name: string, timeoutMs?: number): Promise<T>;
 }
 
-export async function startTestVelero(cluster: TestCluster): Promise<TestVelero> {
+export async function startTestVelero(
+  cluster: TestCluster,
+  options: { restoreGuard?: boolean } = {},
+): Promise<TestVelero> {
   const dir = await mkdtemp(join(tmpdir(), 'tenantkit-velero-'));
   const admin = cluster.admin;
   let velero: Velero;
@@ -35,6 +38,7 @@ export async function startTestVelero(cluster: TestCluster): Promise<TestVelero>
       kubeconfigPath: inject('cluster').adminKubeconfigPath,
       namespace: cluster.unique('velero'),
       dir,
+      ...options,
       progress: (line) => console.log(`[velero] ${line}`),
     });
   } catch (err) {

@@ -6,6 +6,7 @@
 // object by object, the set the same user's own `kubectl create --dry-run=server` accepts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NonAdminBackupCrd, type NonAdminRestore, NonAdminRestoreCrd } from '../../src/api/backup.ts';
+import { backup } from '../../src/backup/index.ts';
 import { RequesterAnnotation } from '../../src/backup/requester.ts';
 import { isAlreadyExists, type KubeClient, PatchType } from '../../src/kube/client.ts';
 import {
@@ -15,15 +16,18 @@ import {
   resourcePath,
   resourceType,
 } from '../../src/kube/resources.ts';
+import { VeleroResources } from '../../src/kube/velero.ts';
 import {
   type BackupEnvironment,
   completedBackup,
   settledRestore,
   startBackupEnvironment,
+  veleroNamespaceValue,
   veleroQueueMs,
 } from '../harness/backup.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
-import { veleroStartTimeoutMs } from '../harness/velero.ts';
+import { grantControllerNamespace } from '../harness/components.ts';
+import { startTestVelero, veleroStartTimeoutMs } from '../harness/velero.ts';
 
 const cluster = await TestCluster.connect();
 let env: BackupEnvironment;
@@ -158,6 +162,50 @@ describe('NonAdminRestore as its requester', { timeout: 3 * veleroQueueMs }, () 
         ).items.some((e) => e.regarding?.name === long),
       { what: 'an Event about the NonAdminRestore with a 253-character name' },
     );
+  });
+
+  it('makes no Velero Restore for a tenant while Velero does not run the restore guard', async () => {
+    const bare = await startTestVelero(cluster, { restoreGuard: false });
+    const { namespace: ns, tenant } = await env.tenantNamespace('guard-missing');
+    try {
+      await grantControllerNamespace(cluster, backup, veleroNamespaceValue, bare.namespace);
+      await env.setPolicy({ veleroNamespace: bare.namespace });
+      await tenant.create(Resources.configMaps, {
+        metadata: { name: 'settings', namespace: ns },
+        data: { a: '1' },
+      });
+      const backupName = await backupOf(ns, tenant);
+      const name = cluster.unique('nar');
+      await tenant.create(narType, {
+        metadata: { name, namespace: ns },
+        spec: { restoreSpec: { backupName } },
+      } as KubeObject);
+      const nar = await eventually(
+        async () => {
+          const o = await cluster.admin.get<NonAdminRestore>(narType, name, ns);
+          return o && condition(o, 'Accepted')?.reason === 'RestoreGuardMissing' ? o : undefined;
+        },
+        { what: `NonAdminRestore ${ns}/${name} waiting for the restore guard`, timeoutMs: 60_000 },
+      );
+      expect(nar.status?.phase).toBe('BackingOff');
+      expect(condition(nar, 'Accepted')?.message).toContain("does not run tenantkit's restore guard plugin");
+      const restores = await cluster.admin.list(VeleroResources.restores, { namespace: bare.namespace });
+      expect(restores.items).toEqual([]);
+    } finally {
+      // Gone while the policy still points at this Velero, then the file's Velero again.
+      for (const type of [narType, nabType]) {
+        await cluster.admin.request('DELETE', resourcePath(type, ns)).catch(() => {});
+      }
+      await eventually(
+        async () =>
+          (await cluster.admin.list(narType, { namespace: ns })).items.length +
+            (await cluster.admin.list(nabType, { namespace: ns })).items.length ===
+          0,
+        { what: 'tenant objects gone' },
+      ).catch(() => {});
+      await env.setPolicy();
+      await bare.stop();
+    }
   });
 
   it('does not bring back RBAC the admin revoked (a demoted admin restores an old backup)', async () => {
