@@ -12,6 +12,7 @@ import {
   NonAdminBackupStorageLocationCrd,
   type NonAdminBackupStorageLocationRequest,
   NonAdminBackupStorageLocationRequestCrd,
+  type NonAdminRestore,
   NonAdminRestoreCrd,
 } from '../../src/api/backup.ts';
 import { NabslFinalizer } from '../../src/backup/nabsl-controller.ts';
@@ -20,6 +21,7 @@ import { listObjects } from '../../src/controlplane/s3-list.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { type BackupStorageLocation, VeleroResources } from '../../src/kube/velero.ts';
+import { appendToTarGz } from '../fixtures/tar.ts';
 import {
   type BackupEnvironment,
   condition,
@@ -190,6 +192,52 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
       ns,
     );
     expect(back?.data).toEqual({ color: 'blue' });
+  });
+
+  it('restores from a forged bucket only what the tenant could create itself', async () => {
+    // The tenant writes its own bucket: it adds to the backup's contents an admin-only ResourceQuota and
+    // LimitRange, and a Secret it may create anyway, then restores that backup.
+    const name = (await settledBackup(cluster, ns, 'to-own-bucket')).status!.veleroBackup!.name!;
+    const key = `${env.velero.s3Url}/${tenantBucket}/${ns}/nightly/backups/${name}/${name}.tar.gz`;
+    const original = Buffer.from(await (await fetch(key)).arrayBuffer());
+    const item = (kind: string, itemName: string, rest: object) =>
+      JSON.stringify({ apiVersion: 'v1', kind, metadata: { name: itemName, namespace: ns }, ...rest });
+    const forged: Record<string, string> = {};
+    for (const [resource, kind, itemName, rest] of [
+      ['resourcequotas', 'ResourceQuota', 'forged-quota', { spec: { hard: { pods: '1000' } } }],
+      [
+        'limitranges',
+        'LimitRange',
+        'forged-limits',
+        { spec: { limits: [{ type: 'Container', max: { cpu: '64' } }] } },
+      ],
+      ['secrets', 'Secret', 'forged-secret', { stringData: { a: 'b' } }],
+    ] as const) {
+      for (const dir of [`resources/${resource}`, `resources/${resource}/v1-preferredversion`]) {
+        forged[`${dir}/namespaces/${ns}/${itemName}.json`] = item(kind, itemName, rest);
+      }
+    }
+    const put = await fetch(key, { method: 'PUT', body: appendToTarGz(original, forged) });
+    expect(put.ok, await put.text()).toBe(true);
+
+    await tenant.create(narType, {
+      metadata: { name: 'from-forged-bucket', namespace: ns },
+      spec: { restoreSpec: { backupName: 'to-own-bucket' } },
+    } as KubeObject);
+    const restored = await settledRestore(cluster, ns, 'from-forged-bucket');
+    expect(restored.status?.veleroRestore?.status?.phase).toBe('Completed');
+    expect(await cluster.admin.get(Resources.resourceQuotas, 'forged-quota', ns)).toBeUndefined();
+    expect(await cluster.admin.get(Resources.limitRanges, 'forged-limits', ns)).toBeUndefined();
+    expect(await cluster.admin.get(Resources.secrets, 'forged-secret', ns)).toBeDefined();
+    const reported = await eventually(
+      async () =>
+        (await cluster.admin.get<NonAdminRestore>(narType, 'from-forged-bucket', ns))?.status?.refusedItems,
+      { what: 'refusals reported' },
+    );
+    const byName = new Map(reported.items?.map((i) => [`${i.kind}/${i.name}`, i]));
+    expect(byName.get('ResourceQuota/forged-quota')).toMatchObject({ verb: 'create', reason: 'Forbidden' });
+    expect(byName.get('LimitRange/forged-limits')).toMatchObject({ verb: 'create', reason: 'Forbidden' });
+    expect(byName.has('Secret/forged-secret')).toBe(false);
   });
 
   it("keeps the Secret copy equal to the tenant's Secret", async () => {
