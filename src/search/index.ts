@@ -9,6 +9,8 @@ import { accessProviderRules } from './access/index.ts';
 export const searchServiceRules: PolicyRule[] = [
   ...accessProviderRules,
   { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+  // Deletions of ServiceAccounts end their cached token reviews at once.
+  { apiGroups: [''], resources: ['serviceaccounts'], verbs: ['list', 'watch'] },
   { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
 ];
 

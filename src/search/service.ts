@@ -4,6 +4,7 @@
 // started beside it (see collector/).
 import type { Logger } from 'pino';
 import type { KubeClient } from '../kube/client.ts';
+import { Informer } from '../kube/informer.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
 import type { ServingCertificate } from '../webhook/https.ts';
 import { RbacAccessProvider } from './access/provider.ts';
@@ -112,6 +113,16 @@ export async function startSearchService(
   const authenticator = new TokenAuthenticator(client, {
     ...(options.tokenTtlMs !== undefined ? { ttlMs: options.tokenTtlMs } : {}),
   });
+  // A deleted ServiceAccount's tokens are refused at once, not when their cached review expires.
+  const serviceAccounts = new Informer<KubeObject>(client, Resources.serviceAccounts, { logger });
+  serviceAccounts.addHandlers({
+    onDelete: (sa) =>
+      authenticator.revoke({
+        uid: sa.metadata.uid ?? '',
+        username: `system:serviceaccount:${sa.metadata.namespace}:${sa.metadata.name}`,
+      }),
+  });
+  running.push(serviceAccounts.run(signal));
   const clientCaPem = await clusterClientCa(client, logger);
   const server = new SearchServer({
     logger,

@@ -170,6 +170,31 @@ describe('authentication and the right to search', () => {
     expect(first.status).toBe(200);
     for (let i = 0; i < 5; i++) expect((await post(tokenA, '{ messages { id } }')).status).toBe(200);
     expect(service.authenticator.reviews - before).toBeLessThanOrEqual(1);
+    // A cookie whose percent-encoding is malformed carries no token: 401, not a server error.
+    const malformed = await post(
+      undefined,
+      '{ messages { id } }',
+      {},
+      { cookie: 'acm-access-token-cookie=%E0%A4%A' },
+    );
+    expect(malformed.status).toBe(401);
+  });
+
+  it("refuses a deleted ServiceAccount's token within a second, though its review is cached for 60 s", async () => {
+    const name = cluster.unique('leaving');
+    const { token } = await cluster.serviceAccount(nsA, name);
+    await cluster.grant({ kind: 'ServiceAccount', name, namespace: nsA }, { clusterRole: 'admin' }, nsA);
+    await eventually(async () => (await post(token, '{ messages { id } }')).status === 200, {
+      what: 'the new ServiceAccount may search',
+    });
+    await cluster.admin.delete(Resources.serviceAccounts, name, nsA);
+    const deleted = Date.now();
+    await eventually(async () => (await post(token, '{ messages { id } }')).status === 401, {
+      what: "the deleted ServiceAccount's token refused",
+      timeoutMs: 5_000,
+      intervalMs: 50,
+    });
+    expect(Date.now() - deleted).toBeLessThan(1_000);
   });
 });
 

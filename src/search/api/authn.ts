@@ -1,7 +1,8 @@
 // Who is calling: bearer tokens (or ACM's console cookie) checked with the API server's TokenReview, and
 // the answer kept for 60 s under a hash of the token (never the token itself), as the seed asks. A token
 // that expires sooner (a JWT with `exp`) is not trusted past its expiry; failures are kept for a few
-// seconds so that a flood of bad tokens does not become a flood of reviews.
+// seconds so that a flood of bad tokens does not become a flood of reviews. A ServiceAccount's deletion
+// (watched by the service) ends its tokens at once, cached or not.
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { KubeClient } from '../../kube/client.ts';
@@ -18,7 +19,14 @@ export function tokenFromHeaders(headers: IncomingHttpHeaders): string | undefin
   for (const part of (headers.cookie ?? '').split(';')) {
     const eq = part.indexOf('=');
     if (eq > 0 && part.slice(0, eq).trim() === AcmTokenCookie) {
-      const value = decodeURIComponent(part.slice(eq + 1).trim());
+      const raw = part.slice(eq + 1).trim();
+      // A malformed percent-encoding is not a token (the caller answers 401), never an exception.
+      let value: string;
+      try {
+        value = decodeURIComponent(raw);
+      } catch {
+        return undefined;
+      }
       if (value) return value;
     }
   }
@@ -59,6 +67,9 @@ interface Entry {
   until: number;
 }
 
+/** How long a deleted ServiceAccount's UID stays refused: longer than the API server's token cache (10 s). */
+const revokedForMs = 10 * 60_000;
+
 export class TokenAuthenticator {
   private readonly cache = new Map<string, Entry>();
   private readonly inFlight = new Map<string, Promise<SearchUser | undefined>>();
@@ -68,6 +79,28 @@ export class TokenAuthenticator {
   private readonly max: number;
   /** TokenReviews sent, for tests and metrics. */
   reviews = 0;
+
+  /** Users whose identity was deleted (a ServiceAccount, by UID), and when: refused whatever a review says. */
+  private readonly revoked = new Map<string, number>();
+
+  /**
+   * A ServiceAccount was deleted: its tokens stop working now, not when a cached review expires (up to
+   * the TTL later). The API server itself keeps accepting such a token for a few seconds (its own
+   * token cache), so the UID stays refused for longer than that.
+   */
+  revoke(user: { uid: string; username: string }): void {
+    const now = Date.now();
+    for (const [uid, at] of this.revoked) if (now - at > revokedForMs) this.revoked.delete(uid);
+    this.revoked.set(user.uid, now);
+    for (const [key, entry] of this.cache) {
+      if (entry.user?.uid === user.uid || entry.user?.username === user.username) this.cache.delete(key);
+    }
+  }
+
+  private isRevoked(user: SearchUser | undefined): boolean {
+    const at = user?.uid ? this.revoked.get(user.uid) : undefined;
+    return at !== undefined && Date.now() - at <= revokedForMs;
+  }
 
   constructor(client: KubeClient, options: TokenAuthenticatorOptions = {}) {
     this.client = client;
@@ -84,10 +117,11 @@ export class TokenAuthenticator {
     const key = createHash('sha256').update(token).digest('hex');
     const now = Date.now();
     const hit = this.cache.get(key);
-    if (hit && hit.until > now) return hit.user;
+    if (hit && hit.until > now) return this.isRevoked(hit.user) ? undefined : hit.user;
     const pending = this.inFlight.get(key);
     if (pending) return pending;
-    const review = this.review(token).then((user) => {
+    const review = this.review(token).then((reviewed) => {
+      const user = this.isRevoked(reviewed) ? undefined : reviewed;
       const exp = jwtExpiry(token);
       const ttl = user ? this.ttl : this.negativeTtl;
       const until = Math.min(Date.now() + ttl, exp !== undefined ? exp * 1000 : Number.POSITIVE_INFINITY);
