@@ -510,6 +510,10 @@ export const NonAdminBackupConfigCrd = defineCrd({
             'How often Velero objects left behind by deleted non-admin objects are removed; 0 disables.',
             '24h',
           ),
+          minimumScheduleInterval: period(
+            'The shortest time a NonAdminSchedule may leave between two runs (its cron fields or @every); a schedule that runs more often is refused. Velero runs one backup at a time for everyone, so this bounds what one tenant can take. 0 allows any.',
+            '1h',
+          ),
           veleroNamespace: Type.Optional(
             Type.String({
               minLength: 1,

@@ -10,6 +10,7 @@ export const DefaultVeleroNamespace = 'velero';
 /** The CRD's defaults, used when the config leaves the periods out. */
 export const DefaultBackupSyncPeriod = '2m';
 export const DefaultGarbageCollectionPeriod = '24h';
+export const DefaultMinimumScheduleInterval = '1h';
 
 export interface BackupPolicy {
   enabled: boolean;
@@ -23,6 +24,8 @@ export interface BackupPolicy {
   backupSyncPeriodMs: number;
   /** How often garbage collection runs, in milliseconds; 0 disables it. */
   garbageCollectionPeriodMs: number;
+  /** The shortest gap between two runs of a NonAdminSchedule, in milliseconds; 0 allows any. */
+  minimumScheduleIntervalMs: number;
   /** metadata.generation of the config (0 when there is none). */
   generation: number;
 }
@@ -65,6 +68,7 @@ export function currentPolicy(configs: Informer<NonAdminBackupConfig>): BackupPo
     requireApprovalForBSL: nonAdmin?.requireApprovalForBSL === true,
     backupSyncPeriodMs: periodMs(nonAdmin?.backupSyncPeriod, DefaultBackupSyncPeriod),
     garbageCollectionPeriodMs: periodMs(nonAdmin?.garbageCollectionPeriod, DefaultGarbageCollectionPeriod),
+    minimumScheduleIntervalMs: periodMs(nonAdmin?.minimumScheduleInterval, DefaultMinimumScheduleInterval),
     generation: config?.metadata.generation ?? 0,
   };
 }

@@ -142,6 +142,36 @@ const descriptors: Record<string, () => Spec> = {
 descriptors['@annually'] = descriptors['@yearly']!;
 descriptors['@midnight'] = descriptors['@daily']!;
 
+/**
+ * The shortest time between two consecutive runs of `schedule` after `from`, looking at up to 1,000 runs
+ * within a year (enough for every cron pattern's rhythm: minutes, hours, days, months), stopping early at
+ * the first gap shorter than `below`.
+ */
+export function shortestGapMs(schedule: CronSchedule, from: Date, below = 0): number {
+  const end = from.getTime() + 366 * 24 * 3600e3;
+  let previous = schedule.next(from);
+  let shortest = Number.POSITIVE_INFINITY;
+  for (let i = 0; previous && i < 1000; i++) {
+    const next = schedule.next(previous);
+    if (!next || next.getTime() > end) break;
+    shortest = Math.min(shortest, next.getTime() - previous.getTime());
+    if (shortest < below) break;
+    previous = next;
+  }
+  return shortest;
+}
+
+/** A whole-second duration as Go prints it: `1h30m`, `45s`, `0s`. */
+export function formatDuration(ms: number): string {
+  let seconds = Math.max(0, Math.round(ms / 1000));
+  const h = Math.floor(seconds / 3600);
+  seconds -= h * 3600;
+  const m = Math.floor(seconds / 60);
+  seconds -= m * 60;
+  const text = `${h ? `${h}h` : ''}${m ? `${m}m` : ''}${seconds || (!h && !m) ? `${seconds}s` : ''}`;
+  return text;
+}
+
 /** Parses `text` as Velero does; the error reads like Velero's validation error. */
 export function parseCron(text: string): CronParse {
   try {

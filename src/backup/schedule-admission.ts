@@ -34,6 +34,7 @@ export function reviewNonAdminSchedule(
     nas.spec,
     policy.enforceBackupSpec,
     hasLocation && ((name) => hasLocation(namespace, name)),
+    policy.minimumScheduleIntervalMs,
   );
   if (problems.length > 0) return deny(problems.join('; '), 422, 'Invalid');
   return allow(

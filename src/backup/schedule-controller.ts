@@ -24,7 +24,7 @@ import { type KubeObject, objectKey, type ResourceType } from '../kube/resources
 import { VeleroResources } from '../kube/velero.ts';
 import { ensureSyncedNab, ownerships, syncedNabName, type VeleroBackup } from './adopt.ts';
 import { configType, currentPolicy } from './config.ts';
-import { parseCron } from './cron.ts';
+import { formatDuration as formatMs, parseCron, shortestGapMs } from './cron.ts';
 import { type JsonObject, jsonEqual, withEnforced } from './enforce.ts';
 import { storageLocationLookup } from './nabsl-controller.ts';
 import { Annotations, Labels, ManagedByValue, managedSelector, nacObjectName } from './names.ts';
@@ -85,6 +85,8 @@ export function scheduleProblems(
   spec: NonAdminSchedule['spec'] | undefined,
   enforced: JsonObject,
   hasLocation?: (name: string) => boolean,
+  /** The admin's minimumScheduleInterval in milliseconds (0: any). */
+  minimumIntervalMs = 0,
 ): string[] {
   const problems: string[] = [];
   const cron = spec?.schedule ?? '';
@@ -93,6 +95,13 @@ export function scheduleProblems(
     problems.push(
       `spec.schedule "${cron}" is not a valid schedule (${parsed.error}): use five cron fields (minute hour day-of-month month day-of-week), e.g. "0 3 * * *", or a descriptor such as @daily or "@every 6h"`,
     );
+  } else if (minimumIntervalMs > 0 && parsed.schedule) {
+    const gap = shortestGapMs(parsed.schedule, new Date(), minimumIntervalMs);
+    if (gap < minimumIntervalMs) {
+      problems.push(
+        `spec.schedule "${cron}" runs as often as every ${formatMs(gap)}, more often than this cluster allows (spec.nonAdmin.minimumScheduleInterval of NonAdminBackupConfig "cluster": ${formatMs(minimumIntervalMs)}); schedule runs at least ${formatMs(minimumIntervalMs)} apart, e.g. "@every ${formatMs(minimumIntervalMs)}" or "0 3 * * *"`,
+      );
+    }
   }
   const template = templateOf(spec);
   for (const p of backupSpecProblems(namespace, template, enforced, hasLocation)) {
@@ -213,6 +222,7 @@ export function registerScheduleController(manager: Manager): void {
         nas.spec,
         policy.enforceBackupSpec,
         (name) => locations.find(ns, name) !== undefined,
+        policy.minimumScheduleIntervalMs,
       );
       if (problems.length > 0) {
         ctx.logger.info({ nas: key, problems }, 'NonAdminSchedule rejected');

@@ -50,7 +50,10 @@ const veleroSchedule = (name: string) =>
   cluster.admin.get<VeleroSchedule>(VeleroResources.schedules, name, env.velero.namespace);
 
 beforeAll(async () => {
-  env = await startBackupEnvironment(cluster, { policy: { enforceBackupSpec: { snapshotVolumes: false } } });
+  // Runs a minute apart, so that a run comes within the test: the admin allows it.
+  env = await startBackupEnvironment(cluster, {
+    policy: { enforceBackupSpec: { snapshotVolumes: false }, minimumScheduleInterval: '1m' },
+  });
   ({ namespace: ns, tenant } = await env.tenantNamespace('shop'));
   await cluster.admin.create(Resources.configMaps, {
     metadata: { name: 'settings', namespace: ns },
@@ -66,6 +69,12 @@ describe('NonAdminSchedule', { timeout: firstRunMs + 120_000 }, () => {
   it('refuses invalid schedules and overrides of enforced fields at admission, saying what to change', async () => {
     const create = (name: string, spec: Record<string, unknown>) =>
       tenant.create(nasType, { metadata: { name, namespace: ns }, spec } as KubeObject);
+    // More often than the admin's minimumScheduleInterval (1m here), as @every or as cron fields.
+    for (const schedule of ['@every 0s', '@every 1ns', '@every 30s']) {
+      await expect(create('too-often', { schedule, template: { backupSpec: {} } })).rejects.toThrow(
+        /runs as often as every 1s|runs as often as every 30s/,
+      );
+    }
     await expect(create('bad-cron', { schedule: 'every day', template: { backupSpec: {} } })).rejects.toThrow(
       'spec.schedule "every day" is not a valid schedule (expected exactly 5 fields, found 2: every day): use five cron fields',
     );

@@ -419,7 +419,7 @@ describe('NonAdminBackupConfig', () => {
     ]);
   });
 
-  it("uses the field names of the DataProtectionApplication's spec.nonAdmin, plus veleroNamespace", () => {
+  it("uses the field names of the DataProtectionApplication's spec.nonAdmin, plus veleroNamespace and minimumScheduleInterval", () => {
     expect(Object.keys(nonAdmin.properties!).sort()).toEqual(
       [
         'enable',
@@ -430,6 +430,8 @@ describe('NonAdminBackupConfig', () => {
         'backupSyncPeriod',
         'garbageCollectionPeriod',
         'veleroNamespace',
+        // tenantkit's: how often a NonAdminSchedule may run at most.
+        'minimumScheduleInterval',
       ].sort(),
     );
     // OADP's defaults: off, no approval, sync every 2 minutes, collect garbage daily.

@@ -1,6 +1,6 @@
 // The cron dialect of Velero's Schedule (robfig/cron v3 ParseStandard): next runs and parse errors.
 import { describe, expect, it } from 'vitest';
-import { parseCron } from '../../src/backup/cron.ts';
+import { parseCron, shortestGapMs } from '../../src/backup/cron.ts';
 import { scheduleProblems } from '../../src/backup/schedule-controller.ts';
 
 const next = (spec: string, after: string) => {
@@ -81,5 +81,46 @@ describe('scheduleProblems', () => {
       'NonAdminSchedule spec.template.backupSpec.ttl field value is enforced by admin user, can not override it',
     ]);
     expect(scheduleProblems('shop', { schedule: '0 3 * * *', template: { backupSpec: {} } }, {})).toEqual([]);
+  });
+
+  it("refuses a schedule that runs more often than the admin's minimum interval, and says how often it runs", () => {
+    const hour = 3600_000;
+    const check = (schedule: string) =>
+      scheduleProblems('shop', { schedule, template: { backupSpec: {} } }, {}, undefined, hour);
+    for (const [schedule, every] of [
+      ['@every 0s', '1s'],
+      ['@every 1ns', '1s'],
+      ['@every 59m', '59m'],
+      ['* * * * *', '1m'],
+      ['*/30 * * * *', '30m'],
+      ['0 9,10 * * *', '1h'],
+      ['0 9 * * *', ''],
+      ['30 0,1 * * 1', ''],
+    ] as const) {
+      const problems = check(schedule);
+      if (every === '' || every === '1h') {
+        expect(problems, schedule).toEqual([]);
+      } else {
+        expect(problems, schedule).toEqual([
+          `spec.schedule "${schedule}" runs as often as every ${every}, more often than this cluster allows (spec.nonAdmin.minimumScheduleInterval of NonAdminBackupConfig "cluster": 1h); schedule runs at least 1h apart, e.g. "@every 1h" or "0 3 * * *"`,
+        ]);
+      }
+    }
+    // 0: any interval.
+    expect(
+      scheduleProblems('shop', { schedule: '* * * * *', template: { backupSpec: {} } }, {}, undefined, 0),
+    ).toEqual([]);
+  });
+
+  it('finds the shortest gap of a schedule quickly', () => {
+    const started = performance.now();
+    for (const s of ['@hourly', '0 3 * * *', '5 4 1 * *', '@yearly']) {
+      shortestGapMs(parseCron(s).schedule!, new Date('2026-01-01T00:00:00Z'), 3600_000);
+    }
+    // The webhook runs this on every NonAdminSchedule change: it must stay cheap.
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(shortestGapMs(parseCron('0 1,3 * * *').schedule!, new Date('2026-01-01T00:00:00Z'))).toBe(
+      2 * 3600_000,
+    );
   });
 });
