@@ -128,7 +128,7 @@ beforeAll(async () => {
       row('ConfigMap', 'settings-a', nsA),
       row('ConfigMap', 'other-a', nsA),
       row('Secret', 'creds-a', nsA),
-      row('Pod', 'web-b', nsB, { status: 'Running' }),
+      row('Pod', 'web-b', nsB, { status: 'Running', hostIP: '10.0.0.7' }),
       row('ConfigMap', 'shared-b', nsB),
       row('Node', 'node-1', undefined),
     ],
@@ -269,6 +269,13 @@ describe('tenants see exactly what they may list', () => {
       '{ searchComplete(property: "name", query: { filters: [{ property: "kind", values: ["Pod"] }] }) }',
     );
     expect(names.body.data?.searchComplete).toEqual(['web-b']);
+    // A property only another tenant's pod has is not in this tenant's schema; it is in the other's.
+    expect(props).toContain('status');
+    expect(props).not.toContain('hostIP');
+    const schemaB = await post(tokenB, '{ searchSchema }');
+    expect((schemaB.body.data?.searchSchema as { allProperties?: string[] }).allProperties).toContain(
+      'hostIP',
+    );
   });
 
   it('makes a revoked permission disappear from results within a second', async () => {

@@ -149,15 +149,29 @@ export class PostgresSearch implements SearchBackend {
     const allowed = accessPredicate(access, this.hub, r, p);
     if (allowed === 'FALSE') return [];
     const where = and([...inputConditions(query, r, p, this.limits), allowed]);
-    // Property names are kept per type at ingest; a type counts when the user sees one of its objects.
+    // Property names are kept per type at ingest. They are the user's to see only for a type the user
+    // sees whole (a cluster-wide grant without resourceNames, a managed cluster, or everything): for any
+    // other type only the names on objects the user can see count, so that a pod's hostIP seen only on
+    // another tenant's pod is not shown.
+    const whole = accessPredicate(
+      { ...access, namespaced: [], clusterWide: access.clusterWide.filter((g) => !g.names) },
+      this.hub,
+      resourceColumns('t'),
+      p,
+    );
     const rows = await this.query<{ property: string }>(
       'schema',
-      `WITH types AS (SELECT DISTINCT cluster, gr FROM tenantkit_search.properties),
-        visible AS (SELECT t.cluster, t.gr FROM types t WHERE EXISTS (
-          SELECT 1 FROM search.resources r WHERE r.cluster = t.cluster AND r._gr = t.gr AND ${where}))
-       SELECT DISTINCT p.property FROM tenantkit_search.properties p
-         JOIN visible v ON v.cluster = p.cluster AND v.gr = p.gr
-       WHERE p.property NOT LIKE '\\_%'`,
+      `WITH whole AS (SELECT t.cluster, t._gr FROM (SELECT DISTINCT cluster, gr AS _gr FROM tenantkit_search.properties) t
+                      WHERE ${whole}),
+        visible AS (SELECT w.cluster, w._gr FROM whole w WHERE EXISTS (
+          SELECT 1 FROM search.resources r WHERE r.cluster = w.cluster AND r._gr = w._gr AND ${where}))
+       SELECT p.property FROM tenantkit_search.properties p
+         JOIN visible v ON v.cluster = p.cluster AND v._gr = p.gr
+       WHERE p.property NOT LIKE '\\_%'
+       UNION
+       SELECT k.property FROM search.resources r, jsonb_object_keys(r.data) AS k(property)
+       WHERE ${where} AND k.property NOT LIKE '\\_%'
+         AND NOT EXISTS (SELECT 1 FROM whole w WHERE w.cluster = r.cluster AND w._gr = r._gr)`,
       p,
     );
     const names = new Set(rows.map((row) => row.property));
