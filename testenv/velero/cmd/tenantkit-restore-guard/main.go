@@ -204,18 +204,19 @@ func (g *guard) check(ctx context.Context, restore *velerov1.Restore, item *unst
 	addRestoreLabels(desired, restore)
 	dryRun := []string{metav1.DryRunAll}
 
-	live, err := g.admin.Resource(mapping.Resource).Namespace(target).Get(ctx, item.GetName(), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return "patch", "CheckFailed", fmt.Sprintf("could not read the live object: %v", err)
-	default:
-		// Velero patches an existing object under existingResourcePolicy: update (its restore labels at
-		// least), and merges a ServiceAccount that differs whatever the policy: the same merge patch,
-		// from the live object as Velero sees it.
-		update := restore.Spec.ExistingResourcePolicy == velerov1.PolicyTypeUpdate
-		serviceAccount := mapping.Resource.GroupResource() == corev1.SchemeGroupVersion.WithResource("serviceaccounts").GroupResource()
-		if update || serviceAccount {
+	// Velero patches an existing object under existingResourcePolicy: update (its restore labels at
+	// least), and merges a ServiceAccount that differs whatever the policy: the same merge patch, from the
+	// live object as Velero sees it. Otherwise it never writes an existing object, and the live one need
+	// not be read.
+	update := restore.Spec.ExistingResourcePolicy == velerov1.PolicyTypeUpdate
+	serviceAccount := mapping.Resource.GroupResource() == corev1.SchemeGroupVersion.WithResource("serviceaccounts").GroupResource()
+	if update || serviceAccount {
+		live, err := g.admin.Resource(mapping.Resource).Namespace(target).Get(ctx, item.GetName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return "patch", "CheckFailed", fmt.Sprintf("could not read the live object: %v", err)
+		default:
 			patch, err := mergePatch(live, desired, !update)
 			if err != nil {
 				return "patch", "CheckFailed", err.Error()
