@@ -212,13 +212,14 @@ export function registerNarController(manager: Manager): void {
         const finished = (finishedPhases as readonly string[]).includes(veleroPhase);
         if (finished && base.refusedItems === undefined) {
           const refusals = await readRefusals(ctx.client, restore);
-          const restored =
+          // Velero counts every item it processed as restored, the ones the guard skipped included.
+          const processed =
             (restore.status?.progress as { itemsRestored?: number } | undefined)?.itemsRestored ?? 0;
           const who = (() => {
             const r = requesterOf(nar);
             return typeof r === 'string' ? 'the requester' : r.username;
           })();
-          const nothingRestored = refusals.count > 0 && restored === 0;
+          const nothingRestored = refusals.count > 0 && refusals.count >= processed;
           const message =
             refusals.count === 0
               ? `every object of the backup passed the checks as ${who}`

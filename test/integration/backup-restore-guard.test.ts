@@ -242,6 +242,46 @@ describe('NonAdminRestore as its requester', { timeout: 3 * veleroQueueMs }, () 
     );
   });
 
+  it('says so clearly when it restored nothing because every object was refused', async () => {
+    const ns = await env.namespace('guard-nothing');
+    await cluster.admin.create(Resources.configMaps, {
+      metadata: { name: 'settings', namespace: ns },
+      data: {},
+    });
+    // May run restores and nothing else: every object of the namespace is beyond this user.
+    const restorer = await cluster.user(cluster.unique('restorer'));
+    await cluster.grant(
+      { kind: 'User', name: restorer.userName },
+      {
+        rules: [
+          {
+            apiGroups: [narType.group],
+            resources: ['nonadminrestores', 'nonadminbackups'],
+            verbs: ['get', 'list', 'create'],
+          },
+        ],
+      },
+      ns,
+    );
+    const backupName = await backupOf(ns, restorer);
+    await cluster.admin.delete(Resources.configMaps, 'settings', ns);
+    const nar = await restoreAs(restorer, ns, backupName);
+    expect(await cluster.admin.get(Resources.configMaps, 'settings', ns)).toBeUndefined();
+    expect(condition(nar, 'ItemsRefused')).toMatchObject({ status: 'True', reason: 'AllItemsRefused' });
+    expect(condition(nar, 'ItemsRefused')?.message).toContain('nothing was restored');
+    expect(refused(nar).get('ConfigMap/settings')).toMatchObject({ verb: 'create', reason: 'Forbidden' });
+    await eventually(
+      async () =>
+        (
+          await cluster.admin.list<KubeObject & { reason?: string; regarding?: { name?: string } }>(
+            Resources.events,
+            { namespace: ns },
+          )
+        ).items.some((e) => e.reason === 'AllItemsRefused' && e.regarding?.name === nar.metadata.name),
+      { what: 'a Warning Event AllItemsRefused' },
+    );
+  });
+
   it("does not overwrite the admin's quota under existingResourcePolicy: update", async () => {
     const { namespace: ns, tenant } = await env.tenantNamespace('guard-quota');
     const quota = (pods: string) => ({
