@@ -582,5 +582,57 @@ describe('NonAdminRestore as its requester', { timeout: 3 * veleroQueueMs }, () 
     expect(accepted('narrow')).toEqual(
       ['ConfigMap/cm-labelled', 'ConfigMap/cm-plain', 'Secret/secret-opaque', 'Secret/secret-pull'].sort(),
     );
+
+    // existingResourcePolicy: update against changed live objects. Every object is back (the admin
+    // re-creates what a round left out) and then changed by the admin (a label the backup lacks); each
+    // user restores with update: the change is undone exactly where the user's own dry-run patch undoing
+    // it passes. Left out: the kinds Velero cannot or does not update in place whoever asks (a Pod's or
+    // Service's spec, a bound PVC; a ServiceAccount, which Velero merges and whose labels it keeps).
+    const inPlace = catalog.filter(
+      ([type]) => ![types.pods, types.services, types.pvcs, types.serviceAccounts].includes(type),
+    );
+    const undo = { metadata: { labels: { changed: null } } };
+    const updateReport: string[] = [];
+    const undoneBy: Record<string, number> = {};
+    for (const [label, user] of users) {
+      for (const [type, object] of inPlace) {
+        await cluster.admin.create(type, object).catch((err) => {
+          if (!isAlreadyExists(err)) throw err;
+        });
+        const change = { metadata: { labels: { changed: 'yes' } } };
+        await cluster.admin.patch(type, object.metadata.name!, ns, change, PatchType.merge);
+      }
+      const expected = new Map<string, boolean>();
+      for (const [type, object] of inPlace) {
+        const path = resourcePath(type, ns, object.metadata.name);
+        const ok = await user
+          .request('PATCH', path, {
+            body: undo,
+            query: { dryRun: 'All' },
+            contentType: 'application/merge-patch+json',
+          })
+          .then(
+            () => true,
+            () => false,
+          );
+        expected.set(`${type.kind}/${object.metadata.name}`, ok);
+      }
+      const nar = await restoreAs(user, ns, backupName, { existingResourcePolicy: 'update' });
+      undoneBy[label] = [...expected.values()].filter(Boolean).length;
+      for (const [type, object] of inPlace) {
+        const key = `${type.kind}/${object.metadata.name}`;
+        const live = await cluster.admin.get(type, object.metadata.name!, ns);
+        const undone = live?.metadata.labels?.changed === undefined;
+        if (undone !== expected.get(key)) {
+          updateReport.push(
+            `${label}: ${key} own dry-run patch ${expected.get(key) ? 'accepted' : 'refused'}, restore ${undone ? 'updated' : 'left it'} (refusal ${JSON.stringify(refused(nar).get(key))})`,
+          );
+        }
+      }
+    }
+    expect(updateReport).toEqual([]);
+    // Of 17 objects: the admin may not update the quota, the LimitRange, the wide Role and the bindings to
+    // roles it does not hold; an editor no RBAC at all; the narrow role only ConfigMaps and Secrets.
+    expect(undoneBy).toEqual({ admin: 12, edit: 8, narrow: 4 });
   });
 });
