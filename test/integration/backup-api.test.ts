@@ -406,6 +406,8 @@ describe('NonAdminBackupConfig', () => {
         requireApprovalForBSL: false,
         backupSyncPeriod: '2m',
         garbageCollectionPeriod: '24h',
+        // tenantkit's own field: NonAdminSchedules run at most hourly unless the admin says otherwise.
+        minimumScheduleInterval: '1h',
         veleroNamespace: 'velero',
       },
     });
