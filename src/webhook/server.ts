@@ -99,8 +99,14 @@ export class WebhookServer {
       metrics.webhookErrors.inc({ webhook: webhook.name, reason: 'bad_json' });
       return void res.writeHead(400).end('body is not JSON');
     }
-    const request = review.request;
-    if (review.apiVersion !== 'admission.k8s.io/v1' || review.kind !== 'AdmissionReview' || !request?.uid) {
+    // `null`, a number or an array parse as JSON too: only an object can be a review.
+    const request = typeof review === 'object' && review !== null ? review.request : undefined;
+    if (
+      !request ||
+      review.apiVersion !== 'admission.k8s.io/v1' ||
+      review.kind !== 'AdmissionReview' ||
+      !request?.uid
+    ) {
       metrics.webhookErrors.inc({ webhook: webhook.name, reason: 'bad_review' });
       return void res.writeHead(400).end('expected an admission.k8s.io/v1 AdmissionReview with request.uid');
     }

@@ -269,6 +269,23 @@ describe('tenants see exactly what they may list', () => {
       '{ searchComplete(property: "name", query: { filters: [{ property: "kind", values: ["Pod"] }] }) }',
     );
     expect(names.body.data?.searchComplete).toEqual(['web-b']);
+    // Names of JavaScript's built-in members are plain property names: nothing found, no error, for a
+    // tenant and for a user who may list everything (whose completion walks the index by column).
+    const wideName = cluster.unique('wide');
+    const { token: wide } = await cluster.serviceAccount(nsA, wideName);
+    for (const role of ['view', SearchUserClusterRoleName]) {
+      await cluster.grant({ kind: 'ServiceAccount', name: wideName, namespace: nsA }, { clusterRole: role });
+    }
+    await eventually(async () => (await post(wide, '{ messages { id } }')).status === 200, {
+      what: 'the wide user may search',
+    });
+    for (const token of [tokenA, wide]) {
+      for (const property of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+        const odd = await post(token, `{ searchComplete(property: "${property}") }`);
+        expect(odd.body.errors, property).toBeUndefined();
+        expect(odd.body.data?.searchComplete, property).toEqual([]);
+      }
+    }
     // A property only another tenant's pod has is not in this tenant's schema; it is in the other's.
     expect(props).toContain('status');
     expect(props).not.toContain('hostIP');

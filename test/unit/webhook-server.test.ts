@@ -104,6 +104,10 @@ describe('webhook server', () => {
     expect(JSON.parse(ok.text).response).toEqual({ uid: 'abc', allowed: true, warnings: ['note'] });
     expect((await call(port, '/ok', 'not json')).status).toBe(400);
     expect((await call(port, '/ok', { kind: 'AdmissionReview' })).status).toBe(400);
+    // JSON that is not an object: a clear 400, never a 500.
+    for (const body of ['null', '42', '[]', '"x"']) {
+      expect((await call(port, '/ok', body)).status, body).toBe(400);
+    }
     expect((await call(port, '/missing', review('x'))).status).toBe(404);
     // A body over the limit (3 MiB), still being sent when the server decides: a 413 that says so, not a reset.
     const huge = await call(port, '/ok', 'x'.repeat(4 * 1024 * 1024));

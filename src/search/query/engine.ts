@@ -61,7 +61,12 @@ interface Row {
 /** Kinds that ACM does not walk through when following relationships deeper than one step. */
 const hubKinds = new Set(['node', 'channel']);
 /** Columns whose values a b-tree walk can list in order without visiting every row. */
-const walkableColumns: Record<string, string> = { name: '_name', namespace: '_ns', cluster: 'cluster' };
+// A Map, not an object: a property named `__proto__` or `constructor` must find nothing here.
+const walkableColumns = new Map([
+  ['name', '_name'],
+  ['namespace', '_ns'],
+  ['cluster', 'cluster'],
+]);
 
 export class PostgresSearch implements SearchBackend {
   private readonly pool: pg.Pool;
@@ -113,7 +118,7 @@ export class PostgresSearch implements SearchBackend {
     const allowed = accessPredicate(access, this.hub, r, p);
     if (allowed === 'FALSE') return [];
     const conditions = inputConditions(query, r, p, this.limits);
-    const column = walkableColumns[property];
+    const column = walkableColumns.get(property);
     const unfiltered = conditions.length === 0;
     let sql: string;
     if (column && unfiltered && this.isBroad(access)) {
