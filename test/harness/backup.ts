@@ -24,9 +24,11 @@ import { startTestVelero, type TestVelero } from './velero.ts';
 
 /**
  * How long a wait on Velero may take: Velero v1.18 now and then leaves a new Backup Queued until its
- * queue's one-minute recheck (its backup_queue_controller), and a wait must outlast that.
+ * queue's one-minute recheck (its backup_queue_controller: the watch that should dequeue the next Backup
+ * when one finishes fires while the finished one still counts as running), and a wait must outlast that,
+ * sometimes more than once in a row (seen: a first backup still waiting after 150 s in a full run).
  */
-export const veleroQueueMs = 150_000;
+export const veleroQueueMs = 240_000;
 
 /** The Helm value that names Velero's namespace, for the capability's rules there. */
 export const veleroNamespaceValue = 'backup.veleroNamespace';

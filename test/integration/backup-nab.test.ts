@@ -16,7 +16,7 @@ import { Labels, nacObjectName } from '../../src/backup/names.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { VeleroResources } from '../../src/kube/velero.ts';
-import { veleroNamespaceValue } from '../harness/backup.ts';
+import { veleroNamespaceValue, veleroQueueMs } from '../harness/backup.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { grantControllerNamespace, type RunningCapability, runCapability } from '../harness/components.ts';
 import { startTestVelero, type TestVelero, veleroStartTimeoutMs } from '../harness/velero.ts';
@@ -39,12 +39,6 @@ async function setPolicy(nonAdmin: Record<string, unknown>) {
     apply,
   );
 }
-
-/**
- * Velero v1.18 now and then leaves a new Backup Queued until its queue's one-minute recheck (its
- * backup_queue_controller); a wait must outlast that.
- */
-const veleroQueueMs = 150_000;
 
 const nab = (name: string, namespace = ns) => cluster.admin.get<NonAdminBackup>(nabType, name, namespace);
 

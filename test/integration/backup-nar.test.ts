@@ -23,7 +23,7 @@ import { Manager } from '../../src/kube/manager.ts';
 import { type KubeObject, Resources, resourcePath, resourceType } from '../../src/kube/resources.ts';
 import { finishedPhases, VeleroResources } from '../../src/kube/velero.ts';
 import { createShopApp, deleteShopApp, expectShopApp } from '../fixtures/shop-app.ts';
-import { veleroNamespaceValue } from '../harness/backup.ts';
+import { veleroNamespaceValue, veleroQueueMs } from '../harness/backup.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { type RunningCapability, runCapability } from '../harness/components.ts';
 import { startTestVelero, type TestVelero, veleroStartTimeoutMs } from '../harness/velero.ts';
@@ -41,12 +41,6 @@ const narType = NonAdminRestoreCrd.type;
 const apply = { fieldManager: 'backup-nar-test', force: true };
 /** What the admin enforces on every restore in this file. */
 const enforceRestoreSpec = { existingResourcePolicy: 'none' };
-
-/**
- * Velero v1.18 now and then leaves a new Backup Queued until its queue's one-minute recheck (its
- * backup_queue_controller); every wait on Velero must outlast that.
- */
-const veleroQueueMs = 150_000;
 
 async function setPolicy(nonAdmin: Record<string, unknown>) {
   await cluster.admin.apply(
