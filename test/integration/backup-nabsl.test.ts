@@ -104,6 +104,16 @@ async function available(name: string): Promise<Nabsl> {
   );
 }
 
+/** The tenant's NonAdminRestore `name` of its backup in its own bucket (`to-own-bucket`), once completed. */
+async function restoredFromOwnBucket(name: string): Promise<void> {
+  await tenant.create(narType, {
+    metadata: { name, namespace: ns },
+    spec: { restoreSpec: { backupName: 'to-own-bucket' } },
+  } as KubeObject);
+  const restored = await settledRestore(cluster, ns, name);
+  expect(restored.status?.veleroRestore?.status?.phase).toBe('Completed');
+}
+
 /** The NABSL once the controller refused it (phase BackingOff). */
 const backingOff = (name: string) => refusedObject<Nabsl>(cluster, nabslType, ns, name);
 
@@ -180,12 +190,7 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
     expect(await env.velero.listObjects(`backups/${name}/`)).toEqual([]);
 
     await tenant.delete(Resources.configMaps, 'settings', ns);
-    await tenant.create(narType, {
-      metadata: { name: 'from-own-bucket', namespace: ns },
-      spec: { restoreSpec: { backupName: 'to-own-bucket' } },
-    } as KubeObject);
-    const restored = await settledRestore(cluster, ns, 'from-own-bucket');
-    expect(restored.status?.veleroRestore?.status?.phase).toBe('Completed');
+    await restoredFromOwnBucket('from-own-bucket');
     const back = await cluster.admin.get<KubeObject & { data?: Record<string, string> }>(
       Resources.configMaps,
       'settings',
@@ -220,12 +225,7 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
     const put = await fetch(key, { method: 'PUT', body: appendToTarGz(original, forged) });
     expect(put.ok, await put.text()).toBe(true);
 
-    await tenant.create(narType, {
-      metadata: { name: 'from-forged-bucket', namespace: ns },
-      spec: { restoreSpec: { backupName: 'to-own-bucket' } },
-    } as KubeObject);
-    const restored = await settledRestore(cluster, ns, 'from-forged-bucket');
-    expect(restored.status?.veleroRestore?.status?.phase).toBe('Completed');
+    await restoredFromOwnBucket('from-forged-bucket');
     expect(await cluster.admin.get(Resources.resourceQuotas, 'forged-quota', ns)).toBeUndefined();
     expect(await cluster.admin.get(Resources.limitRanges, 'forged-limits', ns)).toBeUndefined();
     expect(await cluster.admin.get(Resources.secrets, 'forged-secret', ns)).toBeDefined();
