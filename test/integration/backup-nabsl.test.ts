@@ -784,7 +784,11 @@ describe('NonAdminBackupStorageLocation approval', { timeout: veleroQueueMs + 60
     await eventually(async () => (await bsl(uuid)) === undefined, {
       what: 'BSL removed until approved again',
     });
-    expect(condition(await nabsl('gated'), 'ClusterAdminApproved')?.status).toBe('Unknown');
+    // The BSL goes first, then the status says why: wait for the status, not just the removal.
+    await eventually(
+      async () => condition(await nabsl('gated'), 'ClusterAdminApproved')?.status === 'Unknown',
+      { what: 'ClusterAdminApproved=Unknown' },
+    );
   });
 
   it('removes the BSL and the Secret copy when the admin rejects, and tells the tenant', async () => {
