@@ -31,7 +31,7 @@ import { startControlPlane } from '../src/controlplane/launch.ts';
 import { ensureVeleroBinaries } from '../src/controlplane/velero-build.ts';
 import { veleroCrds as crdsOfVelero, startVelero } from '../src/controlplane/velero-launch.ts';
 import { mapLimit } from '../src/kube/access.ts';
-import { KubeClient } from '../src/kube/client.ts';
+import { KubeClient, PatchType } from '../src/kube/client.ts';
 import { installCrds } from '../src/kube/crds.ts';
 import { silentLogger } from '../src/kube/log.ts';
 import { Manager } from '../src/kube/manager.ts';
@@ -111,7 +111,8 @@ async function setConfig(veleroNamespace: string, annotation?: string) {
     NonAdminBackupConfigCrd.type,
     {
       metadata: { name: 'cluster', ...(annotation ? { annotations: { 'bench/touch': annotation } } : {}) },
-      spec: { nonAdmin: { enable: true, veleroNamespace } },
+      // No per-namespace share of Velero's queue: part a puts 100 NABs in each namespace at once.
+      spec: { nonAdmin: { enable: true, veleroNamespace, maxQueuedBackupsPerNamespace: 0 } },
     } as KubeObject,
     apply,
   );
@@ -132,6 +133,19 @@ try {
   const tenantNs = Array.from({ length: namespaces }, (_, i) => `tenant-${i}`);
   for (const name of tenantNs) await admin.create(Resources.namespaces, { metadata: { name } });
   await setConfig(veleroNs);
+  // tenantkit hands Velero a backup only for an Available location: the bench plays Velero here too.
+  await admin.create(VeleroResources.backupStorageLocations, {
+    metadata: { name: 'default', namespace: veleroNs },
+    spec: { provider: 'aws', default: true, objectStorage: { bucket: 'bench' } },
+  } as KubeObject);
+  await admin.patch(
+    VeleroResources.backupStorageLocations,
+    'default',
+    veleroNs,
+    { status: { phase: 'Available' } },
+    PatchType.merge,
+    'status',
+  );
 
   say(`backup queue benchmark: ${count} NonAdminBackups in ${namespaces} namespaces`);
   say('  parts a-c: Velero CRDs only, no Velero server, so every Backup stays queued (phase empty)');

@@ -514,6 +514,30 @@ export const NonAdminBackupConfigCrd = defineCrd({
             'The shortest time a NonAdminSchedule may leave between two runs (its cron fields or @every); a schedule that runs more often is refused. Velero runs one backup at a time for everyone, so this bounds what one tenant can take. 0 allows any.',
             '1h',
           ),
+          allowedStorageEndpoints: Type.Optional(
+            Type.Array(
+              Type.String({
+                minLength: 1,
+                maxLength: 253,
+                pattern:
+                  '^(\\*\\.)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?$|^\\[[0-9a-f:.]+\\](:[0-9]{1,5})?$',
+              }),
+              {
+                maxItems: 256,
+                description:
+                  "The S3 endpoints tenants' own storage locations may use (config.s3Url): a host (s3.example.com), a host and port (minio.storage.svc:9000), or every subdomain of a domain (*.example.com). Unset allows any endpoint but link-local ones (cloud metadata); an empty list allows none. Velero and tenantkit send requests to these endpoints, so list only stores you trust to answer.",
+              },
+            ),
+          ),
+          maxQueuedBackupsPerNamespace: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              maximum: 10000,
+              default: 5,
+              description:
+                "How many of a namespace's NonAdminBackups may be in Velero's queue (created in Velero and not finished) at once; later ones wait in tenantkit, in creation order, so one tenant cannot push every other tenant's backups back. 0 allows any number.",
+            }),
+          ),
           veleroNamespace: Type.Optional(
             Type.String({
               minLength: 1,

@@ -11,6 +11,7 @@ export const DefaultVeleroNamespace = 'velero';
 export const DefaultBackupSyncPeriod = '2m';
 export const DefaultGarbageCollectionPeriod = '24h';
 export const DefaultMinimumScheduleInterval = '1h';
+export const DefaultMaxQueuedBackupsPerNamespace = 5;
 
 export interface BackupPolicy {
   enabled: boolean;
@@ -26,6 +27,10 @@ export interface BackupPolicy {
   garbageCollectionPeriodMs: number;
   /** The shortest gap between two runs of a NonAdminSchedule, in milliseconds; 0 allows any. */
   minimumScheduleIntervalMs: number;
+  /** The endpoints tenant locations may use (see endpointProblems); undefined allows any but link-local. */
+  allowedStorageEndpoints: readonly string[] | undefined;
+  /** How many of a namespace's NonAdminBackups may be in Velero's queue at once; 0 allows any. */
+  maxQueuedBackupsPerNamespace: number;
   /** metadata.generation of the config (0 when there is none). */
   generation: number;
 }
@@ -69,6 +74,9 @@ export function currentPolicy(configs: Informer<NonAdminBackupConfig>): BackupPo
     backupSyncPeriodMs: periodMs(nonAdmin?.backupSyncPeriod, DefaultBackupSyncPeriod),
     garbageCollectionPeriodMs: periodMs(nonAdmin?.garbageCollectionPeriod, DefaultGarbageCollectionPeriod),
     minimumScheduleIntervalMs: periodMs(nonAdmin?.minimumScheduleInterval, DefaultMinimumScheduleInterval),
+    allowedStorageEndpoints: nonAdmin?.allowedStorageEndpoints,
+    maxQueuedBackupsPerNamespace:
+      nonAdmin?.maxQueuedBackupsPerNamespace ?? DefaultMaxQueuedBackupsPerNamespace,
     generation: config?.metadata.generation ?? 0,
   };
 }

@@ -11,8 +11,9 @@ import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, objectKey, type ResourceType } from '../kube/resources.ts';
 import { finishedPhases, VeleroResources } from '../kube/velero.ts';
 import { adoptedBackup, nabKeysFor, ownerships, reconcileAdoption, syncedFromOf } from './adopt.ts';
-import { configType, currentPolicy } from './config.ts';
+import { type BackupPolicy, configType, currentPolicy } from './config.ts';
 import { type JsonObject, jsonEqual, withEnforced } from './enforce.ts';
+import { locationUse, managedBackups } from './location-use.ts';
 import { NabslType, storageLocationLookup } from './nabsl-controller.ts';
 import {
   Annotations,
@@ -31,8 +32,7 @@ export const NabFinalizer = 'tenantkit.io/nonadminbackup';
 export const ByNabUuid = 'backup/nab-nacuuid';
 const managed = managedSelector;
 
-/** Velero objects tenantkit made, only: the caches never hold anyone else's Backups. */
-export const managedBackups: ResourceType = { ...VeleroResources.backups, labelSelector: managed };
+export { managedBackups };
 export const managedDeleteRequests: ResourceType = {
   ...VeleroResources.deleteBackupRequests,
   labelSelector: managed,
@@ -66,12 +66,18 @@ export function registerNabController(manager: Manager): void {
   const deleteRequests = manager.informer<VeleroObject>(managedDeleteRequests);
   const configs = manager.informer<NonAdminBackupConfig>(configType);
   const locations = storageLocationLookup(manager);
+  const use = locationUse(manager);
   const uuidOf = (o: KubeObject) => {
     const v = o.metadata.labels?.[Labels.nabUuid];
     return v ? [v] : [];
   };
   backups.addIndex(ByNabUuid, uuidOf);
   deleteRequests.addIndex(ByNabUuid, uuidOf);
+  /** The Velero Backup tenantkit made under `nab`'s NACUUID, if any (for counting, not acting on). */
+  const veleroBackupOf = (nab: NonAdminBackup): VeleroObject | undefined => {
+    const uuid = nab.status?.veleroBackup?.nacuuid;
+    return uuid ? backups.byIndex(ByNabUuid, uuid).find((b) => b.metadata.name === uuid) : undefined;
+  };
   // Counted objects map to the NAB by the Backup's annotations, or to the NAB that adopted it.
   const progress = backupProgress(manager, (b) => nabKeysFor(adoption, b));
   // NABs of existing Backups (schedule runs, backup sync): see adopt.ts.
@@ -84,6 +90,11 @@ export function registerNabController(manager: Manager): void {
     .watches(managedDeleteRequests, originOf)
     .watches(VeleroResources.backups, () => queue.drain())
     .watches(VeleroResources.backups, (b) => nabKeysFor(adoption, b))
+    // NABs waiting for Velero: a location's phase moved, or a backup of their namespace finished.
+    .watches(VeleroResources.backupStorageLocations, () => waiting(nabs.list()))
+    .watches(managedBackups, (b) =>
+      waiting(nabs.list(), b.metadata.annotations?.[Annotations.nabNamespace] ?? ''),
+    )
     // Progress counts: a PodVolumeBackup or DataUpload of a tenant's Backup moved.
     .watches(progress.podVolumes, progress.map)
     .watches(progress.dataMovers, progress.map)
@@ -300,6 +311,20 @@ export function registerNabController(manager: Manager): void {
           }
           backupSpec.storageLocation = location.bsl;
         }
+        // Velero fails (and may stall on) a backup whose location is not Available; a namespace holds
+        // at most the admin's number of places in Velero's queue. Either way the NAB waits, saying why.
+        const bslName = backupSpec.storageLocation as string | undefined;
+        const unusable = use.unusable(policy.veleroNamespace, bslName);
+        const wait = unusable
+          ? { reason: 'StorageLocationUnavailable', message: unusable }
+          : queueLimitReached(nab, nabs.list(), policy, veleroBackupOf);
+        if (wait) {
+          await writeStatus({
+            ...base,
+            conditions: condition(base, { type: 'Queued', status: 'False', ...wait }),
+          });
+          return undefined;
+        }
         try {
           await ctx.client.create(VeleroResources.backups, {
             metadata: {
@@ -367,6 +392,66 @@ export function registerNabController(manager: Manager): void {
 }
 
 const spec = (nab: NonAdminBackup) => nab.spec ?? { backupSpec: {} };
+
+/** Reasons a NAB with a NACUUID waits before its Velero Backup is made (see the gate in the reconcile). */
+const waitingReasons = new Set(['StorageLocationUnavailable', 'NamespaceQueueLimit']);
+
+/** The keys of NABs (of `namespace`, when given) waiting for Velero's queue or a location. */
+function waiting(nabs: NonAdminBackup[], namespace?: string): string[] {
+  return nabs
+    .filter(
+      (n) =>
+        (namespace === undefined || n.metadata.namespace === namespace) &&
+        waitingReasons.has(
+          findCondition(n.status?.conditions as Condition[] | undefined, 'Queued')?.reason ?? '',
+        ),
+    )
+    .map((n) => objectKey(n.metadata));
+}
+
+/** Whether `n` comes before `nab` in its namespace's line: creation time, then name. */
+const before = (n: NonAdminBackup, nab: NonAdminBackup) => {
+  const a = n.metadata.creationTimestamp ?? '';
+  const b = nab.metadata.creationTimestamp ?? '';
+  return a < b || (a === b && n.metadata.name! < nab.metadata.name!);
+};
+
+/**
+ * The namespace's share of Velero's queue (policy.maxQueuedBackupsPerNamespace): `nab` waits while that
+ * many earlier NABs of its namespace are unfinished in Velero or about to be handed to it. Decided by
+ * creation order, so two reconciles at once cannot both take the last place, and a NAB waiting for its
+ * own location (not Velero's queue) holds no place.
+ */
+function queueLimitReached(
+  nab: NonAdminBackup,
+  all: NonAdminBackup[],
+  policy: BackupPolicy,
+  veleroBackupOf: (n: NonAdminBackup) => VeleroObject | undefined,
+): { reason: string; message: string } | undefined {
+  const limit = policy.maxQueuedBackupsPerNamespace;
+  if (limit === 0) return undefined;
+  const ns = nab.metadata.namespace;
+  const inLine = (n: NonAdminBackup) => {
+    if (n.metadata.namespace !== ns || n === nab || !before(n, nab)) return false;
+    if (!n.status?.veleroBackup?.nacuuid || n.metadata.deletionTimestamp || n.spec?.deleteBackup)
+      return false;
+    if (syncedFromOf(n) !== undefined) return false;
+    const b = veleroBackupOf(n);
+    if (b) return !(finishedPhases as readonly string[]).includes(String(b.status?.phase ?? ''));
+    const reason = findCondition(n.status?.conditions as Condition[] | undefined, 'Queued')?.reason;
+    return (
+      n.status?.phase !== 'Created' &&
+      reason !== 'StorageLocationNotReady' &&
+      reason !== 'StorageLocationUnavailable'
+    );
+  };
+  const ahead = all.filter(inLine).length;
+  if (ahead < limit) return undefined;
+  return {
+    reason: 'NamespaceQueueLimit',
+    message: `${ahead} earlier NonAdminBackups of namespace ${ns} are in Velero's queue or waiting for it, and the admin allows ${limit} at once (NonAdminBackupConfig "cluster" spec.nonAdmin.maxQueuedBackupsPerNamespace); this one is handed to Velero when one of them finishes`,
+  };
+}
 const tenantSpec = (nab: NonAdminBackup): JsonObject => ({ ...((spec(nab).backupSpec ?? {}) as JsonObject) });
 
 /** spec.deleteBackup: a DeleteBackupRequest removes the data and the Backup, then the NAB goes. */

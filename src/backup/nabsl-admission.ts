@@ -26,7 +26,7 @@ export function reviewNonAdminBackupStorageLocation(
     if (jsonEqual(spec, (old.spec?.backupStorageLocationSpec ?? {}) as JsonObject)) return allow();
   }
   const policy = currentPolicy(configs);
-  const problems = bslSpecProblems(namespace, spec, policy.enforceBSLSpec);
+  const problems = bslSpecProblems(namespace, spec, policy.enforceBSLSpec, policy.allowedStorageEndpoints);
   if (problems.length > 0) return deny(problems.join('; '), 422, 'Invalid');
   const warnings: string[] = [];
   if (!policy.enabled) {

@@ -23,6 +23,7 @@ import type { Manager } from '../kube/manager.ts';
 import { mergePatch } from '../kube/merge-patch.ts';
 import { type KubeObject, objectKey, Resources, type ResourceType } from '../kube/resources.ts';
 import { VeleroResources } from '../kube/velero.ts';
+import { EndpointProbeTimeoutMs, probeEndpoint } from './bsl-probe.ts';
 import {
   bslSpecProblems,
   credentialProfile,
@@ -32,6 +33,7 @@ import {
 } from './bsl-validate.ts';
 import { configType, currentPolicy } from './config.ts';
 import { type Json, type JsonObject, jsonEqual } from './enforce.ts';
+import { locationUse, managedBackups } from './location-use.ts';
 import { Annotations, Labels, managedLabels, managedSelector, nacObjectName } from './names.ts';
 
 export const NabslFinalizer = 'tenantkit.io/nonadminbackupstoragelocation';
@@ -139,6 +141,12 @@ export function storageLocationLookup(manager: Manager): StorageLocationLookup {
               .find((b) => isMadeFor(b, uuid, namespace, name) && !b.metadata.deletionTimestamp)
           : undefined;
       const approved = nabsl.status?.conditions?.find((c) => c.type === 'ClusterAdminApproved');
+      const reachable = nabsl.status?.conditions?.find((c) => c.type === 'EndpointReachable');
+      if (reachable?.status === 'False') {
+        return {
+          waiting: `${field}: NonAdminBackupStorageLocation ${name} is not used: ${reachable.message}`,
+        };
+      }
       if (bsl && approved?.status === 'True') return { bsl: bsl.metadata.name! };
       const why =
         approved?.status === 'False'
@@ -158,12 +166,19 @@ export function registerNabslController(manager: Manager): void {
   const configs = manager.informer<NonAdminBackupConfig>(configType);
   bsls.addIndex(ByNabslUuid, uuidLabel);
   requests.addIndex(ByNabslUuid, uuidLabel);
+  const use = locationUse(manager);
+  /** The location whose BSL a tenantkit Backup writes to (a deletion may wait for that Backup). */
+  const locationOfBackup = (b: KubeObject & { spec?: JsonObject }) => {
+    const bsl = bsls.get(`${b.metadata.namespace}/${String(b.spec?.storageLocation ?? '')}`);
+    return bsl ? originOf(bsl) : [];
+  };
 
   manager
     .controller('nonadminbackupstoragelocation')
     .for(nabslType)
     .watches(managedBsls, originOf)
     .watches(managedRequests, originOf)
+    .watches(managedBackups, locationOfBackup)
     // A policy change (enforced fields, approval on or off) applies live.
     .watches(configType, () => nabsls.list().map((n) => objectKey(n.metadata)), generationChanged)
     .concurrency(4)
@@ -198,8 +213,13 @@ export function registerNabslController(manager: Manager): void {
        * Removes the BSL and the Secret copy (and, when `all`, the request): nothing may outlive approval.
        * Only objects carrying this location's marks, each deleted by UID; others are left alone (Event).
        */
+      let busy = 0;
       const teardown = async (all: boolean) => {
         if (!uuid) return false;
+        // Velero would fail a queued backup whose location vanished, and that can stall its queue for
+        // every tenant (location-use.ts): the location stays until tenantkit's backups to it finished.
+        busy = use.unfinishedBackups(veleroNs, uuid).length;
+        if (busy > 0) return false;
         let removed = false;
         const remove = async (type: ResourceType, kind: string, o: KubeObject | undefined) => {
           if (!o) return false;
@@ -240,6 +260,12 @@ export function registerNabslController(manager: Manager): void {
       if (nabsl.metadata.deletionTimestamp) {
         if (!hasFinalizer(nabsl, NabslFinalizer)) return undefined;
         await teardown(true);
+        if (busy > 0) {
+          const message = `deletion waits for ${busy} Velero backup(s) to this location to finish (Velero fails a queued backup whose location is gone)`;
+          set({ type: 'Deleting', status: 'True', reason: 'BackupsInProgress', message });
+          await writeStatus({ ...base });
+          return undefined;
+        }
         await removeFinalizer(ctx.client, nabslType, nabsl, NabslFinalizer);
         return undefined;
       }
@@ -267,7 +293,7 @@ export function registerNabslController(manager: Manager): void {
       }
 
       const spec = { ...((nabsl.spec?.backupStorageLocationSpec ?? {}) as JsonObject) };
-      const problems = bslSpecProblems(ns, spec, policy.enforceBSLSpec);
+      const problems = bslSpecProblems(ns, spec, policy.enforceBSLSpec, policy.allowedStorageEndpoints);
       if (problems.length > 0) {
         const message = problems.join('; ');
         ctx.events.record(nabsl, 'Warning', 'InvalidStorageLocationSpec', 'Validate', message);
@@ -368,6 +394,32 @@ export function registerNabslController(manager: Manager): void {
         }
         set({ type: 'ClusterAdminApproved', status: 'True', reason: 'Approved', message: approval.message });
 
+        // The endpoint must answer before Velero is given the location (or a change of it): Velero's
+        // plugin would wait for a silent store forever (bsl-probe.ts).
+        const bsl = made.bsls.find((b) => b.metadata.name === uuid && b.metadata.namespace === veleroNs);
+        const bucket = String((desired.objectStorage as JsonObject).bucket ?? '');
+        const reach = await probeEndpoint(desired.config as JsonObject, bucket);
+        if (!reach.ok) {
+          const before = conditions.find((c) => c.type === 'EndpointReachable');
+          if (before?.status !== 'False' || before.message !== reach.message) {
+            ctx.events.record(nabsl, 'Warning', 'EndpointUnreachable', 'Validate', reach.message);
+          }
+          set({
+            type: 'EndpointReachable',
+            status: 'False',
+            reason: 'EndpointUnreachable',
+            message: reach.message,
+          });
+          await writeStatus(bsl ? { ...base } : { ...unmirrored(), phase: 'New' });
+          return { requeueAfterMs: SecretResyncMs };
+        }
+        set({
+          type: 'EndpointReachable',
+          status: 'True',
+          reason: 'EndpointAnswers',
+          message: `the endpoint answered within the ${EndpointProbeTimeoutMs / 1000}s tenantkit allows`,
+        });
+
         // Step 4: the Secret copy in Velero's namespace: a file tenantkit writes, holding only the
         // static keys read from the tenant's (never the tenant's bytes).
         const meta = {
@@ -412,7 +464,6 @@ export function registerNabslController(manager: Manager): void {
 
         // Step 5: the Velero BSL, named and labelled by the NACUUID.
         const bslType = VeleroResources.backupStorageLocations;
-        const bsl = made.bsls.find((b) => b.metadata.name === uuid && b.metadata.namespace === veleroNs);
         if (!bsl) {
           try {
             await ctx.client.create(bslType, { metadata: meta, spec: desired } as KubeObject);

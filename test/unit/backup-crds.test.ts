@@ -419,7 +419,7 @@ describe('NonAdminBackupConfig', () => {
     ]);
   });
 
-  it("uses the field names of the DataProtectionApplication's spec.nonAdmin, plus veleroNamespace and minimumScheduleInterval", () => {
+  it("uses the field names of the DataProtectionApplication's spec.nonAdmin, plus tenantkit's own bounds", () => {
     expect(Object.keys(nonAdmin.properties!).sort()).toEqual(
       [
         'enable',
@@ -430,8 +430,11 @@ describe('NonAdminBackupConfig', () => {
         'backupSyncPeriod',
         'garbageCollectionPeriod',
         'veleroNamespace',
-        // tenantkit's: how often a NonAdminSchedule may run at most.
+        // tenantkit's: how often a NonAdminSchedule may run at most, where tenant locations may point,
+        // and a namespace's share of Velero's queue.
         'minimumScheduleInterval',
+        'allowedStorageEndpoints',
+        'maxQueuedBackupsPerNamespace',
       ].sort(),
     );
     // OADP's defaults: off, no approval, sync every 2 minutes, collect garbage daily.
