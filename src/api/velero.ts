@@ -3,7 +3,7 @@
 // Velero owns its own CRDs (see src/kube/velero.ts); these definitions describe the same JSON so that
 // what a tenant writes is exactly what tenantkit can hand on to Velero. Field names, types, required
 // fields, nullability and list/map markers follow Velero's Go types as controller-gen renders them.
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, type TUnknown, Type } from '@sinclair/typebox';
 import { Nullable } from './schema.ts';
 
 // ---- Kubernetes types embedded by Velero -------------------------------------------------------------
@@ -133,15 +133,16 @@ export const RestoreExecHookSchema = Type.Object({
 /** Init containers added to a restored pod. */
 export const InitRestoreHookSchema = Type.Object({
   initContainers: Type.Optional(
-    Type.Unsafe<Record<string, unknown>[]>({
-      type: 'array',
-      description: 'Init containers (corev1.Container) to add to the pod.',
-      items: Type.Unsafe<Record<string, unknown>>({
-        type: 'object',
+    Type.Array(
+      // Unknown: any corev1.Container, checked by the API server's structural schema as an object.
+      Type.Unknown({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true }) as TUnknown & {
+        static: Record<string, unknown>;
+      },
+      {
+        description: 'Init containers (corev1.Container) to add to the pod.',
         'x-kubernetes-preserve-unknown-fields': true,
-      }),
-      'x-kubernetes-preserve-unknown-fields': true,
-    }),
+      },
+    ),
   ),
   timeout: Type.Optional(duration('How long to wait for the init containers.')),
 });

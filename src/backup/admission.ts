@@ -6,7 +6,7 @@ import type { Informer } from '../kube/informer.ts';
 import { type AdmissionRequest, allow, deny, type Verdict } from '../webhook/admission.ts';
 import { currentPolicy } from './config.ts';
 import { type JsonObject, jsonEqual } from './enforce.ts';
-import { backupSpecProblems, restoreSpecProblems } from './validate.ts';
+import { backupSpecProblems, restoreSpecProblems, specShapeProblems } from './validate.ts';
 
 const invalid = (message: string) => deny(message, 422, 'Invalid');
 
@@ -18,6 +18,8 @@ export function reviewNonAdminBackup(
 ): Verdict {
   const nab = request.object;
   if (!nab || request.operation === 'DELETE') return allow();
+  const shape = specShapeProblems(nab.spec, 'backupSpec');
+  if (shape.length > 0) return invalid(shape.join('; '));
   const namespace = request.namespace ?? nab.metadata.namespace ?? '';
   const spec = (nab.spec?.backupSpec ?? {}) as JsonObject;
   const old = request.oldObject;
@@ -56,6 +58,8 @@ export function reviewNonAdminRestore(
 ): Verdict {
   const nar = request.object;
   if (!nar || request.operation === 'DELETE') return allow();
+  const shape = specShapeProblems(nar.spec, 'restoreSpec');
+  if (shape.length > 0) return invalid(shape.join('; '));
   const namespace = request.namespace ?? nar.metadata.namespace ?? '';
   const spec = (nar.spec?.restoreSpec ?? {}) as JsonObject;
   const old = request.oldObject;

@@ -6,6 +6,7 @@ import {
   type NonAdminBackupConfig,
   NonAdminBackupConfigCrd,
   NonAdminBackupCrd,
+  NonAdminBackupStorageLocationCrd,
   NonAdminBackupStorageLocationRequestCrd,
   type NonAdminDownloadRequest,
   NonAdminDownloadRequestCrd,
@@ -182,6 +183,7 @@ export const backup: Capability = {
         failurePolicy: 'Fail',
         timeoutSeconds: 5,
         rules: [rule(nab)],
+        specSchema: NonAdminBackupCrd.spec,
         handler: (request) =>
           reviewSyncedFrom(owners, configs, request as AdmissionRequest<NonAdminBackup>) ??
           reviewNonAdminBackup(
@@ -196,6 +198,7 @@ export const backup: Capability = {
         failurePolicy: 'Fail',
         timeoutSeconds: 5,
         rules: [rule(NonAdminScheduleCrd.type)],
+        specSchema: NonAdminScheduleCrd.spec,
         handler: (request) =>
           reviewNonAdminSchedule(configs, request as AdmissionRequest<NonAdminSchedule>, hasLocation),
       },
@@ -206,6 +209,7 @@ export const backup: Capability = {
         failurePolicy: 'Fail',
         timeoutSeconds: 5,
         rules: [rule(NabslType)],
+        specSchema: NonAdminBackupStorageLocationCrd.spec,
         handler: (request) => reviewNonAdminBackupStorageLocation(configs, request),
       },
       {
@@ -216,6 +220,7 @@ export const backup: Capability = {
         failurePolicy: 'Fail',
         timeoutSeconds: 5,
         rules: [rule(NonAdminRestoreCrd.type)],
+        specSchema: NonAdminRestoreCrd.spec,
         handler: (request) => recordRequester(request as AdmissionRequest<NonAdminRestore>),
       },
       {
@@ -224,6 +229,7 @@ export const backup: Capability = {
         failurePolicy: 'Fail',
         timeoutSeconds: 5,
         rules: [rule(NonAdminRestoreCrd.type)],
+        specSchema: NonAdminRestoreCrd.spec,
         handler: (request) =>
           requesterUnchanged(request as AdmissionRequest<NonAdminRestore>) ??
           reviewNonAdminRestore(configs, request as AdmissionRequest<NonAdminRestore>),
@@ -234,6 +240,7 @@ export const backup: Capability = {
         failurePolicy: 'Fail',
         timeoutSeconds: 5,
         rules: [rule(NonAdminDownloadRequestCrd.type)],
+        specSchema: NonAdminDownloadRequestCrd.spec,
         handler: (request) =>
           reviewNonAdminDownloadRequest(request as AdmissionRequest<NonAdminDownloadRequest>),
       },

@@ -34,6 +34,50 @@ function timeoutProblems(spec: JsonObject, enforced: JsonObject, prefix: string,
   return problems;
 }
 
+/** Whether `value` is a JSON object (not null, not an array). */
+const isPlainObject = (value: unknown): value is JsonObject =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * The shape of a tenant's spec as a whole: `spec` and its `field` (backupSpec, restoreSpec) must be
+ * objects. The API server's CRD schema says so too; these checks do not rely on it (an admin can edit a
+ * CRD), since a list or a string there would read as an empty spec.
+ */
+export function specShapeProblems(spec: unknown, field: string): string[] {
+  if (spec === undefined || spec === null) return [];
+  if (!isPlainObject(spec)) return [`spec must be an object with ${field}`];
+  const inner = spec[field];
+  if (inner === undefined || inner === null || isPlainObject(inner)) return [];
+  return [`spec.${field} must be an object (got ${Array.isArray(inner) ? 'a list' : typeof inner})`];
+}
+
+/**
+ * includedNamespaces may name only the tenant's own namespace and excludedNamespaces nothing, whatever
+ * JSON type a tenant (or an edited CRD) lets through: a string or an object is refused, not skipped.
+ */
+function namespaceProblems(spec: JsonObject, namespace: string, prefix: string, what: string): string[] {
+  const problems: string[] = [];
+  const included = spec.includedNamespaces;
+  if (included !== undefined && included !== null) {
+    if (!Array.isArray(included)) {
+      problems.push(
+        `${prefix}.includedNamespaces must be a list, and may only name this namespace (${namespace}); leave it out, tenantkit sets it`,
+      );
+    } else if (included.some((n) => n !== namespace)) {
+      problems.push(
+        `${prefix}.includedNamespaces may only name this namespace (${namespace}); leave it out, tenantkit sets it`,
+      );
+    }
+  }
+  const excluded = spec.excludedNamespaces;
+  if (excluded !== undefined && excluded !== null && !(Array.isArray(excluded) && excluded.length === 0)) {
+    problems.push(
+      `${prefix}.excludedNamespaces is not allowed: a ${what} covers this namespace only; leave it out`,
+    );
+  }
+  return problems;
+}
+
 /** A tenant may not set `field` unless the admin enforces it (the admin's value is then the only one). */
 function adminOnly(spec: JsonObject, enforced: JsonObject, prefix: string, field: string, why: string) {
   const value = spec[field];
@@ -55,18 +99,7 @@ export function backupSpecProblems(
   hasLocation?: (name: string) => boolean,
 ): string[] {
   const problems: string[] = [];
-  const included = spec.includedNamespaces;
-  if (Array.isArray(included) && included.some((n) => n !== namespace)) {
-    problems.push(
-      `${path}.includedNamespaces may only name this namespace (${namespace}); leave it out, tenantkit sets it`,
-    );
-  }
-  const excluded = spec.excludedNamespaces;
-  if (Array.isArray(excluded) && excluded.length > 0) {
-    problems.push(
-      `${path}.excludedNamespaces is not allowed: a backup covers this namespace only; leave it out`,
-    );
-  }
+  problems.push(...namespaceProblems(spec, namespace, path, 'backup'));
   if (spec.includeClusterResources === true) {
     problems.push(
       `${path}.includeClusterResources may not be true: tenants cannot back up cluster-scoped resources`,
@@ -146,18 +179,7 @@ export function restoreSpecProblems(
       `${restorePath}.scheduleName is not allowed: tenants restore from their own NonAdminBackups; leave it out and set backupName to a NonAdminBackup`,
     );
   }
-  const included = spec.includedNamespaces;
-  if (Array.isArray(included) && included.some((n) => n !== namespace)) {
-    problems.push(
-      `${restorePath}.includedNamespaces may only name this namespace (${namespace}); leave it out, tenantkit sets it`,
-    );
-  }
-  const excluded = spec.excludedNamespaces;
-  if (Array.isArray(excluded) && excluded.length > 0) {
-    problems.push(
-      `${restorePath}.excludedNamespaces is not allowed: a restore covers this namespace only; leave it out`,
-    );
-  }
+  problems.push(...namespaceProblems(spec, namespace, restorePath, 'restore'));
   const mapping = spec.namespaceMapping;
   if (typeof mapping === 'object' && mapping !== null && Object.keys(mapping).length > 0) {
     problems.push(

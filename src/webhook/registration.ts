@@ -1,4 +1,5 @@
 // Webhook definitions and their registration as Validating/MutatingWebhookConfigurations.
+import type { TSchema } from '@sinclair/typebox';
 import type { KubeClient } from '../kube/client.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
 import type { AdmissionHandler, Operation } from './admission.ts';
@@ -34,6 +35,11 @@ export interface WebhookDefinition {
   /** CEL conditions; all must be true for the webhook to be called. */
   matchConditions?: { name: string; expression: string }[];
   reinvocationPolicy?: 'Never' | 'IfNeeded';
+  /**
+   * The schema of the object's spec (a CRD's), checked by the server before the handler runs, so the
+   * handler never depends on the API server having checked it (an admin can edit a CRD's schema).
+   */
+  specSchema?: TSchema;
 }
 
 export type WebhookEndpoint =

@@ -1,6 +1,7 @@
 // The HTTPS admission webhook server: one path per webhook, AdmissionReview v1 in and out, a deadline
 // per request, health and metrics endpoints, and a serving certificate that can be swapped live (when
 // the files change on disk, e.g. a rotated Secret, or by calling setCertificate).
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { metrics, registry } from '../kube/metrics.ts';
@@ -8,6 +9,7 @@ import type { KeyPair } from '../pki/certs.ts';
 import { type AdmissionReview, toResponse, type Verdict } from './admission.ts';
 import { HttpsListener, readBody, type ServingCertificate } from './https.ts';
 import type { WebhookDefinition } from './registration.ts';
+import { MaxJsonDepth, nestedDeeperThan, requestProblem, specProblem } from './review-shape.ts';
 
 export interface WebhookServerOptions {
   host?: string;
@@ -20,6 +22,14 @@ export interface WebhookServerOptions {
 }
 
 const maxBodyBytes = 3 * 1024 * 1024;
+
+/** A refusal of the HTTP request itself: a machine-readable code and a message naming the limit or field. */
+function refuse(res: ServerResponse, status: number, code: string, message: string): void {
+  res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify({ code, message }));
+}
+
+/** The handler did not answer in time (our own deadline, not an error in the handler). */
+class DeadlineExceeded extends Error {}
 
 export class WebhookServer {
   private readonly options: WebhookServerOptions;
@@ -90,36 +100,80 @@ export class WebhookServer {
     const body = await readBody(req, maxBodyBytes);
     if (body === undefined) {
       metrics.webhookErrors.inc({ webhook: webhook.name, reason: 'too_large' });
-      return void res.writeHead(413).end('request body too large');
+      return refuse(
+        res,
+        413,
+        'RequestTooLarge',
+        `request body too large: the limit is ${maxBodyBytes} bytes`,
+      );
+    }
+    if (nestedDeeperThan(body, MaxJsonDepth)) {
+      metrics.webhookErrors.inc({ webhook: webhook.name, reason: 'too_deep' });
+      return refuse(
+        res,
+        400,
+        'NestedTooDeep',
+        `JSON nested deeper than ${MaxJsonDepth} levels; no AdmissionReview is`,
+      );
     }
     let review: AdmissionReview;
     try {
       review = JSON.parse(body) as AdmissionReview;
     } catch {
       metrics.webhookErrors.inc({ webhook: webhook.name, reason: 'bad_json' });
-      return void res.writeHead(400).end('body is not JSON');
+      return refuse(res, 400, 'InvalidJSON', 'body is not JSON');
     }
-    // `null`, a number or an array parse as JSON too: only an object can be a review.
-    const request = typeof review === 'object' && review !== null ? review.request : undefined;
+    // `null`, a number or an array parse as JSON too: only an object can be a review. Without a string
+    // uid there is nothing to answer to: the HTTP request itself is refused.
+    const envelope =
+      typeof review === 'object' && review !== null && !Array.isArray(review) ? review : undefined;
+    const request = envelope?.request as unknown;
+    const uid =
+      typeof request === 'object' && request !== null ? (request as { uid?: unknown }).uid : undefined;
     if (
-      !request ||
-      review.apiVersion !== 'admission.k8s.io/v1' ||
-      review.kind !== 'AdmissionReview' ||
-      !request?.uid
+      envelope?.apiVersion !== 'admission.k8s.io/v1' ||
+      envelope.kind !== 'AdmissionReview' ||
+      typeof uid !== 'string' ||
+      uid === '' ||
+      uid.length > 128
     ) {
       metrics.webhookErrors.inc({ webhook: webhook.name, reason: 'bad_review' });
-      return void res.writeHead(400).end('expected an admission.k8s.io/v1 AdmissionReview with request.uid');
+      return refuse(
+        res,
+        400,
+        'InvalidReview',
+        'expected an admission.k8s.io/v1 AdmissionReview whose request.uid is a string of 1 to 128 characters',
+      );
     }
+    // A review the API server would never send gets a denial naming the field, before any handler
+    // reads it: never a JavaScript error, and never an allowance because a handler could not read it.
+    const problem =
+      requestProblem(request) ??
+      (webhook.specSchema ? specProblem(webhook.specSchema, request as object) : undefined);
+    if (problem) {
+      metrics.webhookErrors.inc({ webhook: webhook.name, reason: 'bad_review' });
+      return this.reply(res, uid, {
+        allowed: false,
+        code: 400,
+        reason: 'BadRequest',
+        message: `tenantkit webhook ${webhook.name} cannot read this request: ${problem}`,
+      });
+    }
+    const admission = request as NonNullable<AdmissionReview['request']>;
     const started = performance.now();
-    const verdict = await this.decide(webhook, request);
+    const verdict = await this.decide(webhook, admission);
     metrics.webhookDuration.observe(
       { webhook: webhook.name, allowed: String(verdict.allowed) },
       (performance.now() - started) / 1000,
     );
+    this.reply(res, uid, verdict);
+  }
+
+  private reply(res: ServerResponse, uid: string, verdict: Verdict): void {
     const out: AdmissionReview = {
       apiVersion: 'admission.k8s.io/v1',
       kind: 'AdmissionReview',
-      response: toResponse(request.uid, verdict),
+      response: toResponse(uid, verdict),
     };
     res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(out));
   }
@@ -137,28 +191,42 @@ export class WebhookServer {
       return await Promise.race([
         Promise.resolve(webhook.handler(request, abort.signal)),
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no verdict within ${budget} ms`)), budget);
+          timer = setTimeout(() => reject(new DeadlineExceeded(`no verdict within ${budget} ms`)), budget);
         }),
       ]);
     } catch (err) {
       abort.abort();
-      const message = err instanceof Error ? err.message : String(err);
-      metrics.webhookErrors.inc({ webhook: webhook.name, reason: 'handler' });
+      const late = err instanceof DeadlineExceeded;
+      // The client learns the error's id, never its text (a JavaScript error says nothing useful to a
+      // tenant and may say too much); the log has both.
+      const id = randomUUID().slice(0, 8);
+      metrics.webhookErrors.inc({ webhook: webhook.name, reason: late ? 'deadline' : 'handler' });
       this.options.logger.error(
-        { webhook: webhook.name, uid: request.uid, err: message },
+        {
+          webhook: webhook.name,
+          uid: request.uid,
+          errorId: id,
+          err: err instanceof Error ? err.stack : String(err),
+        },
         'admission handler failed',
       );
-      if (webhook.failurePolicy === 'Ignore') {
+      const what = late ? `no verdict within ${budget} ms` : `error ${id}`;
+      // Advice (a validating webhook that fails open) may let the request pass; defaults may not: an
+      // object a tenant could make a defaulting webhook choke on must not get in without them.
+      if (webhook.failurePolicy === 'Ignore' && webhook.type === 'validating') {
         return {
           allowed: true,
-          warnings: [`tenantkit webhook ${webhook.name} could not check this request: ${message}`],
+          warnings: [`tenantkit webhook ${webhook.name} could not check this request (${what})`],
         };
       }
       return {
         allowed: false,
         code: 500,
         reason: 'InternalError',
-        message: `tenantkit webhook ${webhook.name} could not check this request (${message}); retry, and tell your cluster admin if it persists`,
+        message:
+          webhook.type === 'mutating'
+            ? `tenantkit webhook ${webhook.name} could not apply its defaults to this request (${what}), so it is refused rather than admitted without them; retry, and tell your cluster admin if it persists`
+            : `tenantkit webhook ${webhook.name} could not check this request (${what}); retry, and tell your cluster admin if it persists`,
       };
     } finally {
       clearTimeout(timer);

@@ -4,6 +4,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Type } from '@sinclair/typebox';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/kube/log.ts';
 import { createCA } from '../../src/pki/certs.ts';
@@ -111,10 +112,112 @@ describe('webhook server', () => {
     expect((await call(port, '/missing', review('x'))).status).toBe(404);
     // A body over the limit (3 MiB), still being sent when the server decides: a 413 that says so, not a reset.
     const huge = await call(port, '/ok', 'x'.repeat(4 * 1024 * 1024));
-    expect(huge).toMatchObject({ status: 413, text: 'request body too large' });
+    expect(huge.status).toBe(413);
+    expect(JSON.parse(huge.text)).toEqual({
+      code: 'RequestTooLarge',
+      message: 'request body too large: the limit is 3145728 bytes',
+    });
+    // A uid that is not a string is never echoed back: nothing can be answered to it.
+    for (const uid of [42, { a: 1 }, ['x'], '', 'u'.repeat(129)]) {
+      const bad = await call(port, '/ok', { ...review('x'), request: { ...review('x').request, uid } });
+      expect(bad.status, JSON.stringify(uid)).toBe(400);
+      expect(JSON.parse(bad.text).code).toBe('InvalidReview');
+    }
+    // Nesting no Kubernetes object has is refused before it is parsed.
+    const deep = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"d","object":${'['.repeat(5000)}${']'.repeat(5000)}}}`;
+    const tooDeep = await call(port, '/ok', deep);
+    expect(tooDeep.status).toBe(400);
+    expect(JSON.parse(tooDeep.text)).toMatchObject({
+      code: 'NestedTooDeep',
+      message: expect.stringContaining('128'),
+    });
+    // Brackets inside strings are not nesting.
+    const brackets = review('s');
+    brackets.request.object.metadata.name = '['.repeat(500);
+    expect(JSON.parse((await call(port, '/ok', brackets)).text).response.allowed).toBe(true);
   });
 
-  it('answers within the webhook timeout when a handler hangs: deny if Fail, allow with a warning if Ignore', async () => {
+  it('denies a review of the wrong shape naming the field, before any handler reads it', async () => {
+    const ca = await createCA('ca');
+    const server = new WebhookServer({
+      logger: silentLogger,
+      certificate: await ca.issue({ commonName: 'x', usage: 'server', ipAddresses: ['127.0.0.1'] }),
+    });
+    servers.push(server);
+    let called = 0;
+    server.register({
+      name: 'defaults',
+      type: 'mutating',
+      failurePolicy: 'Ignore',
+      rules: [],
+      specSchema: Type.Object({ includedNamespaces: Type.Optional(Type.Array(Type.String())) }),
+      handler: () => {
+        called++;
+        return allow();
+      },
+    });
+    const port = await server.start();
+    const base = review('w');
+    const cases: [unknown, string][] = [
+      [{ ...base.request, userInfo: { username: 'u', groups: 'system:masters' } }, 'request.userInfo.groups'],
+      [{ ...base.request, userInfo: { username: 7 } }, 'request.userInfo.username'],
+      [{ ...base.request, operation: 'PATCH' }, 'request.operation'],
+      [{ ...base.request, object: { spec: {} } }, 'request.object.metadata'],
+      [{ ...base.request, object: { metadata: { labels: { a: 1 } } } }, 'request.object.metadata.labels.a'],
+      [
+        { ...base.request, object: { metadata: {}, spec: { includedNamespaces: 'team-b' } } },
+        'request.object.spec.includedNamespaces',
+      ],
+      [
+        { ...base.request, object: { metadata: {}, spec: { includedNamespaces: { 0: 'team-b' } } } },
+        'request.object.spec.includedNamespaces',
+      ],
+      [{ ...base.request, object: { metadata: {}, spec: [] } }, 'request.object.spec'],
+    ];
+    for (const [request, field] of cases) {
+      const answer = await call(port, '/defaults', { ...base, request });
+      expect(answer.status).toBe(200);
+      const response = JSON.parse(answer.text).response;
+      expect(response, field).toMatchObject({ uid: 'w', allowed: false, status: { code: 400 } });
+      expect(response.status.message, field).toContain(`cannot read this request: ${field}`);
+    }
+    expect(called).toBe(0);
+  });
+
+  it('never shows a handler error to the client, and never lets it skip defaults', async () => {
+    const ca = await createCA('ca');
+    const server = new WebhookServer({
+      logger: silentLogger,
+      certificate: await ca.issue({ commonName: 'x', usage: 'server', ipAddresses: ['127.0.0.1'] }),
+    });
+    servers.push(server);
+    const fail = () => {
+      throw new TypeError("Cannot read properties of undefined (reading 'labels')");
+    };
+    server.register(
+      { name: 'defaults', type: 'mutating', failurePolicy: 'Ignore', rules: [], handler: fail },
+      { name: 'advice', type: 'validating', failurePolicy: 'Ignore', rules: [], handler: fail },
+      { name: 'policy', type: 'validating', failurePolicy: 'Fail', rules: [], handler: fail },
+    );
+    const port = await server.start();
+    const answers = Object.fromEntries(
+      await Promise.all(
+        ['defaults', 'advice', 'policy'].map(async (name) => [
+          name,
+          JSON.parse((await call(port, `/${name}`, review(name))).text).response,
+        ]),
+      ),
+    );
+    expect(answers.defaults).toMatchObject({ allowed: false, status: { code: 500 } });
+    expect(answers.defaults.status.message).toMatch(
+      /could not apply its defaults .*error [0-9a-f]{8}.*refused/,
+    );
+    expect(answers.advice).toMatchObject({ allowed: true });
+    expect(answers.policy).toMatchObject({ allowed: false, status: { code: 500 } });
+    expect(JSON.stringify(answers)).not.toContain('Cannot read properties');
+  });
+
+  it('answers within the webhook timeout when a handler hangs: deny if Fail, allow with a warning if Ignore (validating)', async () => {
     const ca = await createCA('ca');
     const server = new WebhookServer({
       logger: silentLogger,
