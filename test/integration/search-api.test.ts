@@ -358,6 +358,99 @@ describe('hostile and oversized queries', () => {
   });
 });
 
+describe('hostile documents and values', () => {
+  // A chain of nested fragments: fragment f0 { ...f1 } fragment f1 { ...f2 } … overflowed graphql-js's
+  // validation (an empty 500) before the depth bound.
+  const chain = (n: number) =>
+    `query { messages { ...f0 } } ${Array.from({ length: n }, (_, i) =>
+      i === n - 1 ? `fragment f${i} on Message { id }` : `fragment f${i} on Message { id ...f${i + 1} }`,
+    ).join(' ')}`;
+  const deep = (n: number) => `query { messages { ${'... on Message { '.repeat(n)}id${' }'.repeat(n)} } }`;
+
+  it('refuses fragment chains and deep nesting with 400, a code and the limit', async () => {
+    // GraphQL over HTTP: 400 for clients that accept application/graphql-response+json, 200 with the
+    // errors for application/json clients (ACM's console), the same answer either way.
+    const long = await post(tokenA, chain(4000), {}, { accept: 'application/graphql-response+json' });
+    expect(long.status).toBe(400);
+    expect((await post(tokenA, chain(4000))).body).toEqual(long.body);
+    expect(long.body.errors?.[0]).toMatchObject({
+      message: expect.stringContaining('more than 10000 tokens'),
+      extensions: { code: 'QUERY_TOO_LARGE' },
+    });
+    // Within the token budget, the fragment bound (graphql-js aborts validating a chain of 1,100).
+    const many = await post(tokenA, chain(1100), {}, { accept: 'application/graphql-response+json' });
+    expect(many.status).toBe(400);
+    expect(many.body.errors?.[0]).toMatchObject({
+      message: expect.stringContaining('at most 100 are allowed'),
+      extensions: { code: 'QUERY_TOO_COMPLEX' },
+    });
+    const longest = await post(tokenA, chain(100));
+    expect(longest.status).toBe(200);
+    expect(longest.body.errors).toBeUndefined();
+    const fine = await post(tokenA, chain(3));
+    expect(fine.body.errors).toBeUndefined();
+    const inline = await post(tokenA, deep(40), {}, { accept: 'application/graphql-response+json' });
+    expect(inline.status).toBe(400);
+    expect(inline.body.errors?.[0]).toMatchObject({
+      message: expect.stringContaining('deeper than 32 levels'),
+      extensions: { code: 'QUERY_TOO_DEEP' },
+    });
+  });
+
+  it('answers a fragment chain over the websocket with an error, not a closed socket', async () => {
+    const token = tokenA;
+    class AuthenticatedSocket extends WebSocket {
+      constructor(address: string, protocols?: string | string[]) {
+        super(address, protocols, { ca: ca.certPem, headers: { authorization: `Bearer ${token}` } });
+      }
+    }
+    const client = createClient({
+      url: `${url.replace('https', 'wss')}/searchapi/graphql`,
+      webSocketImpl: AuthenticatedSocket,
+      retryAttempts: 0,
+    });
+    const outcome = await new Promise<unknown>((resolve) => {
+      client.subscribe(
+        { query: chain(4000) },
+        { next: () => {}, error: resolve, complete: () => resolve('complete') },
+      );
+    });
+    expect(JSON.stringify(outcome)).toContain('QUERY_TOO_LARGE');
+    // The socket is still usable.
+    const next = await new Promise<unknown>((resolve, reject) => {
+      client.subscribe(
+        { query: '{ messages { id } }' },
+        { next: resolve, error: reject, complete: () => {} },
+      );
+    });
+    expect(next).toMatchObject({ data: { messages: expect.any(Array) } });
+    await client.dispose();
+  });
+
+  it("answers a NUL in a property, value or keyword with tenantkit's message, never PostgreSQL's", async () => {
+    const inputs = [
+      { filters: [{ property: 'name', values: ['a\u0000b'] }] },
+      { filters: [{ property: 'na\u0000me', values: ['x'] }] },
+      { keywords: ['\u0000'] },
+    ];
+    for (const input of inputs) {
+      const reply = await post(tokenA, 'query ($input: [SearchInput]) { search(input: $input) { count } }', {
+        input: [input],
+      });
+      expect(reply.status).toBe(200);
+      expect(reply.body.errors?.[0]).toMatchObject({
+        message: expect.stringContaining('contains a NUL character'),
+        extensions: { code: 'BAD_VALUE' },
+      });
+      expect(JSON.stringify(reply.body)).not.toMatch(/byte sequence|UTF8|postgres/i);
+    }
+    const complete = await post(tokenA, 'query ($p: String!) { searchComplete(property: $p) }', {
+      p: 'a\u0000',
+    });
+    expect(complete.body.errors?.[0]?.extensions?.code).toBe('BAD_VALUE');
+  });
+});
+
 describe('the watch subscription', () => {
   it('streams only the changes the subscriber may list', async () => {
     const events: Record<string, unknown>[] = [];

@@ -56,9 +56,37 @@ async function guarded<T>(logger: Logger, operation: string, fn: () => Promise<T
   }
 }
 
+/**
+ * PostgreSQL text cannot hold a NUL character, so no property, value or keyword with one can match:
+ * refused here with tenantkit's own message instead of PostgreSQL's.
+ */
+function refuseNul(text: unknown, what: string): void {
+  if (typeof text === 'string' && text.includes('\u0000')) {
+    throw new QueryError(
+      'BAD_VALUE',
+      `${what} contains a NUL character (\\u0000), which nothing indexed can hold; remove it`,
+    );
+  }
+}
+
+function refuseNulIn(input: SearchInput): SearchInput {
+  for (const k of input.keywords ?? []) refuseNul(k, 'a keyword');
+  for (const f of input.filters ?? []) {
+    refuseNul(f.property, 'a filter property');
+    for (const v of f.values ?? []) refuseNul(v, `a value of filter ${JSON.stringify(f.property)}`);
+  }
+  refuseNul(input.orderBy, 'orderBy');
+  for (const k of input.relatedKinds ?? []) refuseNul(k, 'a related kind');
+  return input;
+}
+
 /** GraphQL hands absent list entries and fields over as null; the engine wants them absent. */
 function cleanInput(input: SearchInput | null | undefined): SearchInput | undefined {
   if (!input) return undefined;
+  return refuseNulIn(stripNulls(input));
+}
+
+function stripNulls(input: SearchInput): SearchInput {
   const out: SearchInput = {};
   if (input.keywords) out.keywords = input.keywords.filter((k): k is string => typeof k === 'string');
   if (input.filters) {
@@ -104,9 +132,10 @@ export function searchRoot(options: ResolverOptions) {
       args: { property: string; query?: SearchInput | null; limit?: number | null },
       ctx: SearchContext,
     ) =>
-      guarded(logger, 'searchComplete', () =>
-        backend.complete(ctx.access(), args.property, cleanInput(args.query), args.limit ?? undefined),
-      ),
+      guarded(logger, 'searchComplete', async () => {
+        refuseNul(args.property, 'property');
+        return backend.complete(ctx.access(), args.property, cleanInput(args.query), args.limit ?? undefined);
+      }),
 
     searchSchema: (args: { query?: SearchInput | null }, ctx: SearchContext) =>
       guarded(logger, 'searchSchema', async () => ({

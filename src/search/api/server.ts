@@ -30,6 +30,7 @@ import { indexerEndpoint } from '../indexer/http.ts';
 import { searchMetrics } from '../metrics.ts';
 import type { AccessProvider, AccessSet, IndexSink, SearchBackend, SearchUser } from '../model.ts';
 import { tokenFromHeaders } from './authn.ts';
+import { parseBounded } from './document-limits.ts';
 import { type Message, type SearchContext, searchRoot } from './resolvers.ts';
 import { searchSchema } from './schema.ts';
 
@@ -149,6 +150,7 @@ export class SearchServer {
       schema: this.schema,
       rootValue: root,
       validationRules,
+      parse: parseBounded,
       context: (req) => this.contexts.get(req.raw)!,
     });
     this.handleIndexer = options.indexer
@@ -164,6 +166,18 @@ export class SearchServer {
       {
         schema: this.schema,
         roots: { query: root, subscription: root },
+        parse: parseBounded,
+        // graphql-ws parses without catching: a document it cannot parse would close the socket (4500).
+        // Parsed here first, a refusal is an error message on this subscription and the socket stays.
+        onSubscribe: (_ctx, _id, payload) => {
+          try {
+            parseBounded(payload.query);
+          } catch (err) {
+            if (err instanceof GraphQLError) return [err];
+            throw err;
+          }
+          return undefined;
+        },
         validate: (schema, document) => validate(schema, document, validationRules),
         onConnect: async (ctx) => {
           // The upgrade request was authenticated already (see upgrade); connectionParams may carry a

@@ -339,7 +339,12 @@ export class PostgresSearch implements SearchBackend {
       }
       if (code?.startsWith('22')) {
         // Data exceptions come from values the user sent (e.g. a malformed pattern).
-        throw new QueryError('BAD_VALUE', `a filter value could not be used: ${(err as Error).message}`);
+        // PostgreSQL's own text stays in the log: it can quote internals (types, SQL) to the user.
+        this.logger.info({ operation, code, err: String(err) }, 'search refused a value');
+        throw new QueryError(
+          'BAD_VALUE',
+          `a filter value could not be used (PostgreSQL data error ${code}); check the values' format: numbers and dates for comparisons with <, >, <=, >=, and no control characters`,
+        );
       }
       this.logger.error({ operation, err: String(err) }, 'search query failed');
       throw err;
