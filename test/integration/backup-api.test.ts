@@ -408,6 +408,8 @@ describe('NonAdminBackupConfig', () => {
         garbageCollectionPeriod: '24h',
         // tenantkit's own field: NonAdminSchedules run at most hourly unless the admin says otherwise.
         minimumScheduleInterval: '1h',
+        // And a namespace's share of Velero's queue.
+        maxQueuedBackupsPerNamespace: 5,
         veleroNamespace: 'velero',
       },
     });
