@@ -1,5 +1,5 @@
 // Scoped RBAC: ScopeTemplate / ScopeInstance controllers and their escalation guard.
-import { type ScopeTemplate, ScopeTemplateCrd } from '../api/scopes.ts';
+import { ScopeInstanceCrd, type ScopeTemplate, ScopeTemplateCrd } from '../api/scopes.ts';
 import type { Capability } from '../capability.ts';
 import { reviewInstance, reviewTemplate } from './escalation.ts';
 import { registerInstanceController } from './instance-controller.ts';
@@ -60,6 +60,8 @@ export const scopes: Capability = {
         failurePolicy: 'Fail',
         timeoutSeconds: 10,
         rules: [rule('scopetemplates')],
+        specSchema: ScopeTemplateCrd.spec,
+        specRequired: true,
         handler: (req) => reviewTemplate(client, req),
       },
       {
@@ -68,6 +70,8 @@ export const scopes: Capability = {
         failurePolicy: 'Fail',
         timeoutSeconds: 10,
         rules: [rule('scopeinstances')],
+        specSchema: ScopeInstanceCrd.spec,
+        specRequired: true,
         handler: (req) => reviewInstance(client, templates, req),
       },
     ];

@@ -40,6 +40,8 @@ export interface WebhookDefinition {
    * handler never depends on the API server having checked it (an admin can edit a CRD's schema).
    */
   specSchema?: TSchema;
+  /** Whether the object must have a spec (a CRD that requires one): a review without it is refused. */
+  specRequired?: boolean;
 }
 
 export type WebhookEndpoint =

@@ -29,23 +29,21 @@ const ObjectMeta = Type.Object({
   uid: Type.Optional(Type.String()),
   resourceVersion: Type.Optional(Type.String()),
   generation: Type.Optional(Type.Integer()),
-  labels: Type.Optional(Type.Union([StringMap, Type.Null()])),
-  annotations: Type.Optional(Type.Union([StringMap, Type.Null()])),
-  finalizers: Type.Optional(Type.Union([Type.Array(Type.String()), Type.Null()])),
+  // Go's omitempty: the API server leaves these out when empty, never null.
+  labels: Type.Optional(StringMap),
+  annotations: Type.Optional(StringMap),
+  finalizers: Type.Optional(Type.Array(Type.String())),
   ownerReferences: Type.Optional(
-    Type.Union([
-      Type.Array(
-        Type.Object({
-          apiVersion: Type.String(),
-          kind: Type.String(),
-          name: Type.String(),
-          uid: Type.String(),
-          controller: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
-          blockOwnerDeletion: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
-        }),
-      ),
-      Type.Null(),
-    ]),
+    Type.Array(
+      Type.Object({
+        apiVersion: Type.String(),
+        kind: Type.String(),
+        name: Type.String(),
+        uid: Type.String(),
+        controller: Type.Optional(Type.Boolean()),
+        blockOwnerDeletion: Type.Optional(Type.Boolean()),
+      }),
+    ),
   ),
   creationTimestamp: Type.Optional(Timestamp),
   deletionTimestamp: Type.Optional(Timestamp),
@@ -124,13 +122,28 @@ function firstProblem(check: TypeCheck<TSchema>, value: unknown, prefix: string)
 
 /** What is wrong with an AdmissionReview's `request`, or undefined. */
 export function requestProblem(request: unknown): string | undefined {
-  return firstProblem(requestCheck, request, 'request');
+  const problem = firstProblem(requestCheck, request, 'request');
+  if (problem) return problem;
+  // The API server always sends the object being created or updated, and the old one of an update.
+  const { operation, object, oldObject } = request as {
+    operation: string;
+    object?: unknown;
+    oldObject?: unknown;
+  };
+  if ((operation === 'CREATE' || operation === 'UPDATE') && (object === undefined || object === null)) {
+    return `request.object: required for ${operation}`;
+  }
+  if (operation === 'UPDATE' && (oldObject === undefined || oldObject === null)) {
+    return 'request.oldObject: required for UPDATE';
+  }
+  return undefined;
 }
 
 /** What is wrong with `object.spec` (and `oldObject.spec`) against a webhook's spec schema, or undefined. */
 export function specProblem(
   schema: TSchema,
   request: { object?: unknown; oldObject?: unknown },
+  required = false,
 ): string | undefined {
   let check = compiled.get(schema);
   if (!check) {
@@ -139,7 +152,11 @@ export function specProblem(
   }
   for (const field of ['object', 'oldObject'] as const) {
     const o = request[field] as { spec?: unknown } | null | undefined;
-    if (!o || o.spec === undefined) continue;
+    if (!o) continue;
+    if (o.spec === undefined) {
+      if (required) return `request.${field}.spec: required`;
+      continue;
+    }
     const problem = firstProblem(check, o.spec, `request.${field}.spec`);
     if (problem) return problem;
   }

@@ -149,7 +149,9 @@ export class WebhookServer {
     // reads it: never a JavaScript error, and never an allowance because a handler could not read it.
     const problem =
       requestProblem(request) ??
-      (webhook.specSchema ? specProblem(webhook.specSchema, request as object) : undefined);
+      (webhook.specSchema
+        ? specProblem(webhook.specSchema, request as object, webhook.specRequired)
+        : undefined);
     if (problem) {
       metrics.webhookErrors.inc({ webhook: webhook.name, reason: 'bad_review' });
       return this.reply(res, uid, {
