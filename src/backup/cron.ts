@@ -46,7 +46,9 @@ const all = (b: Bounds): Field => ({
 const one = (v: number): Field => ({ values: new Set([v]), star: false });
 
 function number(text: string, b?: Bounds): number {
-  const named = b?.names?.[text.toLowerCase()];
+  const key = text.toLowerCase();
+  // Own keys only: "constructor" in a month or weekday field is not a name.
+  const named = b?.names && Object.hasOwn(b.names, key) ? b.names[key] : undefined;
   if (named !== undefined) return named;
   if (!/^[0-9]+$/.test(text)) throw new CronError(`failed to parse int from ${text}`);
   return Number(text);

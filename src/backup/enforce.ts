@@ -37,8 +37,10 @@ export function violations(tenant: JsonObject, enforced: JsonObject, prefix = ''
 export function withEnforced(tenant: JsonObject, enforced: JsonObject): JsonObject {
   const out: JsonObject = { ...tenant };
   for (const [key, want] of Object.entries(enforced)) {
-    const have = out[key];
-    out[key] = isObject(want) && isObject(have) ? withEnforced(have, want) : structuredClone(want);
+    const have = Object.hasOwn(out, key) ? out[key] : undefined;
+    const value = isObject(want) && isObject(have) ? withEnforced(have, want) : structuredClone(want);
+    // defineProperty: an enforced key named "__proto__" is a field, not the object's prototype.
+    Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
   }
   return out;
 }
@@ -50,6 +52,6 @@ export function policyProblems(
   configPath: string,
 ): string[] {
   return Object.keys(enforced ?? {})
-    .filter((field) => field in unenforceable[kind])
+    .filter((field) => Object.hasOwn(unenforceable[kind], field))
     .map((field) => `${configPath}.${field} cannot be enforced: ${unenforceable[kind][field]}`);
 }

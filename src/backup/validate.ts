@@ -148,7 +148,7 @@ const failedBackupPhases = ['PartiallyFailed', 'Failed', 'FailedValidation'];
  */
 export function enforceableRestoreSpec(enforced: JsonObject): JsonObject {
   return Object.fromEntries(
-    Object.entries(enforced).filter(([field]) => !(field in unenforceable.NonAdminRestore)),
+    Object.entries(enforced).filter(([field]) => !Object.hasOwn(unenforceable.NonAdminRestore, field)),
   );
 }
 

@@ -76,7 +76,7 @@ export async function runCommand(command: CommandLine, args: string[]): Promise<
     process.stdout.write(commandUsage(command));
     return;
   }
-  const verb = command.verbs[name];
+  const verb = Object.hasOwn(command.verbs, name) ? command.verbs[name] : undefined;
   if (!verb) {
     throw new Error(
       `unknown command "${command.noun} ${name}": use ${alternatives(Object.keys(command.verbs))} (tenantkit ${command.noun} --help)`,

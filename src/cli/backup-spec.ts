@@ -111,7 +111,13 @@ export function mapFlag(flag: string, values: string[] | undefined): Record<stri
   for (const item of items) {
     const at = item.indexOf('=');
     if (at <= 0) throw new Error(`invalid --${flag} "${item}": give key=value`);
-    map[item.slice(0, at)] = item.slice(at + 1);
+    // defineProperty: a key named "__proto__" is a label like any other.
+    Object.defineProperty(map, item.slice(0, at), {
+      value: item.slice(at + 1),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   return map;
 }

@@ -30,10 +30,12 @@ export function jsonEqual(a: Json | undefined, b: Json | undefined): boolean {
  * Keys whose value is `undefined` in `next` count as removed.
  */
 export function mergePatch(next: JsonObject, previous: JsonObject): JsonObject {
-  const patch: JsonObject = {};
+  // Own keys only, and a patch without a prototype: a key named "__proto__" or "constructor" in a
+  // mirrored spec is a key like any other (assigning "__proto__" on a plain object sets its prototype).
+  const patch: JsonObject = Object.create(null);
   for (const [key, value] of Object.entries(next)) {
     if (value === undefined) continue;
-    const before = previous[key];
+    const before = Object.hasOwn(previous, key) ? previous[key] : undefined;
     if (isObject(value) && isObject(before)) {
       const inner = mergePatch(value, before);
       if (Object.keys(inner).length > 0) patch[key] = inner;
@@ -41,6 +43,8 @@ export function mergePatch(next: JsonObject, previous: JsonObject): JsonObject {
       patch[key] = value;
     }
   }
-  for (const key of Object.keys(previous)) if (next[key] === undefined) patch[key] = null;
+  for (const key of Object.keys(previous)) {
+    if (!Object.hasOwn(next, key) || next[key] === undefined) patch[key] = null;
+  }
   return patch;
 }

@@ -105,7 +105,8 @@ export function mutatePod(deps: PodPolicyDeps, req: AdmissionRequest): Verdict {
     }
     defaults = parsed;
   }
-  const missing = Object.entries(defaults).filter(([k]) => pod.spec.nodeSelector?.[k] === undefined);
+  const selector = pod.spec.nodeSelector ?? {};
+  const missing = Object.entries(defaults).filter(([k]) => !Object.hasOwn(selector, k));
   if (missing.length > 0)
     mutated.spec.nodeSelector = { ...pod.spec.nodeSelector, ...Object.fromEntries(missing) };
   return mutate(pod, mutated, warnings);

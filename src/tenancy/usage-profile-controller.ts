@@ -43,7 +43,7 @@ export function desiredObjects(
   const objects: SpecObject[] = [];
   for (const [name, template] of Object.entries(profile.spec.resources ?? {})) {
     const t = template as SpecObject;
-    if (!t.kind || !kinds[t.kind]) {
+    if (!t.kind || !Object.hasOwn(kinds, t.kind)) {
       problems.push(
         `resources.${name}: kind ${t.kind ?? '(none)'} is not supported; use ResourceQuota or LimitRange`,
       );

@@ -20,13 +20,14 @@ export function diff(original: unknown, mutated: unknown, path = ''): JsonPatchO
   if (!isObject(original) || !isObject(mutated)) return [{ op: 'replace', path, value: mutated }];
   const ops: JsonPatchOp[] = [];
   for (const key of Object.keys(original)) {
-    if (!(key in mutated) || mutated[key] === undefined)
+    if (!Object.hasOwn(mutated, key) || mutated[key] === undefined)
       ops.push({ op: 'remove', path: `${path}/${escapeSegment(key)}` });
   }
   for (const [key, value] of Object.entries(mutated)) {
     if (value === undefined) continue;
     const child = `${path}/${escapeSegment(key)}`;
-    if (!(key in original) || original[key] === undefined) ops.push({ op: 'add', path: child, value });
+    if (!Object.hasOwn(original, key) || original[key] === undefined)
+      ops.push({ op: 'add', path: child, value });
     else ops.push(...diff(original[key], value, child));
   }
   return ops;

@@ -444,6 +444,14 @@ describe('hostile documents and values', () => {
       });
       expect(JSON.stringify(reply.body)).not.toMatch(/byte sequence|UTF8|postgres/i);
     }
+    // Values named like built-in members are values: "created:constructor" once found a function where
+    // a period ("hour", "day", …) was looked up.
+    for (const value of ['constructor', '__proto__', 'toString', '>constructor']) {
+      const reply = await post(tokenA, 'query ($input: [SearchInput]) { search(input: $input) { count } }', {
+        input: [{ filters: [{ property: 'created', values: [value] }] }],
+      });
+      expect(reply.body.errors, value).toBeUndefined();
+    }
     const complete = await post(tokenA, 'query ($p: String!) { searchComplete(property: $p) }', {
       p: 'a\u0000',
     });

@@ -27,6 +27,13 @@ describe('parseCron', () => {
     expect(next('0 0 29 2 *', '2026-01-01T00:00:00Z')).toBe('2028-02-29T00:00:00.000Z');
   });
 
+  it('refuses built-in member names as month or weekday names', () => {
+    for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+      expect(parseCron(`0 3 * ${name} *`).error, name).toBeDefined();
+      expect(parseCron(`0 3 * * ${name}`).error, name).toBeDefined();
+    }
+  });
+
   it('matches day-of-month OR day-of-week when both are restricted, AND when one is a star', () => {
     // The 15th, or any Sunday: Sunday 2026-01-04 comes first.
     expect(next('0 0 15 * 0', '2026-01-01T00:00:00Z')).toBe('2026-01-04T00:00:00.000Z');

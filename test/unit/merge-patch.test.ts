@@ -15,6 +15,15 @@ function applyPatch(target: JsonObject, patch: JsonObject): JsonObject {
 }
 
 describe('mergePatch', () => {
+  it('treats keys named like built-in members as plain keys', () => {
+    const previous = JSON.parse('{"labels":{"constructor":"a","__proto__":"b","x":"1"}}') as JsonObject;
+    const next = JSON.parse('{"labels":{"__proto__":"c","x":"1"}}') as JsonObject;
+    const patch = mergePatch(next, previous);
+    expect(JSON.parse(JSON.stringify(patch))).toEqual(
+      JSON.parse('{"labels":{"__proto__":"c","constructor":null}}'),
+    );
+  });
+
   it('is empty for equal objects, whatever the key order', () => {
     expect(mergePatch({ a: 1, b: { c: [1, 2], d: 'x' } }, { b: { d: 'x', c: [1, 2] }, a: 1 })).toEqual({});
   });

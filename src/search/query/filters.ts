@@ -101,7 +101,9 @@ function filterCondition(filter: SearchFilter, cols: Columns, p: Params, limits:
 }
 
 function match(property: string, op: Operator, value: string, cols: Columns, p: Params, now: number): string {
-  const period = periods[value.toLowerCase()];
+  // Own keys only: "constructor" or "__proto__" as a value must not find Object.prototype's members.
+  const key = value.toLowerCase();
+  const period = Object.hasOwn(periods, key) ? periods[key] : undefined;
   if (period !== undefined && (op === '=' || op === '>' || op === '>=')) {
     // "created:hour": within the last hour. Timestamps are RFC 3339 in UTC, which sort as text.
     return `(${cols.data}->>${p.add(property)}) >= ${p.add(new Date(now - period).toISOString().replace(/\.\d{3}Z$/, 'Z'))}`;
