@@ -19,7 +19,17 @@ export function postGraphQL(
   variables: Record<string, unknown> = {},
   headers: Record<string, string> = {},
 ): Promise<GraphQLReply> {
-  const body = JSON.stringify({ query, variables });
+  return postGraphQLText(baseUrl, ca, token, JSON.stringify({ query, variables }), headers);
+}
+
+/** The same, with the request body as text (for bodies JSON.stringify would not write, as a fuzzer sends). */
+export function postGraphQLText(
+  baseUrl: string,
+  ca: string,
+  token: string | undefined,
+  body: string,
+  headers: Record<string, string> = {},
+): Promise<GraphQLReply> {
   return new Promise((resolve, reject) => {
     const req = request(
       `${baseUrl}/searchapi/graphql`,

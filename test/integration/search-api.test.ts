@@ -2,6 +2,8 @@
 // TokenReview and RBAC. The service runs as a service account holding exactly searchServiceRules.
 // Index rows are written through the indexer (the collector has its own tests), so each case can place
 // objects exactly where it needs them.
+
+import fc from 'fast-check';
 import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -15,9 +17,19 @@ import {
 } from '../../src/search/index.ts';
 import { HubCluster, type IndexedResource, type ResourceData } from '../../src/search/model.ts';
 import { type SearchService, startSearchService } from '../../src/search/service.ts';
+import {
+  applyMutation,
+  fuzzOptions,
+  fuzzRuns,
+  hostileString,
+  type Json,
+  leakedError,
+  mutationsOf,
+  serialize,
+} from '../fuzz/json.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { startTestDatabase } from '../harness/postgres.ts';
-import { type GraphQLReply, postGraphQL } from '../harness/search-client.ts';
+import { type GraphQLReply, postGraphQL, postGraphQLText } from '../harness/search-client.ts';
 
 const cluster = await TestCluster.connect();
 const db = await startTestDatabase();
@@ -456,6 +468,110 @@ describe('hostile documents and values', () => {
       p: 'a\u0000',
     });
     expect(complete.body.errors?.[0]?.extensions?.code).toBe('BAD_VALUE');
+  });
+});
+
+describe('fuzzing search as a tenant', () => {
+  const operations: { query: string; variables: Json }[] = [
+    {
+      query:
+        'query ($input: [SearchInput]) { search(input: $input) { count items related { kind count items } } }',
+      variables: {
+        input: [
+          {
+            keywords: ['web'],
+            filters: [
+              { property: 'kind', values: ['Pod', 'ConfigMap'] },
+              { property: 'created', values: ['>2020-01-01'] },
+            ],
+            limit: 10,
+            offset: 0,
+            orderBy: 'name asc',
+            relatedKinds: ['ConfigMap'],
+          },
+        ],
+      },
+    },
+    {
+      query:
+        'query ($p: String!, $q: SearchInput, $l: Int) { searchComplete(property: $p, query: $q, limit: $l) }',
+      variables: { p: 'name', q: { filters: [{ property: 'kind', values: ['Pod'] }] }, l: 10 },
+    },
+    {
+      query: 'query ($q: SearchInput) { searchSchema(query: $q) }',
+      variables: { q: { keywords: ['a'] } },
+    },
+  ];
+  const fuzzTimeout = fuzzRuns ? 24 * 3600_000 : 60_000;
+
+  /** Problems with a reply to a hostile request: no 5xx, JSON, no internals, nothing of namespace B. */
+  const replyProblems = (reply: GraphQLReply): string[] => {
+    const problems: string[] = [];
+    const text = JSON.stringify(reply.body);
+    if (reply.status >= 500) problems.push(`HTTP ${reply.status}`);
+    if (leakedError.test(text)) problems.push(`error text reached the client: ${text.slice(0, 300)}`);
+    if (reply.body.errors?.some((e) => e.extensions?.code === 'INTERNAL')) {
+      problems.push(`INTERNAL: ${text.slice(0, 300)}`);
+    }
+    if (text.includes(nsB) || text.includes('node-1') || text.includes('10.0.0.7')) {
+      problems.push(`another tenant's object or a cluster-scoped one: ${text.slice(0, 300)}`);
+    }
+    return problems;
+  };
+
+  it('answers mutated variables of every operation without a 5xx, internals or a foreign object', {
+    timeout: fuzzTimeout,
+  }, async () => {
+    let n = 0;
+    const started = performance.now();
+    const input = fc
+      .constantFrom(...operations)
+      .chain((op) => fc.tuple(fc.constant(op), mutationsOf(op.variables)));
+    await fc.assert(
+      fc.asyncProperty(input, async ([op, mutations]) => {
+        const variables = mutations.reduce((doc, m) => applyMutation(doc, m), op.variables);
+        const reply = await postGraphQLText(
+          url,
+          ca.certPem,
+          tokenA,
+          serialize({ query: op.query, variables }),
+        );
+        n++;
+        expect(replyProblems(reply), JSON.stringify(mutations).slice(0, 500)).toEqual([]);
+      }),
+      fuzzOptions(5_000, 6_000),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    console.log(`[figures] search fuzz (variables): ${n} requests, ${Math.round(n / seconds)}/s`);
+  });
+
+  it('answers mutated documents without a 5xx or internals', { timeout: fuzzTimeout }, async () => {
+    const fragments = fc.constantFrom(
+      '{',
+      '}',
+      '...',
+      'fragment f on X { a }',
+      '$',
+      '@skip',
+      '"'.repeat(3),
+      '#',
+    );
+    const input = fc.tuple(
+      fc.constantFrom(...operations),
+      fc.nat(),
+      fc.nat(),
+      fc.oneof(hostileString, fragments),
+    );
+    await fc.assert(
+      fc.asyncProperty(input, async ([op, at, cut, insert]) => {
+        const i = at % (op.query.length + 1);
+        const query = op.query.slice(0, i) + insert + op.query.slice(i + (cut % 5));
+        const body = serialize({ query, variables: op.variables });
+        const reply = await postGraphQLText(url, ca.certPem, tokenA, body);
+        expect(replyProblems(reply), query.slice(0, 300)).toEqual([]);
+      }),
+      fuzzOptions(3_000, 4_000),
+    );
   });
 });
 
