@@ -133,7 +133,8 @@ try {
   const tenantNs = Array.from({ length: namespaces }, (_, i) => `tenant-${i}`);
   for (const name of tenantNs) await admin.create(Resources.namespaces, { metadata: { name } });
   await setConfig(veleroNs);
-  // tenantkit hands Velero a backup only for an Available location: the bench plays Velero here too.
+  // tenantkit hands Velero a backup only for an Available location: the bench plays Velero here too
+  // (Velero's BackupStorageLocation CRD has no status subresource).
   await admin.create(VeleroResources.backupStorageLocations, {
     metadata: { name: 'default', namespace: veleroNs },
     spec: { provider: 'aws', default: true, objectStorage: { bucket: 'bench' } },
@@ -144,7 +145,6 @@ try {
     veleroNs,
     { status: { phase: 'Available' } },
     PatchType.merge,
-    'status',
   );
 
   say(`backup queue benchmark: ${count} NonAdminBackups in ${namespaces} namespaces`);
