@@ -133,3 +133,27 @@ export function readBody(req: IncomingMessage, max: number): Promise<string | un
     req.on('error', reject);
   });
 }
+
+/** Deepest JSON nesting a request body may have (a Pod is about 12 levels deep; CRDs rarely pass 30). */
+export const MaxJsonDepth = 128;
+
+/**
+ * Whether JSON text nests arrays and objects deeper than `max`, found without parsing it (so a deep body
+ * never reaches a recursive reader). Brackets inside strings do not count.
+ */
+export function nestedDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}

@@ -6,9 +6,6 @@ import { FormatRegistry, type TSchema, Type } from '@sinclair/typebox';
 import { type TypeCheck, TypeCompiler } from '@sinclair/typebox/compiler';
 import type { ValueError } from '@sinclair/typebox/errors';
 
-/** Deepest JSON nesting a review may have (a Pod is about 12 levels deep; CRDs rarely pass 30). */
-export const MaxJsonDepth = 128;
-
 // The formats tenantkit's schemas use, checked as the API server does (loosely: it already parsed them).
 for (const [name, test] of [
   ['date-time', (v: string) => !Number.isNaN(Date.parse(v))],
@@ -161,25 +158,4 @@ export function specProblem(
     if (problem) return problem;
   }
   return undefined;
-}
-
-/**
- * Whether JSON text nests arrays and objects deeper than `max`, found without parsing it (so a deep body
- * never reaches a recursive reader). Brackets inside strings do not count.
- */
-export function nestedDeeperThan(text: string, max: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c)
-        i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x7b || c === 0x5b) {
-      if (++depth > max) return true;
-    } else if (c === 0x7d || c === 0x5d) depth--;
-  }
-  return false;
 }

@@ -7,9 +7,9 @@ import type { Logger } from 'pino';
 import { metrics, registry } from '../kube/metrics.ts';
 import type { KeyPair } from '../pki/certs.ts';
 import { type AdmissionReview, toResponse, type Verdict } from './admission.ts';
-import { HttpsListener, readBody, type ServingCertificate } from './https.ts';
+import { HttpsListener, MaxJsonDepth, nestedDeeperThan, readBody, type ServingCertificate } from './https.ts';
 import type { WebhookDefinition } from './registration.ts';
-import { MaxJsonDepth, nestedDeeperThan, requestProblem, specProblem } from './review-shape.ts';
+import { requestProblem, specProblem } from './review-shape.ts';
 
 export interface WebhookServerOptions {
   host?: string;

@@ -401,6 +401,11 @@ describe('hostile documents and values', () => {
     expect(longest.body.errors).toBeUndefined();
     const fine = await post(tokenA, chain(3));
     expect(fine.body.errors).toBeUndefined();
+    // Variables nested deeper than any SearchInput: refused before JSON.parse or GraphQL see them.
+    const nestedBody = `{"query":"{ messages { id } }","variables":{"x":${'['.repeat(5000)}${']'.repeat(5000)}}}`;
+    const tooDeep = await postGraphQLText(url, ca.certPem, tokenA, nestedBody);
+    expect(tooDeep.status).toBe(400);
+    expect(tooDeep.body.errors?.[0]?.message).toContain('nested deeper than 128 levels');
     const inline = await post(tokenA, deep(40), {}, { accept: 'application/graphql-response+json' });
     expect(inline.status).toBe(400);
     expect(inline.body.errors?.[0]).toMatchObject({

@@ -19,7 +19,13 @@ import { useServer } from 'graphql-ws/use/ws';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import { registry } from '../../kube/metrics.ts';
-import { HttpsListener, readBody, type ServingCertificate } from '../../webhook/https.ts';
+import {
+  HttpsListener,
+  MaxJsonDepth,
+  nestedDeeperThan,
+  readBody,
+  type ServingCertificate,
+} from '../../webhook/https.ts';
 import {
   SearchApiGroup,
   SearchResource,
@@ -302,6 +308,10 @@ export class SearchServer {
       const body = req.method === 'POST' ? await readBody(req, this.limits.maxBodyBytes) : '';
       if (body === undefined) {
         replyJson(res, 413, 'BAD_REQUEST', `the request is larger than ${this.limits.maxBodyBytes} bytes`);
+        return;
+      }
+      if (nestedDeeperThan(body, MaxJsonDepth)) {
+        replyJson(res, 400, 'BAD_REQUEST', `the request's JSON is nested deeper than ${MaxJsonDepth} levels`);
         return;
       }
       this.contexts.set(req, this.contextFor(user));
