@@ -1,6 +1,7 @@
 // The search API's resolvers: each turns GraphQL arguments into one call on the backend, always within
 // the caller's access set. Refusals the caller can fix come back as GraphQL errors with a code and a
 // message saying what to change; anything else is logged and reported without internals.
+import { randomUUID } from 'node:crypto';
 import { GraphQLError, type GraphQLResolveInfo } from 'graphql';
 import type { Logger } from 'pino';
 import {
@@ -39,12 +40,15 @@ export interface ResolverOptions {
 function asGraphQLError(err: unknown, logger: Logger, operation: string): GraphQLError {
   if (err instanceof GraphQLError) return err;
   if (err instanceof QueryError) return new GraphQLError(err.message, { extensions: { code: err.code } });
-  logger.error({ operation, err: String(err) }, 'search request failed');
+  // The caller gets an id to quote; the error's own text (JavaScript's, PostgreSQL's) stays in the log.
+  const errorId = randomUUID().slice(0, 8);
+  logger.error(
+    { operation, errorId, err: err instanceof Error ? err.stack : String(err) },
+    'search request failed',
+  );
   return new GraphQLError(
-    'the search service failed to answer; try again, and tell an admin if it persists',
-    {
-      extensions: { code: 'INTERNAL' },
-    },
+    `the search service failed to answer (error ${errorId}); try again, and tell an admin if it persists`,
+    { extensions: { code: 'INTERNAL', errorId } },
   );
 }
 
