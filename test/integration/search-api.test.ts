@@ -69,6 +69,20 @@ async function search(token: string, input: Record<string, unknown>): Promise<It
   return (reply.body.data as Items).search[0]!;
 }
 
+/** A graphql-ws client that sends `token` on the websocket upgrade, trusting the test CA. */
+function wsClient(token: string) {
+  class AuthenticatedSocket extends WebSocket {
+    constructor(address: string, protocols?: string | string[]) {
+      super(address, protocols, { ca: ca.certPem, headers: { authorization: `Bearer ${token}` } });
+    }
+  }
+  return createClient({
+    url: `${url.replace('https', 'wss')}/searchapi/graphql`,
+    webSocketImpl: AuthenticatedSocket,
+    retryAttempts: 0,
+  });
+}
+
 const names = (items: Record<string, string>[] | undefined) => (items ?? []).map((i) => i.name).sort();
 
 let n = 0;
@@ -415,17 +429,7 @@ describe('hostile documents and values', () => {
   });
 
   it('answers a fragment chain over the websocket with an error, not a closed socket', async () => {
-    const token = tokenA;
-    class AuthenticatedSocket extends WebSocket {
-      constructor(address: string, protocols?: string | string[]) {
-        super(address, protocols, { ca: ca.certPem, headers: { authorization: `Bearer ${token}` } });
-      }
-    }
-    const client = createClient({
-      url: `${url.replace('https', 'wss')}/searchapi/graphql`,
-      webSocketImpl: AuthenticatedSocket,
-      retryAttempts: 0,
-    });
+    const client = wsClient(tokenA);
     const outcome = await new Promise<unknown>((resolve) => {
       client.subscribe(
         { query: chain(4000) },
@@ -583,17 +587,7 @@ describe('fuzzing search as a tenant', () => {
 describe('the watch subscription', () => {
   it('streams only the changes the subscriber may list', async () => {
     const events: Record<string, unknown>[] = [];
-    const token = tokenA;
-    class AuthenticatedSocket extends WebSocket {
-      constructor(address: string, protocols?: string | string[]) {
-        super(address, protocols, { ca: ca.certPem, headers: { authorization: `Bearer ${token}` } });
-      }
-    }
-    const client = createClient({
-      url: `${url.replace('https', 'wss')}/searchapi/graphql`,
-      webSocketImpl: AuthenticatedSocket,
-      retryAttempts: 0,
-    });
+    const client = wsClient(tokenA);
     const done = new Promise<void>((resolve, reject) => {
       client.subscribe(
         {
