@@ -7,7 +7,7 @@
 //   there or holds all its rules there. A namespaceSelector (which can match namespaces created later)
 //   and a cluster-wide instance are checked at cluster scope;
 // - rules granting escalate/bind/impersonate or `*` on RBAC resources need a cluster admin.
-import type { ScopeInstance, ScopeTemplate } from '../api/scopes.ts';
+import { type ScopeInstance, type ScopeTemplate, ScopeTemplateCrd } from '../api/scopes.ts';
 import { type AccessQuery, mapLimit, subjectCan } from '../kube/access.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Informer } from '../kube/informer.ts';
@@ -149,7 +149,10 @@ export async function reviewInstance(
   const instance = req.object as unknown as ScopeInstance;
   const user = req.userInfo;
   const templateName = instance.spec.scopeTemplateName;
-  const template = templates.get(templateName);
+  // The cache may not have seen a template created a moment ago: ask the API server before refusing.
+  const template =
+    templates.get(templateName) ??
+    (await client.get<ScopeTemplate>(ScopeTemplateCrd.type, templateName).catch(() => undefined));
   if (!template) {
     return deny(
       `ScopeInstance ${instance.metadata.name}: ScopeTemplate ${templateName} does not exist; create the template first so its permissions can be checked`,
