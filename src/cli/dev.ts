@@ -14,7 +14,6 @@ import { portIsFree, startControlPlane } from '../controlplane/launch.ts';
 import { startVelero } from '../controlplane/velero-launch.ts';
 import { KubeClient } from '../kube/client.ts';
 import { installCrds } from '../kube/crds.ts';
-import { createLogger } from '../kube/log.ts';
 import { Manager } from '../kube/manager.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
 import { type CertificateAuthority, createCA, loadCA } from '../pki/certs.ts';
@@ -24,6 +23,7 @@ import { startSearchService } from '../search/service.ts';
 import { registerWebhooks } from '../webhook/registration.ts';
 import { WebhookServer } from '../webhook/server.ts';
 import { type CapabilityContext, capabilities } from './capabilities.ts';
+import { devLogger } from './dev-log.ts';
 
 /** Two example tenants: each owns one namespace through their group. */
 export const exampleTenants = [
@@ -170,9 +170,17 @@ async function startDevSearch(
 }
 
 export async function runDev(args: string[], stop: AbortController): Promise<void> {
-  const { values } = parseArgs({ args, options: { dir: { type: 'string', default: '.tenantkit' } } });
+  const { values } = parseArgs({
+    args,
+    options: {
+      dir: { type: 'string', default: '.tenantkit' },
+      'log-to-terminal': { type: 'boolean', default: false },
+    },
+  });
   const dir = resolve(values.dir!);
-  const logger = createLogger('tenantkit-dev');
+  await mkdir(dir, { recursive: true });
+  const logFile = join(dir, 'tenantkit.log');
+  const logger = devLogger(logFile, values['log-to-terminal']!);
   const say = (line: string) => process.stderr.write(`${line}\n`);
 
   const crds = allCrds.map((d) => crdManifest(d) as unknown as KubeObject);
@@ -245,6 +253,7 @@ Try first:
   KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl get nab first    # Velero-Phase Completed: a real backup in ${dir}/velero
   KUBECONFIG=${controlPlane.tokenKubeconfigPath('bob')} npx tenantkit search 'namespace:team-a'   # nothing: bob may not list there
 
+Logs: ${values['log-to-terminal'] ? 'JSON on this terminal' : `JSON in ${logFile}; warnings and errors show here (--log-to-terminal for all of it)`}.
 Ctrl-C stops everything; the next run reuses ${dir}.
 `);
     await running;

@@ -19,7 +19,9 @@ import { searchCommand } from './search.ts';
 const usage = `tenantkit: safe self-service multi-tenancy for a shared Kubernetes cluster
 
 Usage:
-  tenantkit dev [--dir .tenantkit]          run a local control plane with every tenantkit component
+  tenantkit dev [--dir .tenantkit] [--log-to-terminal]
+                                            run a local control plane with every tenantkit component
+                                            (JSON logs in <dir>/tenantkit.log; warnings and errors on the terminal)
   tenantkit controllers [--namespace NS] [--metrics-port 8080] [--no-leader-elect] [--capabilities a,b]
                                             run the controllers (leader-elected) against $KUBECONFIG or in-cluster
   tenantkit webhooks --cert-dir DIR [--port 9443] [--namespace NS] [--capabilities a,b]
