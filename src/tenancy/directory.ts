@@ -30,6 +30,11 @@ const openshiftUsers: ResourceType = {
 
 export interface Directory {
   organization(name: string): Organization | undefined;
+  /**
+   * The organization from the cache, or from the API server when the cache has not seen it (one made a
+   * moment ago): admission must not refuse a namespace for an organization that exists.
+   */
+  currentOrganization(name: string): Promise<Organization | undefined>;
   isMember(organization: Organization, user: UserInfo): boolean;
   defaultOrganization(username: string): string | undefined;
   namespace(name: string): Namespace | undefined;
@@ -58,6 +63,9 @@ export function directory(manager: Manager): Directory {
   users.addIndex(ByUsername, (u) => [u.spec.username]);
   return {
     organization: (name) => organizations.get(name),
+    currentOrganization: async (name) =>
+      organizations.get(name) ??
+      (await manager.client.get<Organization>(OrganizationCrd.type, name).catch(() => undefined)),
     isMember(organization, user) {
       const members = organization.spec.members ?? {};
       if ((members.users ?? []).includes(user.username)) return true;

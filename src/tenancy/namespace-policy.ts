@@ -62,13 +62,13 @@ function metadataProblems(
 type OrgCheck = { ok: true; organization: Organization } | { ok: false; message: string };
 
 /** May `user` put a namespace into organization `name`? */
-function checkOrganization(
+async function checkOrganization(
   deps: NamespacePolicyDeps,
   config: EffectiveConfig,
   user: UserInfo,
   name: string,
-): OrgCheck {
-  const organization = deps.directory.organization(name);
+): Promise<OrgCheck> {
+  const organization = await deps.directory.currentOrganization(name);
   if (!organization) {
     return {
       ok: false,
@@ -156,17 +156,17 @@ export async function validateNamespace(deps: NamespacePolicyDeps, req: Admissio
   }
   if (previous && source) {
     // Any change to a namespace needs a say in the organization that owns it.
-    const owner = checkOrganization(deps, config, req.userInfo, source);
+    const owner = await checkOrganization(deps, config, req.userInfo, source);
     if (!owner.ok)
       return denial('organization', [`namespace ${name} belongs to "${source}": ${owner.message}`]);
   }
   if (previous && target === source) return allow();
 
-  const into = checkOrganization(deps, config, req.userInfo, target);
+  const into = await checkOrganization(deps, config, req.userInfo, target);
   if (!into.ok) return denial('organization', [into.message]);
   if (previous && source) {
     // A transfer needs a say on both sides.
-    const from = checkOrganization(deps, config, req.userInfo, source);
+    const from = await checkOrganization(deps, config, req.userInfo, source);
     if (!from.ok)
       return denial('organization-transfer', [
         `to move namespace ${name} out of "${source}": ${from.message}`,
