@@ -184,13 +184,27 @@ export const backup: Capability = {
         timeoutSeconds: 5,
         rules: [rule(nab)],
         specSchema: NonAdminBackupCrd.spec,
-        handler: (request) =>
-          reviewSyncedFrom(owners, configs, request as AdmissionRequest<NonAdminBackup>) ??
-          reviewNonAdminBackup(
-            configs,
-            request as AdmissionRequest<NonAdminBackup>,
-            (namespace, name) => locations.get(`${namespace}/${name}`) !== undefined,
-          ),
+        handler: async (request) => {
+          const review = request as AdmissionRequest<NonAdminBackup>;
+          // A location created a moment ago (one `kubectl apply` of both) may not be cached yet: the API
+          // server is asked before the backup is refused for naming a missing one.
+          const wanted = review.object?.spec?.backupSpec?.storageLocation;
+          const ns = review.namespace ?? '';
+          const live =
+            typeof wanted === 'string' && wanted !== '' && !locations.get(`${ns}/${wanted}`)
+              ? await manager.client.get(NabslType, wanted, ns).catch(() => undefined)
+              : undefined;
+          return (
+            reviewSyncedFrom(owners, configs, review) ??
+            reviewNonAdminBackup(
+              configs,
+              review,
+              (namespace, name) =>
+                locations.get(`${namespace}/${name}`) !== undefined ||
+                (live !== undefined && namespace === ns && name === wanted),
+            )
+          );
+        },
       },
       {
         name: 'nonadminschedules',

@@ -218,4 +218,12 @@ describe('a tenant storage location', { timeout: 3 * veleroQueueMs }, () => {
       what: 'the location gone once its backup finished',
     });
   });
+
+  it('takes a backup naming a location created a moment before it (one kubectl apply of both)', async () => {
+    await createLocation('quick', env.velero.s3Url);
+    // Straight after: the webhook's cache may not have seen the location yet, the API server has.
+    await createBackup('to-quick', { storageLocation: 'quick' });
+    const done = await settledBackup(cluster, ns, 'to-quick');
+    expect(done.status?.veleroBackup?.status?.phase).toBe('Completed');
+  });
 });
