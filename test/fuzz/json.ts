@@ -117,8 +117,11 @@ export function applyMutation(doc: Json, m: Mutation): Json {
   }
   if (!parent || typeof parent !== 'object') return copy;
   const container = parent as Json[] | { [key: string]: Json };
-  if (m.op === 'add') setOwn(container, m.key, m.value);
-  else if (m.op === 'replace') setOwn(container, last!, m.value);
+  // An earlier mutation may have turned an object into a list: keys are added to objects only (a list
+  // with an own "constructor" would break the splice below, in the fuzzer rather than the server).
+  if (m.op === 'add') {
+    if (!Array.isArray(container)) setOwn(container, m.key, m.value);
+  } else if (m.op === 'replace') setOwn(container, last!, m.value);
   else if (Array.isArray(container)) container.splice(last as number, 1);
   else delete (container as Record<string, Json>)[last as string];
   return copy;
