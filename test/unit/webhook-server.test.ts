@@ -45,6 +45,17 @@ function call(port: number, path: string, body?: unknown) {
   });
 }
 
+/** A webhook server on a fresh CA's certificate, stopped after the test. */
+async function newServer(): Promise<WebhookServer> {
+  const ca = await createCA('ca');
+  const server = new WebhookServer({
+    logger: silentLogger,
+    certificate: await ca.issue({ commonName: 'x', usage: 'server', ipAddresses: ['127.0.0.1'] }),
+  });
+  servers.push(server);
+  return server;
+}
+
 const review = (uid: string) => ({
   apiVersion: 'admission.k8s.io/v1',
   kind: 'AdmissionReview',
@@ -87,12 +98,7 @@ describe('webhook server', () => {
   });
 
   it('answers a review with the same uid, and rejects what is not a review', async () => {
-    const ca = await createCA('ca');
-    const server = new WebhookServer({
-      logger: silentLogger,
-      certificate: await ca.issue({ commonName: 'x', usage: 'server', ipAddresses: ['127.0.0.1'] }),
-    });
-    servers.push(server);
+    const server = await newServer();
     server.register({
       name: 'ok',
       type: 'validating',
@@ -138,12 +144,7 @@ describe('webhook server', () => {
   });
 
   it('denies a review of the wrong shape naming the field, before any handler reads it', async () => {
-    const ca = await createCA('ca');
-    const server = new WebhookServer({
-      logger: silentLogger,
-      certificate: await ca.issue({ commonName: 'x', usage: 'server', ipAddresses: ['127.0.0.1'] }),
-    });
-    servers.push(server);
+    const server = await newServer();
     let called = 0;
     server.register({
       name: 'defaults',
@@ -185,12 +186,7 @@ describe('webhook server', () => {
   });
 
   it('never shows a handler error to the client, and never lets it skip defaults', async () => {
-    const ca = await createCA('ca');
-    const server = new WebhookServer({
-      logger: silentLogger,
-      certificate: await ca.issue({ commonName: 'x', usage: 'server', ipAddresses: ['127.0.0.1'] }),
-    });
-    servers.push(server);
+    const server = await newServer();
     const fail = () => {
       throw new TypeError("Cannot read properties of undefined (reading 'labels')");
     };
@@ -218,12 +214,7 @@ describe('webhook server', () => {
   });
 
   it('answers within the webhook timeout when a handler hangs: deny if Fail, allow with a warning if Ignore (validating)', async () => {
-    const ca = await createCA('ca');
-    const server = new WebhookServer({
-      logger: silentLogger,
-      certificate: await ca.issue({ commonName: 'x', usage: 'server', ipAddresses: ['127.0.0.1'] }),
-    });
-    servers.push(server);
+    const server = await newServer();
     const hang = () => new Promise<never>(() => {});
     server.register(
       {
