@@ -447,10 +447,16 @@ describe('NonAdminRestore', { timeout: veleroQueueMs + 30_000 }, () => {
         metadata: { name: priority },
         value: 1000,
       } as KubeObject);
-      await cluster.admin.create(Resources.pods, {
-        metadata: { name: 'prioritized', namespace: ns },
-        spec: { priorityClassName: priority, containers: [{ name: 'main', image: 'busybox' }] },
-      } as KubeObject);
+      // The API server's Priority admission reads PriorityClasses from its own cache, which may not hold
+      // the one made a moment ago: it refuses the Pod until then (seen in a full run).
+      await eventually(
+        () =>
+          cluster.admin.create(Resources.pods, {
+            metadata: { name: 'prioritized', namespace: ns },
+            spec: { priorityClassName: priority, containers: [{ name: 'main', image: 'busybox' }] },
+          } as KubeObject),
+        { what: `a Pod of PriorityClass ${priority}` },
+      );
       await cluster.admin.create(VeleroResources.schedules, {
         metadata: { name: 'forged-schedule', namespace: ns },
         spec: { schedule: '@every 1h', paused: true, template: { includedNamespaces: ['*'] } },
