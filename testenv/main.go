@@ -1,6 +1,7 @@
 // Command controlplane runs a real, minimal Kubernetes control plane in one process for tenantkit's tests
 // and `tenantkit dev`: embedded etcd, kube-apiserver and a kube-controller-manager limited to the
-// controllers tenantkit relies on.
+// controllers tenantkit relies on. Called as `controlplane kubelet|kube-proxy|kube-scheduler|
+// kube-controller-manager …` it runs that component instead (components.go), for the local node.
 //
 // The PKI (CA, serving certificate, service-account keys, token file, controller-manager kubeconfig) is
 // written by the caller into --pki-dir, so that the caller can keep issuing client certificates for test
@@ -11,6 +12,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"os/signal"
@@ -49,18 +51,23 @@ type options struct {
 	etcdClientPort  int
 	etcdPeerPort    int
 	securePort      int
+	address         string
 	noFsync         bool
 	extraAPIFlags   string
 	controllersGate string
 }
 
 func main() {
+	if runComponent(os.Args[1:]) {
+		return
+	}
 	var o options
 	flag.StringVar(&o.dataDir, "data-dir", "", "directory for etcd data (created if missing)")
 	flag.StringVar(&o.pkiDir, "pki-dir", "", "directory holding ca.crt, apiserver.crt/key, sa.key/pub, tokens.csv, controller-manager.kubeconfig")
 	flag.IntVar(&o.etcdClientPort, "etcd-client-port", 0, "loopback port for etcd clients")
 	flag.IntVar(&o.etcdPeerPort, "etcd-peer-port", 0, "loopback port for etcd peers")
-	flag.IntVar(&o.securePort, "secure-port", 0, "loopback HTTPS port of kube-apiserver")
+	flag.IntVar(&o.securePort, "secure-port", 0, "HTTPS port of kube-apiserver")
+	flag.StringVar(&o.address, "address", "127.0.0.1", "the one address kube-apiserver listens on and advertises (the local node's address when Pods must reach it)")
 	flag.BoolVar(&o.noFsync, "unsafe-no-fsync", false, "skip fsync in etcd (tests only: fast, not crash-safe)")
 	flag.StringVar(&o.extraAPIFlags, "apiserver-extra-flags", "", "space-separated extra kube-apiserver flags")
 	flag.StringVar(&o.controllersGate, "start-controllers-after", "", "start kube-controller-manager only once this file exists (lets the caller install CRDs first, so the garbage collector knows them from its first discovery)")
@@ -189,28 +196,42 @@ func apiserverArgs(o options) []string {
 	args := []string{
 		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", o.etcdClientPort),
 		fmt.Sprintf("--secure-port=%d", o.securePort),
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address=" + o.address,
+		"--advertise-address=" + o.address,
 		"--tls-cert-file=" + pki("apiserver.crt"),
 		"--tls-private-key-file=" + pki("apiserver.key"),
 		"--client-ca-file=" + pki("ca.crt"),
 		"--token-auth-file=" + pki("tokens.csv"),
-		"--authorization-mode=RBAC",
+		// Node authorization and NodeRestriction keep a kubelet (the local node, when one runs) to its own
+		// Node and Pods; kube-apiserver calls kubelets as its own client and checks their serving certificates.
+		"--authorization-mode=Node,RBAC",
+		"--kubelet-client-certificate=" + pki("apiserver-kubelet-client.crt"),
+		"--kubelet-client-key=" + pki("apiserver-kubelet-client.key"),
+		"--kubelet-certificate-authority=" + pki("ca.crt"),
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		"--anonymous-auth=false",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + pki("sa.pub"),
 		"--service-account-signing-key-file=" + pki("sa.key"),
 		"--service-cluster-ip-range=10.96.0.0/16",
-		"--enable-admission-plugins=NamespaceLifecycle,ServiceAccount,ResourceQuota,LimitRanger,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ValidatingAdmissionPolicy",
+		"--enable-admission-plugins=NamespaceLifecycle,ServiceAccount,NodeRestriction,ResourceQuota,LimitRanger,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ValidatingAdmissionPolicy",
 		"--allow-privileged=true",
 		"--profiling=false",
-		"--endpoint-reconciler-type=none",
+		// The kubernetes Service gets endpoints only where Pods can reach them: not on loopback.
+		"--endpoint-reconciler-type=" + endpointReconciler(o.address),
 		"--v=0",
 	}
 	if strings.TrimSpace(o.extraAPIFlags) != "" {
 		args = append(args, strings.Fields(o.extraAPIFlags)...)
 	}
 	return args
+}
+
+func endpointReconciler(address string) string {
+	if ip := net.ParseIP(address); ip != nil && ip.IsLoopback() {
+		return "none"
+	}
+	return "lease"
 }
 
 func controllerManagerArgs(o options) []string {

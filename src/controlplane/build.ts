@@ -62,6 +62,10 @@ export interface GoBuild {
   ldflags: string[];
   /** A file for one package; a directory for several (each binary named after its package). */
   output: string;
+  /** Build tags (`-tags`). */
+  tags?: string[];
+  /** Sets CGO_ENABLED (runc needs cgo for libseccomp); unset, Go's default applies. */
+  cgo?: boolean;
 }
 
 /** Runs `go build`, reporting every 100th compiled package as a heartbeat. */
@@ -71,9 +75,15 @@ export async function goBuild(build: GoBuild, progress: Progress): Promise<void>
   const output = build.packages.length > 1 ? `${build.output}/` : build.output;
   await new Promise<void>((done, fail) => {
     const args = ['build', '-v', '-trimpath', '-ldflags', build.ldflags.join(' '), '-o', output];
+    if (build.tags?.length) args.push('-tags', build.tags.join(','));
     const child = spawn('go', [...args, ...build.packages], {
       cwd: build.moduleDir,
-      env: { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' },
+      env: {
+        ...process.env,
+        GOTOOLCHAIN: 'local',
+        GOFLAGS: '-mod=mod',
+        ...(build.cgo === undefined ? {} : { CGO_ENABLED: build.cgo ? '1' : '0' }),
+      },
       stdio: ['ignore', 'inherit', 'pipe'],
     });
     let compiled = 0;

@@ -11,6 +11,7 @@ import {
   type CertificateAuthority,
   createCA,
   generateSigningKey,
+  type IssueRequest,
   type KeyPair,
   loadCA,
 } from '../pki/certs.ts';
@@ -37,6 +38,11 @@ export interface ControlPlaneOptions {
    * (otherwise it learns new types only on its 30 s rediscovery).
    */
   beforeControllers?: (adminKubeconfig: string) => Promise<void>;
+  /**
+   * The address kube-apiserver listens on and advertises; default 127.0.0.1. The local node's address
+   * (node-network.ts) when Pods must reach it: the `kubernetes` Service then has that endpoint.
+   */
+  address?: string;
   /** Extra kube-apiserver flags, e.g. `--watch-cache=false` (tests that need old versions compacted away). */
   apiserverFlags?: string[];
   progress?: Progress;
@@ -51,6 +57,8 @@ export interface ControlPlane {
   adminKubeconfig: string;
   /** Path of a kubeconfig for a user from {@link ControlPlaneOptions.tokenUsers}. */
   tokenKubeconfigPath(user: string): string;
+  /** Issues a certificate from the cluster CA (e.g. for the local node's components). */
+  issue(request: IssueRequest): Promise<KeyPair>;
   /** A kubeconfig for any user and groups, authenticated by a freshly issued client certificate. */
   userKubeconfig(user: string, groups?: string[], namespace?: string): Promise<string>;
   /** Stops every process; resolves once they exited. */
@@ -111,19 +119,32 @@ async function writePair(dir: string, name: string, pair: KeyPair): Promise<void
 }
 
 /** Creates (or reuses) the CA, serving certificate and service-account signing key. */
-async function preparePki(pki: string): Promise<CertificateAuthority> {
+async function preparePki(pki: string, address: string): Promise<CertificateAuthority> {
   await mkdir(pki, { recursive: true, mode: 0o700 });
   const existing = await readPair(pki, 'ca');
   const ca = existing ? await loadCA(existing) : await createCA('tenantkit-local-ca');
   if (!existing) await writePair(pki, 'ca', ca);
-  if (!existsSync(join(pki, 'apiserver.crt'))) {
+  // The serving certificate names every address clients use: a changed address gets a new certificate.
+  const ipAddresses = [...new Set(['127.0.0.1', address, '10.96.0.1'])];
+  const addressesFile = join(pki, 'apiserver.addresses');
+  const issuedFor = existsSync(addressesFile) ? await readFile(addressesFile, 'utf8') : '';
+  if (!existsSync(join(pki, 'apiserver.crt')) || issuedFor !== ipAddresses.join(',')) {
     const serving = await ca.issue({
       commonName: 'kube-apiserver',
       usage: 'server',
       dnsNames: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc'],
-      ipAddresses: ['127.0.0.1', '10.96.0.1'],
+      ipAddresses,
     });
     await writePair(pki, 'apiserver', serving);
+    await writeFile(addressesFile, ipAddresses.join(','));
+  }
+  if (!existsSync(join(pki, 'apiserver-kubelet-client.crt'))) {
+    // kube-apiserver's identity towards kubelets (logs, exec, port-forward); RBAC grants it kubelet's API.
+    await writePair(
+      pki,
+      'apiserver-kubelet-client',
+      await ca.issue({ commonName: 'kube-apiserver-kubelet-client', usage: 'client' }),
+    );
   }
   if (!existsSync(join(pki, 'sa.key'))) {
     const sa = await generateSigningKey();
@@ -202,9 +223,10 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   const dir = options.dir;
   const pki = join(dir, 'pki');
   await mkdir(dir, { recursive: true });
-  const ca = await preparePki(pki);
+  const address = options.address ?? '127.0.0.1';
+  const ca = await preparePki(pki, address);
   const ports = await choosePorts(join(dir, 'ports.json'));
-  const server = `https://127.0.0.1:${ports.apiserver}`;
+  const server = `https://${address}:${ports.apiserver}`;
 
   const admin =
     (await readPair(pki, 'admin')) ??
@@ -246,6 +268,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     `--etcd-client-port=${ports.etcdClient}`,
     `--etcd-peer-port=${ports.etcdPeer}`,
     `--secure-port=${ports.apiserver}`,
+    `--address=${address}`,
   ];
   if (options.unsafeNoFsync) args.push('--unsafe-no-fsync');
   if (options.apiserverFlags?.length) {
@@ -278,6 +301,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     adminKubeconfigPath,
     adminKubeconfig,
     tokenKubeconfigPath: (user) => join(dir, `${user}.kubeconfig`),
+    issue: (request) => ca.issue(request),
     async userKubeconfig(user, groups = [], namespace) {
       const pair = await ca.issue({
         commonName: user,

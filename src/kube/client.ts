@@ -43,6 +43,8 @@ export interface RequestParams {
   contentType?: string;
   signal?: AbortSignal;
   timeoutMs?: number;
+  /** Resolve with the body as text instead of parsed JSON (e.g. `pods/log`). */
+  text?: boolean;
 }
 
 export interface ListOptions {
@@ -219,6 +221,7 @@ export class KubeClient {
           for (const warning of parseWarnings(res.headers.warning)) this.onWarning(warning);
           if (method !== 'GET') this.writes++;
           if (status < 200 || status >= 300) return reject(errorFrom(status, text));
+          if (params.text) return resolve(text as T);
           try {
             resolve((text ? JSON.parse(text) : {}) as T);
           } catch (err) {

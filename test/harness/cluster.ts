@@ -10,7 +10,7 @@ import { renderKubeconfig } from '../../src/controlplane/kubeconfig.ts';
 import type { TokenUser } from '../../src/controlplane/launch.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { type CertificateAuthority, loadCA } from '../../src/pki/certs.ts';
+import { type CertificateAuthority, type IssueRequest, type KeyPair, loadCA } from '../../src/pki/certs.ts';
 
 /** Users the API server authenticates by static token (--token-auth-file). */
 export const testTokenUsers: TokenUser[] = [{ name: 'token-tenant', groups: ['tenantkit:tenants'] }];
@@ -21,6 +21,10 @@ export class TestCluster {
   readonly dir: string;
   private readonly ca: CertificateAuthority;
   private readonly caPem: string;
+  /** The cluster CA certificate (PEM). */
+  get caPemText(): string {
+    return this.caPem;
+  }
   private readonly cleanups: (() => Promise<unknown>)[] = [];
 
   private constructor(dir: string, server: string, admin: KubeClient, ca: CertificateAuthority) {
@@ -44,6 +48,11 @@ export class TestCluster {
       KubeClient.fromKubeconfig({ path: info.adminKubeconfigPath }),
       ca,
     );
+  }
+
+  /** A certificate from the cluster CA (the local node's components and serving certificate). */
+  issueCertificate(request: IssueRequest): Promise<KeyPair> {
+    return this.ca.issue(request);
   }
 
   /** A kubeconfig for `user` in `groups`, authenticated by a client certificate from the cluster CA. */
