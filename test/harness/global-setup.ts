@@ -7,6 +7,7 @@ import type { TestProject } from 'vitest/node';
 import { allCrds } from '../../src/api/index.ts';
 import { crdManifest } from '../../src/api/schema.ts';
 import { startControlPlane } from '../../src/controlplane/launch.ts';
+import { ensureNodeNetwork, nodeIP } from '../../src/controlplane/node-network.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { installCrds } from '../../src/kube/crds.ts';
 import type { KubeObject } from '../../src/kube/resources.ts';
@@ -14,6 +15,7 @@ import { ManagedClusterCrd } from '../fixtures/managed-cluster.ts';
 import { ProjectRequestStandInCrd, ProjectStandInCrd, UserStandInCrd } from '../fixtures/openshift.ts';
 import { SampleCrd } from '../fixtures/sample.ts';
 import { testTokenUsers } from './cluster.ts';
+import { nodeSkipReason } from './node.ts';
 import { veleroCrds } from './reference.ts';
 
 export default async function setup(project: TestProject) {
@@ -28,8 +30,11 @@ export default async function setup(project: TestProject) {
     crdManifest(ManagedClusterCrd) as unknown as KubeObject,
     ...(await veleroCrds()),
   ];
+  // Where the local node can run, kube-apiserver listens on the node's address so that Pods reach it too.
+  const network = nodeSkipReason ? undefined : await ensureNodeNetwork();
   const controlPlane = await startControlPlane({
     dir,
+    ...(network ? { address: nodeIP } : {}),
     unsafeNoFsync: true,
     tokenUsers: testTokenUsers,
     progress: (line) => console.log(`[control plane] ${line}`),
@@ -45,6 +50,7 @@ export default async function setup(project: TestProject) {
   });
   return async () => {
     await controlPlane.stop();
+    await network?.release();
     await rm(dir, { recursive: true, force: true });
   };
 }

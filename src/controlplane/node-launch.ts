@@ -1,0 +1,291 @@
+// Starts a real node on this machine for a running control plane: containerd and runc with the CNI bridge
+// (Pod network 10.244.0.0/16 on the bridge tk-node0, which also carries the node's address), kubelet,
+// kube-proxy (nftables), kube-scheduler and the kube-controller-manager loops that a cluster with Pods
+// needs. Everything it writes lives in one folder; what it must change on the machine itself (sysctls,
+// netfilter rules, links, mounts, cgroups, fixed folders) is snapshotted first and put back on stop.
+// It needs root: `nodeUnavailable()` says in one line why it cannot run otherwise.
+
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import type { KubeClient } from '../kube/client.ts';
+import { type KubeObject, Resources } from '../kube/resources.ts';
+import type { IssueRequest, KeyPair } from '../pki/certs.ts';
+import { ensureControlPlaneBinary, type Progress } from './build.ts';
+import {
+  type AddonObject,
+  clusterDNS,
+  corednsObjects,
+  defaultStorageClass,
+  installAddons,
+  localPathObjects,
+  uninstallAddons,
+} from './node-addons.ts';
+import { ensureNodeBinaries, type NodeBinaries } from './node-build.ts';
+import { writeNodeFiles } from './node-config.ts';
+import {
+  cgroupHierarchies,
+  cgroupProcesses,
+  type HostState,
+  hostDifferences,
+  readHost,
+  restoreHost,
+} from './node-host.ts';
+import { ensureNodeNetwork, nodeIP, nodeName, podCgroupRoot } from './node-network.ts';
+import { type GroupProcess, spawnGroup } from './process-group.ts';
+
+const run = promisify(execFile);
+
+/** The cgroup roots of everything the node runs: Pods (kubelet's cgroupRoot) and containerd with its shims. */
+const runtimeCgroupRoot = 'tenantkit-runtime';
+const cgroupRoots = [podCgroupRoot, runtimeCgroupRoot];
+
+/** Why this process cannot run the node, or undefined when it can. */
+export function nodeUnavailable(): string | undefined {
+  if (process.platform !== 'linux') return `the local node needs Linux (this is ${process.platform})`;
+  if (process.getuid?.() !== 0) {
+    return 'the local node needs root (kubelet, containerd and the Pod network change the machine); run as root to get real Pods';
+  }
+  for (const tool of ['ip', 'nft', 'iptables', 'umount']) {
+    if (!['/usr/sbin', '/sbin', '/usr/bin', '/bin'].some((d) => existsSync(join(d, tool)))) {
+      return `the local node needs \`${tool}\` (Debian: apt-get install iproute2 nftables iptables mount)`;
+    }
+  }
+  return undefined;
+}
+
+/** What the node needs from the control plane it joins. */
+export interface NodeClusterAccess {
+  server: string;
+  caPem: string;
+  /** Issues a certificate from the cluster CA (client identities of the node's components, kubelet's serving certificate). */
+  issue(request: IssueRequest): Promise<KeyPair>;
+  admin: KubeClient;
+}
+
+export interface NodeOptions {
+  /** Holds containerd's and kubelet's data, the configs and the logs; removed on stop. */
+  dir: string;
+  progress?: Progress;
+}
+
+export interface LocalNode {
+  name: string;
+  ip: string;
+  binaries: NodeBinaries;
+  /** The image every test Pod can use (imported into containerd; `imagePullPolicy: IfNotPresent`). */
+  workloadImage: string;
+  logDir: string;
+  /** The machine as it was before the node started. */
+  hostBefore: HostState;
+  /** Stops every process, removes the Node, and puts the machine back; resolves with what could not be undone. */
+  stop(): Promise<string[]>;
+}
+
+export async function startNode(cluster: NodeClusterAccess, options: NodeOptions): Promise<LocalNode> {
+  const unavailable = nodeUnavailable();
+  if (unavailable) throw new Error(unavailable);
+  const progress = options.progress ?? (() => {});
+  const [controlplane, binaries] = await Promise.all([
+    ensureControlPlaneBinary(progress),
+    ensureNodeBinaries(progress),
+  ]);
+  const hostBefore = await readHost(cgroupRoots);
+  const dir = options.dir;
+  const logDir = join(dir, 'logs');
+  await mkdir(logDir, { recursive: true });
+  const processes: { name: string; process: GroupProcess }[] = [];
+  let stopped: Promise<string[]> | undefined;
+  const addons: AddonObject[] = [
+    ...corednsObjects(binaries.corednsImage.ref),
+    ...localPathObjects(binaries.localPathImage.ref, binaries.workloadImage.ref, join(dir, 'volumes')),
+  ];
+  const node: LocalNode = {
+    name: nodeName,
+    ip: nodeIP,
+    binaries,
+    workloadImage: binaries.workloadImage.ref,
+    logDir,
+    hostBefore,
+    stop: () => {
+      stopped ??= stopNode(cluster, dir, processes, hostBefore, addons);
+      return stopped;
+    },
+  };
+  try {
+    const files = await writeNodeFiles(cluster, dir, binaries);
+    await prepareHost();
+    const spawn = (name: string, binary: string, args: string[], env?: NodeJS.ProcessEnv) => {
+      const p = spawnGroup(binary, args, { logFile: join(logDir, `${name}.log`), ...(env ? { env } : {}) });
+      processes.push({ name, process: p });
+      return p;
+    };
+    progress(
+      `starting node ${nodeName} (${nodeIP}): containerd ${binaries.containerdVersion}, runc ${binaries.runcVersion}`,
+    );
+    const containerd = spawn(
+      'containerd',
+      join(binaries.binDir, 'containerd'),
+      ['--config', files.containerdConfig],
+      {
+        ...process.env,
+        PATH: `${binaries.binDir}:${process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin'}`,
+      },
+    );
+    // Its shims inherit this cgroup, so stop finds every process the runtime started.
+    await joinCgroup(runtimeCgroupRoot, containerd.child.pid);
+    await waitFor('containerd', () => existsSync(files.containerdSocket), containerd, logDir);
+    for (const image of [binaries.workloadImage, binaries.corednsImage, binaries.localPathImage]) {
+      await run(join(binaries.binDir, 'ctr'), [
+        `--address=${files.containerdSocket}`,
+        '--namespace=k8s.io',
+        'images',
+        'import',
+        image.archive,
+      ]);
+    }
+    await grantApiserverKubeletAccess(cluster.admin);
+    spawn('kube-controller-manager', controlplane, [
+      'kube-controller-manager',
+      ...files.controllerManagerArgs,
+    ]);
+    spawn('kube-scheduler', controlplane, ['kube-scheduler', ...files.schedulerArgs]);
+    const kubelet = spawn('kubelet', controlplane, ['kubelet', ...files.kubeletArgs]);
+    spawn('kube-proxy', controlplane, ['kube-proxy', `--config=${files.kubeProxyConfig}`]);
+    const started = Date.now();
+    await waitFor('kubelet (Node Ready)', () => nodeReady(cluster.admin), kubelet, logDir, 120_000);
+    progress(`node ${nodeName} Ready in ${Date.now() - started} ms (logs: ${logDir})`);
+    await installAddons(cluster.admin, addons);
+    progress(
+      `cluster DNS (CoreDNS at ${clusterDNS}) and the default StorageClass ${defaultStorageClass} ready after ${Date.now() - started} ms`,
+    );
+    return node;
+  } catch (err) {
+    const problems = await node.stop().catch((e: Error) => [e.message]);
+    if (problems.length) progress(`node cleanup after a failed start: ${problems.join('; ')}`);
+    throw err;
+  }
+}
+
+/**
+ * The bridge with the node's address (unless the control plane's run made it already; then it stays
+ * after the node stops) and the cgroup roots.
+ */
+async function prepareHost(): Promise<void> {
+  await ensureNodeNetwork();
+  for (const hierarchy of await cgroupHierarchies()) {
+    for (const root of cgroupRoots) await mkdir(join(hierarchy, root), { recursive: true });
+  }
+}
+
+async function joinCgroup(root: string, pid: number | undefined): Promise<void> {
+  if (pid === undefined) return;
+  for (const hierarchy of await cgroupHierarchies()) {
+    await writeFile(join(hierarchy, root, 'cgroup.procs'), String(pid)).catch(() => {
+      // Not every hierarchy takes a process (e.g. a named one without tasks file rights); pids does.
+    });
+  }
+}
+
+/** kube-apiserver calls kubelet (logs, exec, port-forward) as this user; it may do that and no more. */
+async function grantApiserverKubeletAccess(admin: KubeClient): Promise<void> {
+  await admin.apply(
+    Resources.clusterRoleBindings,
+    {
+      metadata: { name: 'tenantkit:apiserver-kubelet-client' },
+      roleRef: {
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'ClusterRole',
+        name: 'system:kubelet-api-admin',
+      },
+      subjects: [
+        { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'kube-apiserver-kubelet-client' },
+      ],
+    } as KubeObject,
+    { fieldManager: 'tenantkit-node' },
+  );
+}
+
+async function nodeReady(admin: KubeClient): Promise<boolean> {
+  const node = await admin
+    .get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(
+      Resources.nodes,
+      nodeName,
+    )
+    .catch(() => undefined);
+  return node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
+async function waitFor(
+  what: string,
+  ready: () => boolean | Promise<boolean>,
+  process: GroupProcess,
+  logDir: string,
+  timeoutMs = 60_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let exited: number | undefined;
+  void process.exited.then((code) => {
+    exited = code;
+  });
+  while (Date.now() < deadline) {
+    if (exited !== undefined) throw new Error(`${what} exited with code ${exited}; see ${logDir}`);
+    if (await ready()) return;
+    await sleep(100);
+  }
+  throw new Error(`${what} not ready after ${timeoutMs / 1000} s; see ${logDir}`);
+}
+
+/**
+ * Stops kube-proxy, the scheduler, the controllers and kubelet, then every container and shim (by
+ * cgroup) and containerd, removes the Node object and puts the machine back as `before` found it.
+ */
+async function stopNode(
+  cluster: NodeClusterAccess,
+  dir: string,
+  processes: { name: string; process: GroupProcess }[],
+  before: HostState,
+  addons: AddonObject[],
+): Promise<string[]> {
+  const problems: string[] = [];
+  // What the node installed in the cluster goes while kubelet can still end its Pods.
+  if (processes.some((p) => p.name === 'kubelet')) {
+    await uninstallAddons(cluster.admin, addons).catch((err: Error) =>
+      problems.push(`add-on removal: ${err.message}`),
+    );
+  }
+  const containerd = processes.find((p) => p.name === 'containerd');
+  for (const { name, process } of [...processes].reverse()) {
+    if (name === 'containerd') continue;
+    await process.stop(5_000).catch((err: Error) => problems.push(`${name}: ${err.message}`));
+  }
+  await killCgroups();
+  await containerd?.process.stop(5_000).catch((err: Error) => problems.push(`containerd: ${err.message}`));
+  await killCgroups();
+  await cluster.admin.delete(Resources.nodes, nodeName).catch(() => {});
+  problems.push(...(await restoreHost(before, cgroupRoots)));
+  await rm(dir, { recursive: true, force: true }).catch((err: Error) =>
+    problems.push(`remove ${dir}: ${err.message}`),
+  );
+  const left = hostDifferences(before, await readHost(cgroupRoots));
+  return [...problems, ...left];
+}
+
+/** SIGKILLs every process in the node's cgroups until none is left (containers, shims, pause). */
+async function killCgroups(): Promise<void> {
+  for (let round = 0; round < 50; round++) {
+    const pids = await cgroupProcesses(cgroupRoots);
+    if (pids.length === 0) return;
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+    await sleep(100);
+  }
+}

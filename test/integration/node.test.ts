@@ -1,0 +1,276 @@
+// The local node: real Pods from a locally built image on kubelet + containerd + runc + the CNI bridge,
+// scheduled by kube-scheduler, reached through kube-proxy, their logs read through kubelet, and the
+// tenancy pod policies seen on running Pods, all done by tenants with their own credentials. The last
+// test stops the node and checks that the machine is as it was before.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OrganizationCrd, TenancyConfigCrd } from '../../src/api/tenancy.ts';
+import type { LocalNode } from '../../src/controlplane/node-launch.ts';
+import type { KubeClient } from '../../src/kube/client.ts';
+import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { tenancy } from '../../src/tenancy/index.ts';
+import { organizationBindingName } from '../../src/tenancy/org-rbac-controller.ts';
+import { eventually, TestCluster } from '../harness/cluster.ts';
+import { runCapability } from '../harness/components.ts';
+import { nodeSkipReason, startTestNode } from '../harness/node.ts';
+
+interface Pod extends KubeObject {
+  spec: {
+    nodeName?: string;
+    nodeSelector?: Record<string, string>;
+    activeDeadlineSeconds?: number;
+    [key: string]: unknown;
+  };
+  status?: {
+    phase?: string;
+    reason?: string;
+    podIP?: string;
+    conditions?: { type: string; status: string; reason?: string; message?: string }[];
+  };
+}
+
+const apply = { fieldManager: 'node-test', force: true };
+
+describe.skipIf(nodeSkipReason)('the local node', () => {
+  let cluster: TestCluster;
+  let node: LocalNode;
+  let tenant: KubeClient;
+  let ns = '';
+  const pod = (name: string, args: string[], spec: Record<string, unknown> = {}) =>
+    ({
+      metadata: { name, namespace: ns, labels: { app: name } },
+      spec: {
+        containers: [{ name: 'main', image: node.workloadImage, imagePullPolicy: 'IfNotPresent', args }],
+        terminationGracePeriodSeconds: 1,
+        ...spec,
+      },
+    }) as Pod;
+  const phase = (name: string, wanted: string, timeoutMs = 30_000) =>
+    eventually(
+      async () => {
+        const p = await tenant.get<Pod>(Resources.pods, name, ns);
+        return p?.status?.phase === wanted ? p : undefined;
+      },
+      { what: `pod ${name} ${wanted}`, timeoutMs },
+    );
+
+  beforeAll(async () => {
+    cluster = await TestCluster.connect();
+    node = await startTestNode(cluster);
+    const id = cluster.unique('n');
+    const org = `${id}-org`;
+    const user = `node-tenant-${id}`;
+    await cluster.admin.apply(Resources.namespaces, { metadata: { name: 'tenantkit-system' } }, apply);
+    await cluster.admin.apply(
+      TenancyConfigCrd.type,
+      {
+        metadata: { name: 'cluster' },
+        spec: { organizationLabel: 'appuio.io/organization', defaultNamespaceQuota: 5 },
+      } as KubeObject,
+      apply,
+    );
+    cluster.defer(() => cluster.admin.delete(TenancyConfigCrd.type, 'cluster'));
+    await cluster.admin.apply(
+      OrganizationCrd.type,
+      { metadata: { name: org }, spec: { displayName: org, members: { users: [user] } } } as KubeObject,
+      apply,
+    );
+    cluster.defer(() => cluster.admin.delete(OrganizationCrd.type, org));
+    await cluster.grant(
+      { kind: 'User', name: user },
+      {
+        name: `${id}-namespaces`,
+        rules: [{ apiGroups: [''], resources: ['namespaces'], verbs: ['create', 'get', 'patch'] }],
+      },
+    );
+    tenant = await cluster.user(user);
+    await runCapability(cluster, tenancy);
+    // The tenant's namespace: its organization's, with the run-once deadline and the default node
+    // selector set by the tenant through the annotations the policy lets them set.
+    ns = cluster.unique('pods');
+    cluster.defer(() => cluster.admin.delete(Resources.namespaces, ns));
+    await eventually(
+      async () =>
+        tenant
+          .create<KubeObject>(Resources.namespaces, {
+            metadata: {
+              name: ns,
+              labels: { 'appuio.io/organization': org },
+              annotations: {
+                'appuio.io/active-deadline-seconds-override': '3',
+                'appuio.io/default-node-selector': `kubernetes.io/hostname=${node.name}`,
+              },
+            },
+          })
+          .catch((err: Error) => (err.message.includes('AlreadyExists') ? {} : Promise.reject(err))),
+      { what: 'tenant namespace created through the tenancy webhooks', timeoutMs: 30_000 },
+    );
+    await eventually(
+      async () =>
+        (await cluster.admin.get(Resources.serviceAccounts, 'default', ns)) !== undefined &&
+        (await cluster.admin.get(Resources.roleBindings, organizationBindingName('admin'), ns)) !== undefined,
+      { what: 'default service account and the organization admin binding' },
+    );
+  }, 15 * 60_000);
+  afterAll(async () => {
+    await node?.stop();
+    await cluster?.cleanup();
+  });
+
+  it('runs a Deployment from the local image and serves it through a Service (kube-proxy)', async () => {
+    await tenant.create(Resources.deployments, {
+      metadata: { name: 'web', namespace: ns },
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: { app: 'web' } },
+        template: { metadata: { labels: { app: 'web' } }, spec: pod('web', ['serve', '8080']).spec },
+      },
+    } as KubeObject);
+    const service = await tenant.create<KubeObject & { spec: { clusterIP: string } }>(Resources.services, {
+      metadata: { name: 'web', namespace: ns },
+      spec: { selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] },
+    } as unknown as KubeObject & { spec: { clusterIP: string } });
+    const running = await eventually(
+      async () => {
+        const list = await tenant.list<Pod>(Resources.pods, { namespace: ns, labelSelector: 'app=web' });
+        const up = list.items.filter((p) => p.status?.phase === 'Running');
+        return up.length === 2 ? up : undefined;
+      },
+      { what: "the Deployment's 2 Pods Running", timeoutMs: 60_000 },
+    );
+    for (const p of running) {
+      expect(p.spec.nodeName).toBe(node.name);
+      expect(p.status?.podIP).toMatch(/^10\.244\./);
+    }
+    // Run-once client Pods reach the Service by its cluster IP (CNI, kube-proxy's rules, the endpoints)
+    // and by its short name (CoreDNS through the namespace's search path).
+    expect(service.spec.clusterIP).toMatch(/^10\.96\./);
+    for (const [name, url] of [
+      ['by-ip', `http://${service.spec.clusterIP}/`],
+      ['by-name', 'http://web/'],
+    ] as const) {
+      await tenant.create(
+        Resources.pods,
+        pod(name, ['get', url], { restartPolicy: 'Never', activeDeadlineSeconds: 60 }),
+      );
+      await phase(name, 'Succeeded', 60_000);
+      const log = await tenant.request<string>('GET', `/api/v1/namespaces/${ns}/pods/${name}/log`, {
+        text: true,
+      });
+      expect(log).toMatch(/^200 hello from web-/);
+    }
+  });
+
+  it('lets a Pod reach kube-apiserver through the kubernetes Service with its own service account token', async () => {
+    await tenant.create(
+      Resources.pods,
+      pod('in-cluster', ['get', 'https://10.96.0.1/version'], {
+        restartPolicy: 'Never',
+        activeDeadlineSeconds: 60,
+      }),
+    );
+    await phase('in-cluster', 'Succeeded', 60_000);
+    const log = await tenant.request<string>('GET', `/api/v1/namespaces/${ns}/pods/in-cluster/log`, {
+      text: true,
+    });
+    expect(log).toMatch(/^200 /);
+    expect(JSON.parse(log.slice(4)).gitVersion).toBe('v1.35.4');
+  });
+
+  it("gives a tenant's claim a volume from the default StorageClass that outlives the Pod that wrote it", async () => {
+    const claim = await tenant.create<KubeObject & { spec: { storageClassName?: string } }>(
+      Resources.persistentVolumeClaims,
+      {
+        metadata: { name: 'data', namespace: ns },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '10Mi' } } },
+      } as KubeObject & { spec: { storageClassName?: string } },
+    );
+    expect(claim.spec.storageClassName).toBe('local-path');
+    const volume = { volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }] };
+    const withMount = (p: Pod) => {
+      (p.spec.containers as { volumeMounts?: unknown[] }[])[0]!.volumeMounts = [
+        { name: 'data', mountPath: '/data' },
+      ];
+      return p;
+    };
+    const once = { restartPolicy: 'Never', activeDeadlineSeconds: 60, ...volume };
+    await tenant.create(
+      Resources.pods,
+      withMount(pod('writer', ['write', '/data/hello', `kept for ${ns}`], once)),
+    );
+    await phase('writer', 'Succeeded', 60_000);
+    await tenant.create(Resources.pods, withMount(pod('reader', ['cat', '/data/hello'], once)));
+    await phase('reader', 'Succeeded', 60_000);
+    const log = await tenant.request<string>('GET', `/api/v1/namespaces/${ns}/pods/reader/log`, {
+      text: true,
+    });
+    expect(log).toBe(`kept for ${ns}`);
+    const bound = await tenant.get<KubeObject & { status?: { phase?: string } }>(
+      Resources.persistentVolumeClaims,
+      'data',
+      ns,
+    );
+    expect(bound?.status?.phase).toBe('Bound');
+  });
+
+  it("ends a tenant's run-once Pod at the namespace's deadline", async () => {
+    const created = await tenant.create<Pod>(
+      Resources.pods,
+      pod('run-once', ['sleep', '3600'], { restartPolicy: 'Never' }),
+    );
+    expect(created.spec.activeDeadlineSeconds).toBe(3);
+    // kubelet counts the deadline from the Pod's start and then stops it.
+    const ended = await phase('run-once', 'Failed', 30_000);
+    expect(ended.spec.nodeName).toBe(node.name);
+    expect(ended.status?.reason).toBe('DeadlineExceeded');
+  });
+
+  it("applies the namespace's default node selector to a tenant's Pod, which then runs on the node", async () => {
+    const created = await tenant.create<Pod>(Resources.pods, pod('selected', ['sleep', '3600']));
+    expect(created.spec.nodeSelector).toEqual({ 'kubernetes.io/hostname': node.name });
+    expect((await phase('selected', 'Running')).spec.nodeName).toBe(node.name);
+    // A selector no node matches keeps a Pod off the node: the scheduler reads the defaulted field.
+    await tenant.patch(Resources.namespaces, ns, undefined, {
+      metadata: { annotations: { 'appuio.io/default-node-selector': 'node-class=flex' } },
+    });
+    const pending = await eventually(
+      async () => {
+        const p = await tenant.create<Pod>(Resources.pods, pod(cluster.unique('nowhere'), ['sleep', '3600']));
+        return p.spec.nodeSelector?.['node-class'] === 'flex' ? p : undefined;
+      },
+      { what: 'the changed default applies' },
+    );
+    const unscheduled = await eventually(
+      async () => {
+        const p = await tenant.get<Pod>(Resources.pods, pending.metadata.name ?? '', ns);
+        return p?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False');
+      },
+      { what: 'the scheduler reports the Pod unschedulable' },
+    );
+    expect(unscheduled.reason).toBe('Unschedulable');
+    expect(unscheduled.message).toContain("didn't match Pod's node affinity/selector");
+  });
+
+  it("deletes a tenant's namespace with its running Pods, then stops leaving nothing on the machine", async () => {
+    // kubelet ends the Pods, so the namespace goes away before the node does (nothing stays Terminating).
+    await cluster.admin.delete(Resources.namespaces, ns);
+    await eventually(async () => (await cluster.admin.get(Resources.namespaces, ns)) === undefined, {
+      what: `namespace ${ns} gone`,
+      timeoutMs: 60_000,
+    });
+    // The claim went with the namespace, and its volume with it (reclaim policy Delete, via the provisioner).
+    await eventually(
+      async () => {
+        const volumes = await cluster.admin.list<
+          KubeObject & { spec: { claimRef?: { namespace?: string } } }
+        >(Resources.persistentVolumes);
+        return volumes.items.every((v) => v.spec.claimRef?.namespace !== ns);
+      },
+      { what: "the tenant's volume deleted", timeoutMs: 60_000 },
+    );
+    const problems = await node.stop();
+    expect(problems).toEqual([]);
+    // Nor in the cluster: its add-ons' Pods and its Node are gone.
+    expect((await cluster.admin.list(Resources.pods, { namespace: 'kube-system' })).items).toEqual([]);
+    expect(await cluster.admin.get(Resources.nodes, node.name)).toBeUndefined();
+  });
+});
