@@ -9,6 +9,7 @@ import { KubeClient } from '../kube/client.ts';
 import { startHealthServer } from '../kube/health.ts';
 import { createLogger } from '../kube/log.ts';
 import { LeadershipLostError, Manager } from '../kube/manager.ts';
+import { SelfManagedTls } from '../webhook/self-managed-tls.ts';
 import { WebhookServer } from '../webhook/server.ts';
 import { backupCommand } from './backup.ts';
 import { type CapabilityContext, selectCapabilities } from './capabilities.ts';
@@ -24,8 +25,11 @@ Usage:
                                             (JSON logs in <dir>/tenantkit.log; warnings and errors on the terminal)
   tenantkit controllers [--namespace NS] [--metrics-port 8080] [--no-leader-elect] [--capabilities a,b]
                                             run the controllers (leader-elected) against $KUBECONFIG or in-cluster
-  tenantkit webhooks --cert-dir DIR [--port 9443] [--namespace NS] [--capabilities a,b]
-                                            serve the admission webhooks (tls.crt/tls.key in DIR, reloaded on change)
+  tenantkit webhooks --cert-dir DIR | --tls-secret NAME [--service S] [--webhook-configuration W]
+                    [--port 9443] [--namespace NS] [--capabilities a,b]
+                                            serve the admission webhooks: tls.crt/tls.key in DIR (reloaded on
+                                            change), or a certificate made, rotated and kept in Secret NAME, its
+                                            CA injected into webhook configuration W (for Service S)
   tenantkit search QUERY [-o table|json|yaml|name]
                                             search everything you may list, e.g. 'kind:Pod name:web*'
   tenantkit search api|verify-access ...    run the search service; see tenantkit search --help
@@ -97,12 +101,33 @@ async function webhooks(args: string[]): Promise<void> {
       port: { type: 'string', default: '9443' },
       namespace: { type: 'string' },
       capabilities: { type: 'string' },
+      'tls-secret': { type: 'string' },
+      service: { type: 'string', default: 'tenantkit-webhooks' },
+      'webhook-configuration': { type: 'string', default: 'tenantkit' },
     },
   });
-  if (!values['cert-dir']) throw new Error('--cert-dir is required (a directory with tls.crt and tls.key)');
+  const selfManaged = values['tls-secret'];
+  if (!values['cert-dir'] && !selfManaged) {
+    throw new Error(
+      '--cert-dir (a directory with tls.crt and tls.key) or --tls-secret (a Secret tenantkit keeps its own certificate in) is required',
+    );
+  }
   const namespace = values.namespace ?? process.env.POD_NAMESPACE ?? 'tenantkit-system';
   const logger = createLogger('tenantkit-webhooks');
   const client = KubeClient.fromDefault();
+  const stop = shutdownSignal();
+  // With --tls-secret the server makes, rotates and publishes its own certificate before it listens.
+  const tls = selfManaged
+    ? new SelfManagedTls({
+        client,
+        logger,
+        namespace,
+        secretName: selfManaged,
+        dnsNames: [`${values.service}.${namespace}.svc`, `${values.service}.${namespace}.svc.cluster.local`],
+        validatingWebhookConfigurations: [values['webhook-configuration']!],
+        mutatingWebhookConfigurations: [values['webhook-configuration']!],
+      })
+    : undefined;
   // Webhooks read caches but never reconcile, so every replica serves: no leader election here.
   const manager = new Manager({ client, logger, component: 'tenantkit.io/webhooks' });
   const ctx: CapabilityContext = { client, manager, namespace };
@@ -110,13 +135,16 @@ async function webhooks(args: string[]): Promise<void> {
     logger,
     host: '0.0.0.0',
     port: Number(values.port),
-    certificate: { certFile: `${values['cert-dir']}/tls.crt`, keyFile: `${values['cert-dir']}/tls.key` },
+    certificate: tls
+      ? await tls.reconcile()
+      : { certFile: `${values['cert-dir']}/tls.crt`, keyFile: `${values['cert-dir']}/tls.key` },
     ready: () => manager.hasSynced(),
   });
   for (const c of selectCapabilities(values.capabilities)) server.register(...(c.webhooks?.(ctx) ?? []));
   await server.start();
-  const stop = shutdownSignal();
+  const upkeep = tls?.run((pair) => server.setCertificate(pair), stop.signal);
   await manager.start(stop.signal);
+  await upkeep;
   await server.stop();
 }
 

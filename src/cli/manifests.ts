@@ -115,16 +115,24 @@ export function renderWebhookConfigurations(): string {
     caPlaceholder,
   );
   const encoded = Buffer.from(caPlaceholder).toString('base64');
+  const annotationsMarker = 'TENANTKIT_WEBHOOK_ANNOTATIONS';
   const annotate = (o: typeof validating) => ({
     ...o,
-    metadata: {
-      ...o.metadata,
-      annotations: { 'cert-manager.io/inject-ca-from': `${namespace}/${release}-webhook-tls` },
-    },
+    metadata: { ...o.metadata, annotations: annotationsMarker },
   });
+  // The chart's helpers decide by webhooks.tls.mode: cert-manager's injection annotation, a caBundle the
+  // admin gives, or neither (tenantkit injects its own CA; a caBundle in the template would make every
+  // `helm upgrade` reset the injected one, as Helm's three-way merge sets fields the chart renders).
   return [annotate(validating), annotate(mutating)]
     .filter((o) => ((o as unknown as { webhooks: unknown[] }).webhooks ?? []).length > 0)
     .map((o) => header + stringify(o, { lineWidth: 0, aliasDuplicateObjects: false }))
     .join('---\n')
-    .replaceAll(encoded, '{{ .Values.webhooks.caBundle | quote }}');
+    .replace(
+      new RegExp(`^( *)annotations: ${annotationsMarker}$`, 'gm'),
+      (_, indent: string) => `${indent}{{- include "tenantkit.webhookAnnotations" . | nindent ${indent.length} }}`,
+    )
+    .replace(
+      new RegExp(`^( *)caBundle: ${encoded}$`, 'gm'),
+      (_, indent: string) => `${indent}{{- include "tenantkit.webhookCaBundle" . | nindent ${indent.length} }}`,
+    );
 }

@@ -21,3 +21,29 @@ securityContext:
   readOnlyRootFilesystem: true
   capabilities: { drop: ["ALL"] }
 {{- end }}
+
+{{- define "tenantkit.webhookTlsMode" -}}
+{{- $mode := .Values.webhooks.tls.mode -}}
+{{- if not (has $mode (list "self" "cert-manager" "secret")) -}}
+{{- fail (printf "webhooks.tls.mode is %q; use self (tenantkit makes and rotates its certificate), cert-manager or secret" $mode) -}}
+{{- end -}}
+{{- $mode -}}
+{{- end }}
+
+{{/* The webhook configurations' annotations: cert-manager's CA injection, in that mode only. */}}
+{{- define "tenantkit.webhookAnnotations" -}}
+{{- if eq (include "tenantkit.webhookTlsMode" .) "cert-manager" }}
+annotations:
+  cert-manager.io/inject-ca-from: {{ printf "%s/%s-webhook-tls" .Release.Namespace .Release.Name | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+The caBundle of each webhook, only where the admin gives it. In the other modes the chart renders none:
+a rendered caBundle would make every `helm upgrade` reset the one tenantkit or cert-manager injected.
+*/}}
+{{- define "tenantkit.webhookCaBundle" -}}
+{{- if eq (include "tenantkit.webhookTlsMode" .) "secret" }}
+caBundle: {{ required "webhooks.tls.caBundle (the CA of Secret <release>-webhook-tls, PEM, base64) is required when webhooks.tls.mode is secret" .Values.webhooks.tls.caBundle | quote }}
+{{- end }}
+{{- end }}
