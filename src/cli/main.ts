@@ -1,10 +1,11 @@
 // The tenantkit command. Run modes: `dev` (everything on a local control plane), `controllers`,
-// `webhooks`; tools: `crds`, `controlplane build`, `version`.
+// `webhooks`; tools: `crds`, `controlplane build`, `images build`, `version`.
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { allCrds } from '../api/index.ts';
 import { crdManifest } from '../api/schema.ts';
 import { ensureControlPlaneBinary } from '../controlplane/build.ts';
+import { ensurePostgresImage, ensureTenantkitImage, ensureVeleroImage } from '../controlplane/images.ts';
 import { KubeClient } from '../kube/client.ts';
 import { startHealthServer } from '../kube/health.ts';
 import { createLogger } from '../kube/log.ts';
@@ -26,10 +27,11 @@ Usage:
   tenantkit controllers [--namespace NS] [--metrics-port 8080] [--no-leader-elect] [--capabilities a,b]
                                             run the controllers (leader-elected) against $KUBECONFIG or in-cluster
   tenantkit webhooks --cert-dir DIR | --tls-secret NAME [--service S] [--webhook-configuration W]
-                    [--port 9443] [--namespace NS] [--capabilities a,b]
+                    [--service-account SA] [--port 9443] [--namespace NS] [--capabilities a,b]
                                             serve the admission webhooks: tls.crt/tls.key in DIR (reloaded on
-                                            change), or a certificate made, rotated and kept in Secret NAME, its
-                                            CA injected into webhook configuration W (for Service S)
+                                            change), or a certificate made, rotated and kept in Secret NAME (owned
+                                            by ServiceAccount SA), its CA injected into webhook configuration W
+                                            (for Service S)
   tenantkit search QUERY [-o table|json|yaml|name]
                                             search everything you may list, e.g. 'kind:Pod name:web*'
   tenantkit search api|verify-access ...    run the search service; see tenantkit search --help
@@ -39,6 +41,8 @@ Usage:
                                             restore it from those backups; see tenantkit restore --help
   tenantkit crds                            print tenantkit's CustomResourceDefinitions as YAML
   tenantkit controlplane build              build the local control plane binary (done by dev on first use)
+  tenantkit images build                    build the tenantkit, Velero and PostgreSQL images without Docker
+                                            (docker archives in ~/.cache/tenantkit/images; from a checkout)
   tenantkit version
 `;
 
@@ -104,6 +108,7 @@ async function webhooks(args: string[]): Promise<void> {
       'tls-secret': { type: 'string' },
       service: { type: 'string', default: 'tenantkit-webhooks' },
       'webhook-configuration': { type: 'string', default: 'tenantkit' },
+      'service-account': { type: 'string' },
     },
   });
   const selfManaged = values['tls-secret'];
@@ -126,6 +131,7 @@ async function webhooks(args: string[]): Promise<void> {
         dnsNames: [`${values.service}.${namespace}.svc`, `${values.service}.${namespace}.svc.cluster.local`],
         validatingWebhookConfigurations: [values['webhook-configuration']!],
         mutatingWebhookConfigurations: [values['webhook-configuration']!],
+        ...(values['service-account'] ? { ownerServiceAccount: values['service-account'] } : {}),
       })
     : undefined;
   // Webhooks read caches but never reconcile, so every replica serves: no leader election here.
@@ -171,6 +177,15 @@ async function main(argv: string[]): Promise<void> {
       if (rest[0] !== 'build') break;
       console.log(await ensureControlPlaneBinary((line) => console.log(line)));
       return;
+    case 'images': {
+      if (rest[0] !== 'build') break;
+      const progress = (line: string) => process.stderr.write(`${line}\n`);
+      for (const build of [ensureTenantkitImage, ensureVeleroImage, ensurePostgresImage]) {
+        const image = await build({ progress });
+        console.log(`${image.ref}@${image.digest}\t${image.archive}`);
+      }
+      return;
+    }
     case 'version':
       console.log('tenantkit 0.1.0');
       return;

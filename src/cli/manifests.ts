@@ -129,10 +129,12 @@ export function renderWebhookConfigurations(): string {
     .join('---\n')
     .replace(
       new RegExp(`^( *)annotations: ${annotationsMarker}$`, 'gm'),
-      (_, indent: string) => `${indent}{{- include "tenantkit.webhookAnnotations" . | nindent ${indent.length} }}`,
+      (_, indent: string) =>
+        `${indent}{{- include "tenantkit.webhookAnnotations" . | nindent ${indent.length} }}`,
     )
     .replace(
       new RegExp(`^( *)caBundle: ${encoded}$`, 'gm'),
-      (_, indent: string) => `${indent}{{- include "tenantkit.webhookCaBundle" . | nindent ${indent.length} }}`,
+      (_, indent: string) =>
+        `${indent}{{- include "tenantkit.webhookCaBundle" . | nindent ${indent.length} }}`,
     );
 }

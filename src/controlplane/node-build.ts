@@ -29,6 +29,8 @@ export interface NodeBinaries {
   binDir: string;
   /** The CNI plugins, for containerd's `bin_dirs`. */
   cniDir: string;
+  /** tk-image (builds images without Docker) and tk-postgres (the bundled database image's entrypoint). */
+  toolsDir: string;
   /** The workload image as a docker archive, and its reference (the tag is the source hash). */
   workloadImage: NodeImage;
   /** CoreDNS (only the plugins cluster DNS needs), for the cluster's DNS Deployment. */
@@ -81,7 +83,7 @@ export async function ensureNodeBinaries(progress: Progress = () => {}): Promise
       progress,
     );
     for (const plugin of cniPlugins) await rename(join(partial, 'bin', plugin), join(partial, 'cni', plugin));
-    // The images' programs and the image builder are static: the programs run inside otherwise empty images.
+    // The images' programs and the image tools are static: the programs run inside otherwise empty images.
     await goBuild(
       {
         what: 'the workload, CoreDNS and local-path-provisioner images',
@@ -91,6 +93,7 @@ export async function ensureNodeBinaries(progress: Progress = () => {}): Promise
           './cmd/coredns',
           'github.com/rancher/local-path-provisioner',
           './cmd/tk-image',
+          './cmd/tk-postgres',
         ],
         ldflags: ['-s -w'],
         cgo: false,
@@ -111,6 +114,7 @@ export async function ensureNodeBinaries(progress: Progress = () => {}): Promise
   return {
     binDir: join(dir, 'bin'),
     cniDir: join(dir, 'cni'),
+    toolsDir: join(dir, 'tools'),
     workloadImage: image('workload'),
     corednsImage: image('coredns'),
     localPathImage: image('local-path-provisioner'),

@@ -45,6 +45,9 @@ const nodeControllers = [
   'ttl-controller',
 ];
 
+/** containerd's CRI and API socket under the node's folder. */
+export const containerdSocketPath = (dir: string) => join(dir, 'containerd', 'containerd.sock');
+
 export async function writeNodeFiles(
   cluster: NodeClusterAccess,
   dir: string,
@@ -84,7 +87,7 @@ export async function writeNodeFiles(
   await writeFile(join(pki, 'kubelet.crt'), serving.certPem);
   await writeFile(join(pki, 'kubelet.key'), serving.keyPem, { mode: 0o600 });
 
-  const containerdSocket = join(state, 'containerd.sock');
+  const containerdSocket = containerdSocketPath(dir);
   const containerdConfig = join(dir, 'containerd.toml');
   await writeFile(containerdConfig, containerdToml(state, containerdSocket, dir, binaries));
   await writeFile(

@@ -24,8 +24,8 @@ import {
   localPathObjects,
   uninstallAddons,
 } from './node-addons.ts';
-import { ensureNodeBinaries, type NodeBinaries } from './node-build.ts';
-import { writeNodeFiles } from './node-config.ts';
+import { ensureNodeBinaries, type NodeBinaries, type NodeImage } from './node-build.ts';
+import { containerdSocketPath, writeNodeFiles } from './node-config.ts';
 import {
   cgroupHierarchies,
   cgroupProcesses,
@@ -79,6 +79,8 @@ export interface LocalNode {
   /** The image every test Pod can use (imported into containerd; `imagePullPolicy: IfNotPresent`). */
   workloadImage: string;
   logDir: string;
+  /** Imports an image archive into containerd, for Pods that name its reference (no registry here). */
+  importImage(image: NodeImage): Promise<void>;
   /** The machine as it was before the node started. */
   hostBefore: HostState;
   /** Stops every process, removes the Node, and puts the machine back; resolves with what could not be undone. */
@@ -103,8 +105,18 @@ export async function startNode(cluster: NodeClusterAccess, options: NodeOptions
     ...corednsObjects(binaries.corednsImage.ref),
     ...localPathObjects(binaries.localPathImage.ref, binaries.workloadImage.ref, join(dir, 'volumes')),
   ];
+  const importImage = async (image: NodeImage) => {
+    await run(join(binaries.binDir, 'ctr'), [
+      `--address=${containerdSocketPath(dir)}`,
+      '--namespace=k8s.io',
+      'images',
+      'import',
+      image.archive,
+    ]);
+  };
   const node: LocalNode = {
     name: nodeName,
+    importImage,
     ip: nodeIP,
     binaries,
     workloadImage: binaries.workloadImage.ref,
@@ -139,13 +151,7 @@ export async function startNode(cluster: NodeClusterAccess, options: NodeOptions
     await joinCgroup(runtimeCgroupRoot, containerd.child.pid);
     await waitFor('containerd', () => existsSync(files.containerdSocket), containerd, logDir);
     for (const image of [binaries.workloadImage, binaries.corednsImage, binaries.localPathImage]) {
-      await run(join(binaries.binDir, 'ctr'), [
-        `--address=${files.containerdSocket}`,
-        '--namespace=k8s.io',
-        'images',
-        'import',
-        image.archive,
-      ]);
+      await importImage(image);
     }
     await grantApiserverKubeletAccess(cluster.admin);
     spawn('kube-controller-manager', controlplane, [

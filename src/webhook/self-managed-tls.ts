@@ -24,6 +24,11 @@ export interface SelfManagedTlsOptions {
   /** Webhook configurations (by name) whose every webhook gets the CA bundle. */
   validatingWebhookConfigurations?: string[];
   mutatingWebhookConfigurations?: string[];
+  /**
+   * A ServiceAccount in `namespace` made the Secret's owner, so the Secret goes when the ServiceAccount
+   * does (`helm uninstall` deletes the webhooks' ServiceAccount; the Secret is not the chart's to delete).
+   */
+  ownerServiceAccount?: string;
   caValidDays?: number;
   servingValidDays?: number;
 }
@@ -121,7 +126,12 @@ export class SelfManagedTls {
     };
     if (!secret) {
       await client.create(Resources.secrets, {
-        metadata: { name: secretName, namespace, labels: { 'app.kubernetes.io/managed-by': 'tenantkit' } },
+        metadata: {
+          name: secretName,
+          namespace,
+          labels: { 'app.kubernetes.io/managed-by': 'tenantkit' },
+          ...(await this.ownerReferences()),
+        },
         type: 'kubernetes.io/tls',
         data,
       } as Secret);
@@ -134,6 +144,19 @@ export class SelfManagedTls {
       held ? 'rotated the webhook serving certificate' : 'made the webhook CA and serving certificate',
     );
     return next;
+  }
+
+  private async ownerReferences(): Promise<{ ownerReferences?: KubeObject['metadata']['ownerReferences'] }> {
+    const name = this.options.ownerServiceAccount;
+    if (!name) return {};
+    const owner = await this.options.client.get<KubeObject>(
+      Resources.serviceAccounts,
+      name,
+      this.options.namespace,
+    );
+    if (!owner?.metadata.uid)
+      throw new Error(`ServiceAccount ${this.options.namespace}/${name} (the Secret's owner) not found`);
+    return { ownerReferences: [{ apiVersion: 'v1', kind: 'ServiceAccount', name, uid: owner.metadata.uid }] };
   }
 
   private decode(secret: Secret): Material | undefined {

@@ -224,4 +224,31 @@ describe('self-managed webhook TLS', () => {
     server.setCertificate(used[1]!);
     await apiServerCallsTheWebhooks('the API server trusts the remade certificate');
   });
+
+  it("makes the Secret owned by the webhooks' ServiceAccount, so it goes with the release", async () => {
+    await cluster.admin.create(Resources.serviceAccounts, {
+      metadata: { name: 'webhooks', namespace: home },
+    });
+    const owned = new SelfManagedTls({
+      client: cluster.admin,
+      logger: silentLogger,
+      namespace: home,
+      secretName: 'owned-tls',
+      dnsNames: ['localhost'],
+      ownerServiceAccount: 'webhooks',
+    });
+    await owned.reconcile();
+    const secret = await cluster.admin.get<Secret>(Resources.secrets, 'owned-tls', home);
+    expect(secret?.metadata.ownerReferences?.map((o) => `${o.kind}/${o.name}`)).toEqual([
+      'ServiceAccount/webhooks',
+    ]);
+    await cluster.admin.delete(Resources.serviceAccounts, 'webhooks', home);
+    await eventually(
+      async () => (await cluster.admin.get(Resources.secrets, 'owned-tls', home)) === undefined,
+      {
+        what: 'the Secret collected with its owner',
+        timeoutMs: 30_000,
+      },
+    );
+  });
 });

@@ -1,0 +1,299 @@
+// The images tenantkit ships, built without Docker: the same inputs give the same digest, the tenantkit
+// image holds exactly what the Dockerfile's steps make, and each image runs on the local node the way the
+// Helm chart runs it (non-root, read-only root file system, no capabilities).
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { cp, mkdir, mkdtemp, readdir, readFile, readlink, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type BuiltImage,
+  ensurePostgresImage,
+  ensureTenantkitImage,
+  ensureVeleroImage,
+  repoRoot,
+} from '../../src/controlplane/images.ts';
+import type { LocalNode } from '../../src/controlplane/node-launch.ts';
+import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { eventually, TestCluster } from '../harness/cluster.ts';
+import { nodeSkipReason, startTestNode } from '../harness/node.ts';
+
+const run = promisify(execFile);
+
+interface Pod extends KubeObject {
+  status?: { phase?: string; podIP?: string; containerStatuses?: { ready?: boolean; state?: unknown }[] };
+}
+
+/** What the chart asks of every container: the restricted Pod Security profile and a read-only root. */
+const restricted = {
+  runAsNonRoot: true,
+  readOnlyRootFilesystem: true,
+  allowPrivilegeEscalation: false,
+  capabilities: { drop: ['ALL'] },
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+
+/** Unpacks a docker archive's layers, in order, into a folder; returns it and the image config. */
+async function unpack(archive: string): Promise<{ root: string; config: Record<string, unknown> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'tk-image-'));
+  await run('tar', ['-xf', archive, '-C', dir]);
+  const [manifest] = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8')) as {
+    Config: string;
+    Layers: string[];
+  }[];
+  const root = join(dir, 'rootfs');
+  await mkdir(root);
+  for (const layer of manifest!.Layers) await run('tar', ['-xf', join(dir, layer), '-C', root]);
+  const config = JSON.parse(await readFile(join(dir, manifest!.Config), 'utf8')).config;
+  return { root, config };
+}
+
+/** Every file under a folder: relative path -> sha256 (or "-> target" for a symlink) and exec bit. */
+async function tree(dir: string, sub = ''): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const entry of await readdir(join(dir, sub), { withFileTypes: true })) {
+    const path = sub ? `${sub}/${entry.name}` : entry.name;
+    const full = join(dir, path);
+    if (entry.isDirectory()) {
+      for (const [k, v] of await tree(dir, path)) out.set(k, v);
+    } else if (entry.isSymbolicLink()) {
+      out.set(path, `-> ${await readlink(full)}`);
+    } else {
+      const mode = (await stat(full)).mode & 0o111 ? 'x' : '-';
+      out.set(
+        path,
+        `${mode} ${createHash('sha256')
+          .update(await readFile(full))
+          .digest('hex')}`,
+      );
+    }
+  }
+  return out;
+}
+
+describe.skipIf(nodeSkipReason)('the images tenantkit ships', () => {
+  let cluster: TestCluster;
+  let node: LocalNode;
+  let ns = '';
+  const images: Record<'tenantkit' | 'velero' | 'postgres', BuiltImage> = {} as never;
+  const progress = (line: string) => console.log(`[images] ${line}`);
+  const pod = (name: string, image: string, spec: Record<string, unknown>) =>
+    ({
+      metadata: { name, namespace: ns, labels: { app: name } },
+      spec: {
+        securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
+        terminationGracePeriodSeconds: 1,
+        ...spec,
+        containers: (spec.containers as Record<string, unknown>[]).map((c) => ({
+          image,
+          imagePullPolicy: 'IfNotPresent',
+          securityContext: restricted,
+          ...c,
+        })),
+      },
+    }) as KubeObject;
+  const finished = async (name: string) => {
+    const done = await eventually(
+      async () => {
+        const p = await cluster.admin.get<Pod>(Resources.pods, name, ns);
+        return p?.status?.phase === 'Succeeded' || p?.status?.phase === 'Failed' ? p : undefined;
+      },
+      { what: `pod ${name} finished`, timeoutMs: 60_000 },
+    );
+    const log = await cluster.admin.request<string>('GET', `/api/v1/namespaces/${ns}/pods/${name}/log`, {
+      text: true,
+    });
+    return { phase: done.status?.phase, log };
+  };
+
+  beforeAll(async () => {
+    cluster = await TestCluster.connect();
+    images.tenantkit = await ensureTenantkitImage({ progress });
+    images.velero = await ensureVeleroImage({ progress });
+    images.postgres = await ensurePostgresImage({ progress });
+    node = await startTestNode(cluster);
+    for (const image of Object.values(images)) await node.importImage(image);
+    ns = cluster.unique('images');
+    await cluster.admin.create(Resources.namespaces, { metadata: { name: ns } });
+    cluster.defer(() => cluster.admin.delete(Resources.namespaces, ns));
+  }, 20 * 60_000);
+  afterAll(async () => {
+    await cluster?.cleanup();
+    const left = await node?.stop();
+    expect(left ?? []).toEqual([]);
+  }, 120_000);
+
+  it('builds the same digest from the same inputs', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'tk-images-again-'));
+    try {
+      for (const [build, first] of [
+        [ensureTenantkitImage, images.tenantkit],
+        [ensurePostgresImage, images.postgres],
+        [ensureVeleroImage, images.velero],
+      ] as const) {
+        const again = await build({ into: join(dir, first.ref.split(/[/:]/)[1]!) });
+        expect(again.ref).toBe(first.ref);
+        expect(again.digest).toBe(first.digest);
+        expect(first.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 300_000);
+
+  it("holds exactly what the Dockerfile's steps make, with its user, folder and entrypoint", async () => {
+    const { root, config } = await unpack(images.tenantkit.archive);
+    const app = await tree(join(root, 'app'));
+    // COPY package.json package-lock.json ./, COPY bin ./bin, COPY src ./src
+    const copied = new Map<string, string>();
+    const staged = await mkdtemp(join(tmpdir(), 'tk-dockerfile-'));
+    try {
+      for (const file of ['package.json', 'package-lock.json'])
+        await cp(join(repoRoot, file), join(staged, file));
+      for (const dir of ['bin', 'src']) await cp(join(repoRoot, dir), join(staged, dir), { recursive: true });
+      for (const [k, v] of await tree(staged)) copied.set(k, v);
+      // RUN npm ci …, done apart from the image build, as `docker build` would do it.
+      const dockerfile = await readFile(join(repoRoot, 'Dockerfile'), 'utf8');
+      const npm = /^RUN (npm ci .*)$/m.exec(dockerfile)?.[1];
+      expect(npm).toContain('--omit=dev');
+      await run('sh', ['-c', npm!], { cwd: staged });
+      const expected = await tree(staged);
+      expect(expected.size).toBeGreaterThan(copied.size + 100);
+      expect([...app.keys()].sort()).toEqual([...expected.keys()].sort());
+      const differing = [...expected].filter(([k, v]) => app.get(k) !== v).map(([k]) => k);
+      expect(differing).toEqual([]);
+      expect(config).toMatchObject({
+        User: /^USER (.*)$/m.exec(dockerfile)?.[1],
+        WorkingDir: /^WORKDIR (.*)$/m.exec(dockerfile)?.[1],
+        Entrypoint: JSON.parse(/^ENTRYPOINT (.*)$/m.exec(dockerfile)?.[1] ?? 'null'),
+      });
+      // Nothing for development: no test code, no dev packages (biome, vitest, typescript).
+      expect([...app.keys()].some((k) => k.startsWith('test/') || k.includes('node_modules/vitest/'))).toBe(
+        false,
+      );
+    } finally {
+      await rm(staged, { recursive: true, force: true });
+      await rm(join(root, '..'), { recursive: true, force: true });
+    }
+  }, 300_000);
+
+  it('runs tenantkit as non-root on a read-only root file system', async () => {
+    await cluster.admin.create(
+      Resources.pods,
+      pod('tenantkit', images.tenantkit.ref, {
+        restartPolicy: 'Never',
+        containers: [{ name: 'main', args: ['version'] }],
+      }),
+    );
+    const { phase, log } = await finished('tenantkit');
+    expect(phase, log).toBe('Succeeded');
+    const version = JSON.parse(await readFile(join(repoRoot, 'package.json'), 'utf8')).version;
+    expect(log).toBe(`tenantkit ${version}\n`);
+    await cluster.admin.create(
+      Resources.pods,
+      pod('node-version', images.tenantkit.ref, {
+        restartPolicy: 'Never',
+        containers: [{ name: 'main', command: ['node', '--version'] }],
+      }),
+    );
+    const runtime = await finished('node-version');
+    expect(runtime.log).toMatch(/^v24\./);
+  });
+
+  it("runs Velero's server binary and its restore helper", async () => {
+    await cluster.admin.create(
+      Resources.pods,
+      pod('velero', images.velero.ref, {
+        restartPolicy: 'Never',
+        containers: [{ name: 'main', args: ['version', '--client-only'] }],
+      }),
+    );
+    const { phase, log } = await finished('velero');
+    expect(phase, log).toBe('Succeeded');
+    expect(log).toContain('v1.18.3');
+  });
+
+  it('runs the bundled PostgreSQL on a volume, with the password, and keeps its data across Pods', async () => {
+    await cluster.admin.create(Resources.secrets, {
+      metadata: { name: 'db', namespace: ns },
+      stringData: { password: 'correct horse' },
+    } as KubeObject);
+    await cluster.admin.create(Resources.persistentVolumeClaims, {
+      metadata: { name: 'db', namespace: ns },
+      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '200Mi' } } },
+    } as KubeObject);
+    const database = (name: string) =>
+      pod(name, images.postgres.ref, {
+        securityContext: {
+          runAsNonRoot: true,
+          fsGroup: 65532,
+          seccompProfile: { type: 'RuntimeDefault' },
+        },
+        volumes: [
+          { name: 'data', persistentVolumeClaim: { claimName: 'db' } },
+          { name: 'password', secret: { secretName: 'db' } },
+          { name: 'tmp', emptyDir: {} },
+        ],
+        containers: [
+          {
+            name: 'postgres',
+            env: [{ name: 'POSTGRES_PASSWORD_FILE', value: '/etc/db/password' }],
+            ports: [{ containerPort: 5432 }],
+            readinessProbe: { tcpSocket: { port: 5432 }, periodSeconds: 1 },
+            volumeMounts: [
+              { name: 'data', mountPath: '/var/lib/postgresql' },
+              { name: 'password', mountPath: '/etc/db', readOnly: true },
+              { name: 'tmp', mountPath: '/tmp' },
+            ],
+          },
+        ],
+      });
+    const ready = (name: string) =>
+      eventually(
+        async () => {
+          const p = await cluster.admin.get<Pod>(Resources.pods, name, ns);
+          const status = p?.status?.containerStatuses?.[0];
+          if (status?.ready) return p?.status?.podIP;
+          // Not ready yet: say why (the container's state and its last lines), for the timeout's message.
+          const log = await cluster.admin
+            .request<string>('GET', `/api/v1/namespaces/${ns}/pods/${name}/log?tailLines=20`, { text: true })
+            .catch((err: Error) => err.message);
+          throw new Error(`${JSON.stringify(status?.state ?? p?.status)}\n${log}`);
+        },
+        { what: `database Pod ${name} ready`, timeoutMs: 90_000 },
+      );
+    const connect = async (host: string, password: string) => {
+      const client = new pg.Client({ host, port: 5432, user: 'postgres', password, database: 'postgres' });
+      await client.connect();
+      return client;
+    };
+
+    await cluster.admin.create(Resources.pods, database('db-1'));
+    const first = await ready('db-1');
+    const client = await connect(first, 'correct horse');
+    try {
+      const { rows } = await client.query('SHOW server_version');
+      expect(rows[0].server_version).toMatch(/^18\./);
+      await client.query("CREATE TABLE kept (v text); INSERT INTO kept VALUES ('across Pods')");
+    } finally {
+      await client.end();
+    }
+    await expect(connect(first, 'wrong')).rejects.toThrow(/password authentication failed/);
+
+    await cluster.admin.delete(Resources.pods, 'db-1', ns);
+    await eventually(async () => (await cluster.admin.get(Resources.pods, 'db-1', ns)) === undefined, {
+      what: 'db-1 gone',
+      timeoutMs: 30_000,
+    });
+    await cluster.admin.create(Resources.pods, database('db-2'));
+    const again = await connect(await ready('db-2'), 'correct horse');
+    try {
+      expect((await again.query('SELECT v FROM kept')).rows).toEqual([{ v: 'across Pods' }]);
+    } finally {
+      await again.end();
+    }
+  }, 180_000);
+});
