@@ -14,7 +14,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'integration',
-          include: ['test/integration/**/*.test.ts'],
+          include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'],
           globalSetup: ['test/harness/global-setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,

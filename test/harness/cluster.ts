@@ -19,6 +19,8 @@ export class TestCluster {
   readonly admin: KubeClient;
   readonly server: string;
   readonly dir: string;
+  /** The admin's kubeconfig file, for tools run as processes (helm, kubectl). */
+  readonly adminKubeconfigPath: string;
   private readonly ca: CertificateAuthority;
   private readonly caPem: string;
   /** The cluster CA certificate (PEM). */
@@ -27,8 +29,15 @@ export class TestCluster {
   }
   private readonly cleanups: (() => Promise<unknown>)[] = [];
 
-  private constructor(dir: string, server: string, admin: KubeClient, ca: CertificateAuthority) {
+  private constructor(
+    dir: string,
+    server: string,
+    adminKubeconfigPath: string,
+    admin: KubeClient,
+    ca: CertificateAuthority,
+  ) {
     this.dir = dir;
+    this.adminKubeconfigPath = adminKubeconfigPath;
     this.server = server;
     this.admin = admin;
     this.ca = ca;
@@ -45,6 +54,7 @@ export class TestCluster {
     return new TestCluster(
       info.dir,
       info.server,
+      info.adminKubeconfigPath,
       KubeClient.fromKubeconfig({ path: info.adminKubeconfigPath }),
       ca,
     );

@@ -1,0 +1,240 @@
+// tenantkit as its users run it: the Helm chart installed with `helm install` and nothing else, every
+// component a Pod on the local node from the image built here, and tenants using it with their own
+// credentials through the in-cluster webhooks and controllers only (nothing of tenantkit runs in the test
+// process). Then what an admin does next: an upgrade with the webhooks answering throughout, losing the
+// leader, the webhooks gone (closed, not open), and an uninstall that leaves the CRDs only.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OrganizationCrd, TenancyConfigCrd } from '../../src/api/tenancy.ts';
+import { ensureTenantkitImage } from '../../src/controlplane/images.ts';
+import type { LocalNode } from '../../src/controlplane/node-launch.ts';
+import type { KubeClient } from '../../src/kube/client.ts';
+import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { type InstalledChart, imageValues, installChart } from '../harness/chart.ts';
+import { eventually, TestCluster } from '../harness/cluster.ts';
+import { nodeSkipReason, startTestNode } from '../harness/node.ts';
+
+interface Deployment extends KubeObject {
+  spec: { replicas?: number };
+  status?: { readyReplicas?: number; updatedReplicas?: number; replicas?: number };
+}
+interface Lease extends KubeObject {
+  spec?: { holderIdentity?: string };
+}
+interface WebhookConfiguration extends KubeObject {
+  webhooks: { name: string; clientConfig: { caBundle?: string } }[];
+}
+
+const apply = { fieldManager: 'e2e-test', force: true };
+const progress = (line: string) => console.log(`[e2e] ${line}`);
+const orgLabel = 'appuio.io/organization';
+
+describe.skipIf(nodeSkipReason)('the chart, installed', () => {
+  let cluster: TestCluster;
+  let node: LocalNode;
+  let chart: InstalledChart;
+  let tenant: KubeClient;
+  let tenantName = '';
+  let org = '';
+
+  const deployment = (component: string) =>
+    cluster.admin.get<Deployment>(Resources.deployments, `${chart.release}-${component}`, chart.namespace);
+  const allReady = async (component: string) => {
+    const d = await deployment(component);
+    const want = d?.spec.replicas ?? -1;
+    return (
+      d?.status?.readyReplicas === want && d.status.updatedReplicas === want && d.status.replicas === want
+    );
+  };
+  /** A tenant's namespace request through the in-cluster webhooks (dry run: nothing is kept). */
+  const tryNamespace = (organization: string, name = cluster.unique('e2e')) =>
+    tenant
+      .request<KubeObject>('POST', '/api/v1/namespaces?dryRun=All', {
+        body: {
+          apiVersion: 'v1',
+          kind: 'Namespace',
+          metadata: { name, labels: { [orgLabel]: organization } },
+        },
+      })
+      .then(
+        () => 'allowed',
+        (err: Error) => err.message,
+      );
+
+  beforeAll(async () => {
+    cluster = await TestCluster.connect();
+    const image = await ensureTenantkitImage({ progress });
+    node = await startTestNode(cluster);
+    await node.importImage(image);
+    // Velero's namespace exists before tenantkit is installed (the chart puts Roles there).
+    const velero = await cluster.namespace('velero');
+    const started = Date.now();
+    chart = await installChart(
+      cluster,
+      { ...imageValues(image), 'search.enabled': 'false', 'backup.veleroNamespace': velero },
+      progress,
+    );
+    progress(`helm install --wait finished in ${Date.now() - started} ms`);
+
+    // The guardrails an admin sets once, and one tenant in one organization.
+    const id = cluster.unique('o');
+    org = `${id}-org`;
+    tenantName = `e2e-tenant-${id}`;
+    await cluster.admin.apply(
+      TenancyConfigCrd.type,
+      {
+        metadata: { name: 'cluster' },
+        spec: { organizationLabel: orgLabel, defaultNamespaceQuota: 5 },
+      } as KubeObject,
+      apply,
+    );
+    cluster.defer(() => cluster.admin.delete(TenancyConfigCrd.type, 'cluster'));
+    await cluster.admin.apply(
+      OrganizationCrd.type,
+      { metadata: { name: org }, spec: { displayName: org, members: { users: [tenantName] } } } as KubeObject,
+      apply,
+    );
+    cluster.defer(() => cluster.admin.delete(OrganizationCrd.type, org));
+    await cluster.grant(
+      { kind: 'User', name: tenantName },
+      {
+        name: `${id}-namespaces`,
+        rules: [{ apiGroups: [''], resources: ['namespaces'], verbs: ['create'] }],
+      },
+    );
+    tenant = await cluster.user(tenantName);
+  }, 20 * 60_000);
+
+  afterAll(async () => {
+    await cluster?.cleanup();
+    const left = await node?.stop();
+    expect(left ?? []).toEqual([]);
+  }, 180_000);
+
+  it('installs with nothing else: every Deployment Ready, the webhooks on a certificate they made', async () => {
+    for (const component of ['controllers', 'webhooks']) expect(await allReady(component)).toBe(true);
+    const secret = await cluster.admin.get<KubeObject & { type: string; data: Record<string, string> }>(
+      Resources.secrets,
+      `${chart.release}-webhook-tls`,
+      chart.namespace,
+    );
+    expect(secret?.type).toBe('kubernetes.io/tls');
+    for (const type of [Resources.validatingWebhookConfigurations, Resources.mutatingWebhookConfigurations]) {
+      const config = await cluster.admin.get<WebhookConfiguration>(type, chart.release);
+      expect(config?.webhooks.length).toBeGreaterThan(0);
+      for (const w of config!.webhooks) expect(w.clientConfig.caBundle).toBe(secret!.data['ca.crt']);
+    }
+  });
+
+  it("admits a tenant's namespace in their organization and refuses another's, with the policy's message", async () => {
+    expect(
+      await eventually(async () => (await tryNamespace(org)) === 'allowed', { what: 'namespace allowed' }),
+    ).toBe(true);
+    expect(await tryNamespace('someone-elses-org')).toContain(
+      'organization "someone-elses-org" does not exist',
+    );
+    expect(await tryNamespace(org, `kube-${cluster.unique('x')}`)).toContain('is reserved');
+  });
+
+  it('keeps the webhooks answering through a rolling helm upgrade, and the injected CA with them', async () => {
+    const before = await cluster.admin.get<WebhookConfiguration>(
+      Resources.validatingWebhookConfigurations,
+      chart.release,
+    );
+    let calls = 0;
+    const failures: string[] = [];
+    let upgrading = true;
+    const traffic = (async () => {
+      while (upgrading) {
+        const verdict = await tryNamespace(org);
+        calls++;
+        if (verdict !== 'allowed') failures.push(verdict);
+      }
+    })();
+    // A changed chart value rolls every Deployment (new Pods, new serving certificates read from the Secret).
+    await chart.upgrade({ logLevel: 'debug' });
+    upgrading = false;
+    await traffic;
+    progress(`${calls} namespace requests during the upgrade, ${failures.length} refused`);
+    expect(failures).toEqual([]);
+    expect(calls).toBeGreaterThan(10);
+    const after = await cluster.admin.get<WebhookConfiguration>(
+      Resources.validatingWebhookConfigurations,
+      chart.release,
+    );
+    expect(after!.webhooks.map((w) => w.clientConfig.caBundle)).toEqual(
+      before!.webhooks.map((w) => w.clientConfig.caBundle),
+    );
+  });
+
+  it('hands the controllers to the standby when the leader goes', async () => {
+    const lease = () => cluster.admin.get<Lease>(Resources.leases, 'tenantkit-controllers', chart.namespace);
+    const leader = await eventually(async () => (await lease())?.spec?.holderIdentity, { what: 'a leader' });
+    const pods = await cluster.admin.list<KubeObject>(Resources.pods, {
+      namespace: chart.namespace,
+      labelSelector: `app.kubernetes.io/instance=${chart.release},app.kubernetes.io/component=controllers`,
+    });
+    const leaderPod = pods.items.find((p) => leader.startsWith(p.metadata.name!));
+    expect(leaderPod, `the lease holder ${leader} is one of the controller Pods`).toBeDefined();
+    const started = Date.now();
+    await cluster.admin.delete(Resources.pods, leaderPod!.metadata.name!, chart.namespace);
+    const next = await eventually(
+      async () => {
+        const holder = (await lease())?.spec?.holderIdentity;
+        return holder && holder !== leader ? holder : undefined;
+      },
+      { what: 'the standby leads', timeoutMs: 60_000 },
+    );
+    progress(`leadership moved from ${leader} to ${next} in ${Date.now() - started} ms`);
+  });
+
+  it('refuses tenant namespaces while no webhook serves (fails closed), and admits again after', async () => {
+    const scale = (replicas: number) =>
+      cluster.admin.patch(Resources.deployments, `${chart.release}-webhooks`, chart.namespace, {
+        spec: { replicas },
+      });
+    await scale(0);
+    await eventually(
+      async () =>
+        (
+          await cluster.admin.list<KubeObject>(Resources.pods, {
+            namespace: chart.namespace,
+            labelSelector: `app.kubernetes.io/instance=${chart.release},app.kubernetes.io/component=webhooks`,
+          })
+        ).items.length === 0,
+      { what: 'webhook Pods gone', timeoutMs: 60_000 },
+    );
+    expect(await tryNamespace(org)).toMatch(/failed calling webhook/);
+    await scale(2);
+    await eventually(() => allReady('webhooks'), { what: 'webhooks back', timeoutMs: 120_000 });
+    expect(
+      await eventually(async () => (await tryNamespace(org)) === 'allowed', { what: 'allowed again' }),
+    ).toBe(true);
+  });
+
+  it('uninstalls to the CRDs alone', async () => {
+    await chart.uninstall();
+    for (const type of [Resources.validatingWebhookConfigurations, Resources.mutatingWebhookConfigurations]) {
+      expect(await cluster.admin.get(type, chart.release)).toBeUndefined();
+    }
+    for (const type of [Resources.clusterRoles, Resources.clusterRoleBindings]) {
+      const left = (await cluster.admin.list<KubeObject>(type)).items.filter((o) =>
+        o.metadata.name?.startsWith(`${chart.release}-`),
+      );
+      expect(left.map((o) => o.metadata.name)).toEqual([]);
+    }
+    const inNamespace = [];
+    for (const type of [
+      Resources.deployments,
+      Resources.services,
+      Resources.secrets,
+      Resources.serviceAccounts,
+    ]) {
+      const items = (await cluster.admin.list<KubeObject>(type, { namespace: chart.namespace })).items;
+      inNamespace.push(...items.filter((o) => o.metadata.name !== 'default').map((o) => o.metadata.name));
+    }
+    expect(inNamespace).toEqual([]);
+    expect(
+      await cluster.admin.get(Resources.customResourceDefinitions, 'nonadminbackups.oadp.openshift.io'),
+    ).toBeDefined();
+  });
+});

@@ -1,0 +1,86 @@
+// tenantkit's Helm chart installed the way an admin installs it: `helm install` (helm built from Go modules,
+// src/controlplane/helm-build.ts) into the shared control plane with the local node, the image built here
+// and imported into the node's containerd (there is no registry). Whatever the test does, the release's
+// cluster-wide webhook configurations are gone when the file ends, so later files are never refused.
+import { execFile } from 'node:child_process';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ensureHelm } from '../../src/controlplane/helm-build.ts';
+import { type BuiltImage, repoRoot } from '../../src/controlplane/images.ts';
+import { Resources } from '../../src/kube/resources.ts';
+import type { TestCluster } from './cluster.ts';
+
+const exec = promisify(execFile);
+export const chartDir = join(repoRoot, 'deploy', 'helm', 'tenantkit');
+
+export interface InstalledChart {
+  release: string;
+  namespace: string;
+  /** Runs helm with the cluster's admin kubeconfig; resolves with its stdout. */
+  helm(args: string[], timeoutMs?: number): Promise<string>;
+  /** `helm upgrade` of the same chart with these values set on top of the install's. */
+  upgrade(values: Record<string, string>): Promise<void>;
+  uninstall(): Promise<void>;
+}
+
+/** The `--set` values that point the chart at an image built here. */
+export function imageValues(image: BuiltImage): Record<string, string> {
+  const colon = image.ref.lastIndexOf(':');
+  return { 'image.repository': image.ref.slice(0, colon), 'image.tag': image.ref.slice(colon + 1) };
+}
+
+const setFlags = (values: Record<string, string>) =>
+  Object.entries(values).flatMap(([k, v]) => ['--set', `${k}=${v}`]);
+
+export async function installChart(
+  cluster: TestCluster,
+  values: Record<string, string>,
+  progress: (line: string) => void = () => {},
+): Promise<InstalledChart> {
+  const binary = await ensureHelm(progress);
+  const release = cluster.unique('tk');
+  const namespace = `${release}-system`;
+  const home = join(cluster.dir, 'helm', release);
+  await mkdir(home, { recursive: true });
+  const env = {
+    ...process.env,
+    KUBECONFIG: cluster.adminKubeconfigPath,
+    HELM_CACHE_HOME: join(home, 'cache'),
+    HELM_CONFIG_HOME: join(home, 'config'),
+    HELM_DATA_HOME: join(home, 'data'),
+  };
+  const helm = async (args: string[], timeoutMs = 300_000) => {
+    try {
+      const { stdout } = await exec(binary, args, { env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 });
+      return stdout;
+    } catch (err) {
+      const e = err as Error & { stderr?: string; stdout?: string };
+      throw new Error(`helm ${args.join(' ')} failed: ${e.stderr || e.message}`);
+    }
+  };
+  const removeWebhooks = async () => {
+    await cluster.admin.delete(Resources.validatingWebhookConfigurations, release).catch(() => {});
+    await cluster.admin.delete(Resources.mutatingWebhookConfigurations, release).catch(() => {});
+  };
+  cluster.defer(async () => {
+    await helm(['uninstall', release, '-n', namespace, '--wait', '--timeout', '2m']).catch(() => {});
+    await removeWebhooks();
+    await cluster.admin.delete(Resources.namespaces, namespace).catch(() => {});
+  });
+  let current = { ...values };
+  const base = ['--namespace', namespace, '--wait', '--timeout', '5m'];
+  await helm(['install', release, chartDir, '--create-namespace', ...base, ...setFlags(current)]);
+  return {
+    release,
+    namespace,
+    helm,
+    upgrade: async (more) => {
+      current = { ...current, ...more };
+      await helm(['upgrade', release, chartDir, ...base, ...setFlags(current)]);
+    },
+    uninstall: async () => {
+      await helm(['uninstall', release, '-n', namespace, '--wait', '--timeout', '2m']);
+    },
+  };
+}
