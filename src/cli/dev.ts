@@ -11,6 +11,8 @@ import { crdManifest } from '../api/schema.ts';
 import { OrganizationCrd, TenantUserCrd } from '../api/tenancy.ts';
 import { backupUserClusterRoles } from '../backup/index.ts';
 import { portIsFree, startControlPlane } from '../controlplane/launch.ts';
+import { type LocalNode, nodeUnavailable, startNode } from '../controlplane/node-launch.ts';
+import { ensureNodeNetwork, nodeIP } from '../controlplane/node-network.ts';
 import { startVelero } from '../controlplane/velero-launch.ts';
 import { KubeClient } from '../kube/client.ts';
 import { installCrds } from '../kube/crds.ts';
@@ -175,6 +177,7 @@ export async function runDev(args: string[], stop: AbortController): Promise<voi
     options: {
       dir: { type: 'string', default: '.tenantkit' },
       'log-to-terminal': { type: 'boolean', default: false },
+      'no-node': { type: 'boolean', default: false },
     },
   });
   const dir = resolve(values.dir!);
@@ -183,16 +186,31 @@ export async function runDev(args: string[], stop: AbortController): Promise<voi
   const logger = devLogger(logFile, values['log-to-terminal']!);
   const say = (line: string) => process.stderr.write(`${line}\n`);
 
+  // The local node (real Pods) needs root; without it everything else still runs and Pods stay Pending.
+  const noNode = values['no-node'] ? 'tenantkit dev --no-node' : nodeUnavailable();
+  if (noNode) say(`no local node (${noNode}): Pods will stay Pending`);
+  const network = noNode ? undefined : await ensureNodeNetwork();
   const crds = allCrds.map((d) => crdManifest(d) as unknown as KubeObject);
   const controlPlane = await startControlPlane({
     dir,
+    ...(network ? { address: nodeIP } : {}),
     tokenUsers: exampleTenants,
     progress: say,
     beforeControllers: (kubeconfig) => installCrds(KubeClient.fromKubeconfig({ yaml: kubeconfig }), crds),
   });
-  const stopControlPlane = () => controlPlane.stop();
+  const stopControlPlane = async () => {
+    await controlPlane.stop();
+    await network?.release();
+  };
+  let node: LocalNode | undefined;
   try {
     const client = KubeClient.fromKubeconfig({ path: controlPlane.adminKubeconfigPath });
+    if (!noNode) {
+      node = await startNode(
+        { server: controlPlane.server, caPem: controlPlane.caPem, issue: controlPlane.issue, admin: client },
+        { dir: join(dir, 'node'), progress: say },
+      );
+    }
     await installCrds(
       client,
       allCrds.map((d) => crdManifest(d) as unknown as KubeObject),
@@ -243,7 +261,12 @@ Tenants:
 ${tenants}
 
 Try first:
-  KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl get pods            # allowed in team-a
+  KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl get pods            # allowed in team-a${
+    node
+      ? `
+  KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl run hello --image=${node.workloadImage} --restart=Never -- sleep 30   # a real Pod on node ${node.name}; run-once, so it gets the namespace's deadline`
+      : ''
+  }
   KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl get pods -n team-b  # forbidden
   KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl create namespace alice-dev   # joins organization team-a
   KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl create namespace kube-mine   # denied: reserved name
@@ -265,6 +288,14 @@ Ctrl-C stops everything; the next run reuses ${dir}.
     await stopVelero();
     say('tenantkit dev: components stopped');
   } finally {
+    if (node) {
+      const left = await node.stop();
+      say(
+        left.length
+          ? `tenantkit dev: node stopped; could not undo: ${left.join('; ')}`
+          : 'tenantkit dev: node stopped, machine as before',
+      );
+    }
     await stopControlPlane();
     say('tenantkit dev: control plane stopped');
   }

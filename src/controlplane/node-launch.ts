@@ -259,9 +259,11 @@ async function stopNode(
   const problems: string[] = [];
   // What the node installed in the cluster goes while kubelet can still end its Pods.
   if (processes.some((p) => p.name === 'kubelet')) {
-    await uninstallAddons(cluster.admin, addons).catch((err: Error) =>
-      problems.push(`add-on removal: ${err.message}`),
-    );
+    await uninstallAddons(cluster.admin, addons).catch((err: NodeJS.ErrnoException) => {
+      // An API server already gone (Ctrl-C reaches the whole process group) has nothing left to remove
+      // from; its data keeps the add-ons, which the next start applies again.
+      if (err.code !== 'ECONNREFUSED') problems.push(`add-on removal: ${err.message}`);
+    });
   }
   const containerd = processes.find((p) => p.name === 'containerd');
   for (const { name, process } of [...processes].reverse()) {

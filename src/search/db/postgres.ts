@@ -31,8 +31,12 @@ export function createPool(url: string, options: PoolOptions = {}): pg.Pool {
     application_name: options.applicationName ?? 'tenantkit-search',
     idleTimeoutMillis: 30_000,
   });
-  // An idle connection that the server drops must not crash the process; the pool replaces it.
+  // A connection the server drops must never crash the process: an idle one the pool replaces, and one
+  // that is checked out (a LISTEN, a transaction) fails its query, which its holder handles. Without a
+  // listener of its own such a client emits an unhandled 'error' (seen when Ctrl-C stopped PostgreSQL
+  // before tenantkit dev had closed the pool).
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 
