@@ -145,6 +145,8 @@ async function webhooks(args: string[]): Promise<void> {
       ? await tls.reconcile()
       : { certFile: `${values['cert-dir']}/tls.crt`, keyFile: `${values['cert-dir']}/tls.key` },
     ready: () => manager.hasSynced(),
+    // kube-apiserver keeps connections to each replica: let them move before this one closes.
+    drainMs: 3000,
   });
   for (const c of selectCapabilities(values.capabilities)) server.register(...(c.webhooks?.(ctx) ?? []));
   await server.start();

@@ -20,12 +20,19 @@ export interface HttpsListenerOptions {
    * certificate (none is required); the handler reads `socket.authorized` and the peer certificate.
    */
   clientCaPem?: string;
+  /**
+   * On stop, keep serving this long first, answering with `Connection: close`, so that clients holding
+   * keep-alive connections (kube-apiserver calling webhooks) move to other replicas between requests
+   * rather than have a connection closed under a request they are just sending (default 0).
+   */
+  drainMs?: number;
   handler(req: IncomingMessage, res: ServerResponse): Promise<void>;
 }
 
 export class HttpsListener {
   readonly server: Server;
   private readonly options: HttpsListenerOptions;
+  private draining = false;
 
   constructor(options: HttpsListenerOptions) {
     this.options = options;
@@ -34,6 +41,7 @@ export class HttpsListener {
       ? { requestCert: true, rejectUnauthorized: false, ca: options.clientCaPem }
       : {};
     this.server = createServer({ cert: pair.certPem, key: pair.keyPem, ...clientAuth }, (req, res) => {
+      if (this.draining) res.setHeader('Connection', 'close');
       options.handler(req, res).catch((err: unknown) => {
         options.logger.error({ path: req.url, err: String(err) }, 'request failed');
         if (!res.headersSent) res.writeHead(500).end();
@@ -92,6 +100,10 @@ export class HttpsListener {
       unwatchFile(c.keyFile);
     }
     if (!this.server.listening) return;
+    if (this.options.drainMs) {
+      this.draining = true;
+      await new Promise((resolve) => setTimeout(resolve, this.options.drainMs));
+    }
     // Finish requests in flight, but do not wait for clients' idle keep-alive connections: they would
     // hold the close open for the whole keep-alive timeout.
     const force = setTimeout(() => this.server.closeAllConnections(), 2000);

@@ -19,6 +19,8 @@ export interface WebhookServerOptions {
   certificate: ServingCertificate;
   /** Extra readiness check (e.g. caches synced); /readyz answers 503 until it returns true. */
   ready?: () => boolean;
+  /** On stop, keep serving this long with `Connection: close` (see HttpsListenerOptions.drainMs). */
+  drainMs?: number;
 }
 
 const maxBodyBytes = 3 * 1024 * 1024;
@@ -67,6 +69,7 @@ export class WebhookServer {
       ...(this.options.port ? { port: this.options.port } : {}),
       logger: this.options.logger,
       certificate: this.options.certificate,
+      ...(this.options.drainMs ? { drainMs: this.options.drainMs } : {}),
       handler: (req, res) => this.handle(req, res),
     });
     await this.listener.start();
