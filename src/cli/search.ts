@@ -15,19 +15,26 @@ import { openIndexStore } from '../search/index-store.ts';
 import { RemoteSink } from '../search/indexer/remote-sink.ts';
 import type { Item } from '../search/model.ts';
 import { startSearchService } from '../search/service.ts';
+import { SelfManagedTls } from '../webhook/self-managed-tls.ts';
 
 export const searchUsage = `Usage:
   tenantkit search QUERY [-o table|json|yaml|name] [--limit N] [--search-url URL] [--ca-file FILE]
       search as the current kubeconfig user, e.g. tenantkit search 'kind:Pod namespace:team-a name:web*'
-  tenantkit search api --cert-dir DIR [--port 4010] [--database-url URL | --db-dir DIR] [--sensitive-field F]...
+  tenantkit search api --cert-dir DIR | --tls-secret NAME --service S [--service-account SA] [--namespace NS]
+                       [--port 4010] [--database-url URL | --db-dir DIR] [--sensitive-field F]...
       serve the GraphQL API, the collectors' endpoint (--no-indexer: off) and collect this cluster
-      (--no-collector: off); F is [group/]Kind:path, e.g. apps/Deployment:spec.template.metadata.annotations.token
+      (--no-collector: off); F is [group/]Kind:path, e.g. apps/Deployment:spec.template.metadata.annotations.token.
+      TLS from tls.crt/tls.key in DIR (reloaded on change), or a certificate for Service S made, rotated and
+      kept in Secret NAME (owned by ServiceAccount SA) in NS
   tenantkit search collector --hub [--database-url URL]
   tenantkit search collector --cluster NAME --indexer-url URL --token-file FILE [--ca-file FILE]
       collect the hub into its index, or a managed cluster ($KUBECONFIG) through the hub's indexer
   tenantkit search verify-access --user NAME [--group G]... --namespace NS
       compare the locally computed access set with a SelfSubjectRulesReview (for webhook authorizers)
 `;
+
+/** A database that starts beside search (the chart's bundled one) is waited for this long. */
+const waitForDatabaseMs = 5 * 60_000;
 
 const serviceSubcommands = new Set(['api', 'collector', 'verify-access']);
 
@@ -57,7 +64,7 @@ async function collect(args: string[], signal: AbortSignal): Promise<void> {
   if (values.hub) {
     const databaseUrl = values['database-url'] ?? process.env.TENANTKIT_SEARCH_DATABASE_URL;
     if (!databaseUrl) throw new Error('--hub needs --database-url URL (or $TENANTKIT_SEARCH_DATABASE_URL)');
-    const store = await openIndexStore({ databaseUrl, logger, connections: 4 });
+    const store = await openIndexStore({ databaseUrl, logger, connections: 4, waitForDatabaseMs });
     try {
       const collector = new Collector({
         ...common,
@@ -104,6 +111,10 @@ async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
     args,
     options: {
       'cert-dir': { type: 'string' },
+      'tls-secret': { type: 'string' },
+      service: { type: 'string', default: 'tenantkit-search' },
+      'service-account': { type: 'string' },
+      namespace: { type: 'string' },
       port: { type: 'string', default: '4010' },
       host: { type: 'string', default: '0.0.0.0' },
       'database-url': { type: 'string' },
@@ -114,7 +125,11 @@ async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
     },
     allowNegative: true,
   });
-  if (!values['cert-dir']) throw new Error('--cert-dir is required (a directory with tls.crt and tls.key)');
+  if (!values['cert-dir'] && !values['tls-secret']) {
+    throw new Error(
+      '--cert-dir (a directory with tls.crt and tls.key) or --tls-secret (a Secret tenantkit keeps its own certificate in) is required',
+    );
+  }
   const databaseUrl = values['database-url'] ?? process.env.TENANTKIT_SEARCH_DATABASE_URL;
   if (!databaseUrl && !values['db-dir']) {
     throw new Error(
@@ -123,19 +138,34 @@ async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
   }
   const logger = createLogger('tenantkit-search');
   const client = KubeClient.fromDefault();
+  const namespace = values.namespace ?? process.env.POD_NAMESPACE ?? 'tenantkit-system';
+  const tls = values['tls-secret']
+    ? new SelfManagedTls({
+        client,
+        logger,
+        namespace,
+        secretName: values['tls-secret'],
+        dnsNames: [`${values.service}.${namespace}.svc`, `${values.service}.${namespace}.svc.cluster.local`],
+        ...(values['service-account'] ? { ownerServiceAccount: values['service-account'] } : {}),
+      })
+    : undefined;
   const service = await startSearchService(
     {
       client,
       ...(values.collector ? { hubCollector: { client, sensitiveFields: values['sensitive-field']! } } : {}),
       logger,
       ...(databaseUrl ? { databaseUrl } : { embeddedDir: values['db-dir']! }),
-      certificate: { certFile: `${values['cert-dir']}/tls.crt`, keyFile: `${values['cert-dir']}/tls.key` },
+      certificate: tls
+        ? await tls.reconcile()
+        : { certFile: `${values['cert-dir']}/tls.crt`, keyFile: `${values['cert-dir']}/tls.key` },
       host: values.host!,
       port: Number(values.port),
       indexer: values.indexer!,
+      waitForDatabaseMs,
     },
     signal,
   );
+  await tls?.run((pair) => service.server.setCertificate(pair), signal);
   await service.done;
 }
 

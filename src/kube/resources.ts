@@ -102,6 +102,7 @@ export const Resources = {
   nodes: core('nodes', 'Node', false),
   services: core('services', 'Service'),
   deployments: resourceType('apps', 'v1', 'deployments', 'Deployment'),
+  statefulSets: resourceType('apps', 'v1', 'statefulsets', 'StatefulSet'),
   storageClasses: resourceType('storage.k8s.io', 'v1', 'storageclasses', 'StorageClass', false),
   persistentVolumeClaims: core('persistentvolumeclaims', 'PersistentVolumeClaim'),
   persistentVolumes: core('persistentvolumes', 'PersistentVolume', false),

@@ -17,6 +17,8 @@ export interface IndexStoreOptions {
   limits?: Partial<QueryLimits>;
   /** Pool size (default 10). */
   connections?: number;
+  /** How long to wait for a database that does not accept connections yet (default: fail at once). */
+  waitForDatabaseMs?: number;
 }
 
 export interface IndexStore {
@@ -34,7 +36,11 @@ export async function openIndexStore(options: IndexStoreOptions): Promise<IndexS
   const pool = { max: options.connections ?? 10, applicationName: 'tenantkit-search' };
   let db: Database;
   if (options.databaseUrl) {
-    db = await connect(options.databaseUrl, pool);
+    db = await connect(options.databaseUrl, {
+      ...pool,
+      waitForDatabaseMs: options.waitForDatabaseMs ?? 0,
+      onWait: (line) => options.logger.warn(line),
+    });
   } else if (options.embeddedDir) {
     db = await startEmbedded({ dir: options.embeddedDir, ...pool });
   } else {

@@ -33,6 +33,8 @@ export interface SearchServiceOptions {
   apiLimits?: Partial<SearchApiLimits>;
   /** Extra conditions for `messages` (e.g. the hub collector still listing). */
   messages?: () => Message[];
+  /** How long to wait for a database that does not accept connections yet (default: fail at once). */
+  waitForDatabaseMs?: number;
   /** Token reviews are trusted this long (default 60 s). */
   tokenTtlMs?: number;
   /** Also collect the hub cluster itself into the index, with this client (default: none). */
@@ -82,6 +84,7 @@ export async function startSearchService(
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
     ...(options.embeddedDir ? { embeddedDir: options.embeddedDir } : {}),
     ...(options.queryLimits ? { limits: options.queryLimits } : {}),
+    ...(options.waitForDatabaseMs ? { waitForDatabaseMs: options.waitForDatabaseMs } : {}),
   });
   const access = new RbacAccessProvider({ client, logger });
   const running = [access.start(signal), store.run(signal)];

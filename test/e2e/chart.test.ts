@@ -3,9 +3,10 @@
 // credentials through the in-cluster webhooks and controllers only (nothing of tenantkit runs in the test
 // process). Then what an admin does next: an upgrade with the webhooks answering throughout, losing the
 // leader, the webhooks gone (closed, not open), and an uninstall that leaves the CRDs only.
+import { request } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OrganizationCrd, TenancyConfigCrd } from '../../src/api/tenancy.ts';
-import { ensureTenantkitImage } from '../../src/controlplane/images.ts';
+import { ensurePostgresImage, ensureTenantkitImage } from '../../src/controlplane/images.ts';
 import type { LocalNode } from '../../src/controlplane/node-launch.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
@@ -25,6 +26,55 @@ interface WebhookConfiguration extends KubeObject {
 }
 
 const apply = { fieldManager: 'e2e-test', force: true };
+
+interface SearchReply {
+  data?: { search?: { items?: { name: string }[] }[] };
+  errors?: unknown[];
+}
+
+/** A GraphQL call to the search API at `address`, verified as `servername` with `ca`. */
+function graphql(
+  address: string,
+  servername: string,
+  ca: string,
+  token: string,
+  body: unknown,
+): Promise<SearchReply> {
+  const payload = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: address,
+        port: 4010,
+        servername,
+        ca,
+        method: 'POST',
+        path: '/searchapi/graphql',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(payload),
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.on('end', () => {
+          try {
+            resolve(JSON.parse(text) as SearchReply);
+          } catch {
+            reject(new Error(`search answered ${res.statusCode}: ${text.slice(0, 300)}`));
+          }
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
 const progress = (line: string) => console.log(`[e2e] ${line}`);
 const orgLabel = 'appuio.io/organization';
 
@@ -63,14 +113,24 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
   beforeAll(async () => {
     cluster = await TestCluster.connect();
     const image = await ensureTenantkitImage({ progress });
+    const postgres = await ensurePostgresImage({ progress });
     node = await startTestNode(cluster);
     await node.importImage(image);
+    await node.importImage(postgres);
+    const db = imageValues(postgres);
     // Velero's namespace exists before tenantkit is installed (the chart puts Roles there).
     const velero = await cluster.namespace('velero');
     const started = Date.now();
     chart = await installChart(
       cluster,
-      { ...imageValues(image), 'search.enabled': 'false', 'backup.veleroNamespace': velero },
+      {
+        ...imageValues(image),
+        'backup.veleroNamespace': velero,
+        // One API replica is enough here (two cores run every Pod of the release); the rest as shipped.
+        'search.replicas': '1',
+        'search.database.bundled.image.repository': db['image.repository']!,
+        'search.database.bundled.image.tag': db['image.tag']!,
+      },
       progress,
     );
     progress(`helm install --wait finished in ${Date.now() - started} ms`);
@@ -111,7 +171,9 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
   }, 180_000);
 
   it('installs with nothing else: every Deployment Ready, the webhooks on a certificate they made', async () => {
-    for (const component of ['controllers', 'webhooks']) expect(await allReady(component)).toBe(true);
+    for (const component of ['controllers', 'webhooks', 'search', 'search-collector']) {
+      expect(await allReady(component)).toBe(true);
+    }
     const secret = await cluster.admin.get<KubeObject & { type: string; data: Record<string, string> }>(
       Resources.secrets,
       `${chart.release}-webhook-tls`,
@@ -124,6 +186,62 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
       for (const w of config!.webhooks) expect(w.clientConfig.caBundle).toBe(secret!.data['ca.crt']);
     }
   });
+
+  it("answers a tenant's search through the in-cluster API from the bundled database, with only what they may list", async () => {
+    for (const component of ['search', 'search-collector']) expect(await allReady(component)).toBe(true);
+    const database = await cluster.admin.get<KubeObject & { status?: { readyReplicas?: number } }>(
+      Resources.statefulSets,
+      `${chart.release}-search-db`,
+      chart.namespace,
+    );
+    expect(database?.status?.readyReplicas).toBe(1);
+    const mine = await cluster.namespace('e2e-mine');
+    const other = await cluster.namespace('e2e-other');
+    for (const ns of [mine, other]) {
+      await cluster.admin.create(Resources.configMaps, { metadata: { name: `findme-${ns}`, namespace: ns } });
+    }
+    const { token } = await cluster.serviceAccount(mine, 'reader');
+    const reader = { kind: 'ServiceAccount' as const, name: 'reader', namespace: mine };
+    await cluster.grant(
+      reader,
+      { rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['list'] }] },
+      mine,
+    );
+    await cluster.grant(reader, { clusterRole: 'tenantkit:search:user' }, mine);
+    // The API's own certificate (self-managed, for its Service name), called at its Pod's address.
+    const tls = await cluster.admin.get<KubeObject & { data: Record<string, string> }>(
+      Resources.secrets,
+      `${chart.release}-search-tls`,
+      chart.namespace,
+    );
+    const pods = await cluster.admin.list<KubeObject & { status?: { podIP?: string } }>(Resources.pods, {
+      namespace: chart.namespace,
+      labelSelector: `app.kubernetes.io/instance=${chart.release},app.kubernetes.io/component=search`,
+    });
+    const address = pods.items[0]?.status?.podIP;
+    expect(address).toMatch(/^10\.244\./);
+    const search = () =>
+      graphql(
+        address!,
+        `${chart.release}-search.${chart.namespace}.svc`,
+        Buffer.from(tls!.data['ca.crt']!, 'base64').toString(),
+        token,
+        {
+          query:
+            '{ search(input: [{ filters: [{ property: "kind", values: ["ConfigMap"] }, { property: "name", values: ["findme-*"] }] }]) { items } }',
+        },
+      );
+    const found = await eventually(
+      async () => {
+        const reply = await search();
+        const names = (reply.data?.search?.[0]?.items ?? []).map((i) => i.name);
+        if (names.length === 0) throw new Error(`nothing found yet: ${JSON.stringify(reply).slice(0, 500)}`);
+        return names;
+      },
+      { what: 'the new ConfigMap in the index', timeoutMs: 60_000 },
+    );
+    expect(found).toEqual([`findme-${mine}`]);
+  }, 120_000);
 
   it("admits a tenant's namespace in their organization and refuses another's, with the policy's message", async () => {
     expect(
@@ -168,7 +286,11 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
 
   it('hands the controllers to the standby when the leader goes', async () => {
     const lease = () => cluster.admin.get<Lease>(Resources.leases, 'tenantkit-controllers', chart.namespace);
-    const leader = await eventually(async () => (await lease())?.spec?.holderIdentity, { what: 'a leader' });
+    // A released lease has an empty holder until the standby takes it.
+    const leader = await eventually(async () => (await lease())?.spec?.holderIdentity || undefined, {
+      what: 'a leader',
+      timeoutMs: 60_000,
+    });
     const pods = await cluster.admin.list<KubeObject>(Resources.pods, {
       namespace: chart.namespace,
       labelSelector: `app.kubernetes.io/instance=${chart.release},app.kubernetes.io/component=controllers`,
@@ -222,17 +344,29 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
       );
       expect(left.map((o) => o.metadata.name)).toEqual([]);
     }
-    const inNamespace = [];
-    for (const type of [
-      Resources.deployments,
-      Resources.services,
-      Resources.secrets,
-      Resources.serviceAccounts,
-    ]) {
-      const items = (await cluster.admin.list<KubeObject>(type, { namespace: chart.namespace })).items;
-      inNamespace.push(...items.filter((o) => o.metadata.name !== 'default').map((o) => o.metadata.name));
-    }
-    expect(inNamespace).toEqual([]);
+    // What tenantkit made itself (the TLS Secrets, owned by ServiceAccounts) and the database's volume (owned
+    // by its StatefulSet) go by garbage collection, a moment after helm is done.
+    const left = async () => {
+      const names: string[] = [];
+      for (const type of [
+        Resources.deployments,
+        Resources.statefulSets,
+        Resources.services,
+        Resources.secrets,
+        Resources.serviceAccounts,
+        Resources.persistentVolumeClaims,
+      ]) {
+        const items = (await cluster.admin.list<KubeObject>(type, { namespace: chart.namespace })).items;
+        names.push(
+          ...items.filter((o) => o.metadata.name !== 'default').map((o) => `${type.kind}/${o.metadata.name}`),
+        );
+      }
+      return names;
+    };
+    await eventually(async () => (await left()).length === 0, {
+      what: 'nothing left',
+      timeoutMs: 60_000,
+    }).catch(async () => expect(await left()).toEqual([]));
     expect(
       await cluster.admin.get(Resources.customResourceDefinitions, 'nonadminbackups.oadp.openshift.io'),
     ).toBeDefined();

@@ -3,12 +3,12 @@
 // and imported into the node's containerd (there is no registry). Whatever the test does, the release's
 // cluster-wide webhook configurations are gone when the file ends, so later files are never refused.
 import { execFile } from 'node:child_process';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ensureHelm } from '../../src/controlplane/helm-build.ts';
 import { type BuiltImage, repoRoot } from '../../src/controlplane/images.ts';
-import { Resources } from '../../src/kube/resources.ts';
+import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import type { TestCluster } from './cluster.ts';
 
 const exec = promisify(execFile);
@@ -63,6 +63,29 @@ export async function installChart(
     await cluster.admin.delete(Resources.validatingWebhookConfigurations, release).catch(() => {});
     await cluster.admin.delete(Resources.mutatingWebhookConfigurations, release).catch(() => {});
   };
+  // The chart's user-facing ClusterRoles have fixed names (tenantkit:search:user, …) that users bind to;
+  // earlier test files of this shared cluster made them without Helm's ownership, which helm refuses to
+  // adopt. They step aside for the release and come back after it (cleanups run last-in first-out: after
+  // the uninstall below).
+  const fixed = new Set(
+    [
+      ...(await readFile(join(chartDir, 'templates', 'generated-rbac.yaml'), 'utf8')).matchAll(
+        /^ {2}name: (tenantkit:\S+)$/gm,
+      ),
+    ].map((m) => m[1]),
+  );
+  const shared = (await cluster.admin.list<KubeObject>(Resources.clusterRoles)).items.filter(
+    (r) => fixed.has(r.metadata.name) && r.metadata.labels?.['app.kubernetes.io/managed-by'] !== 'Helm',
+  );
+  for (const role of shared) await cluster.admin.delete(Resources.clusterRoles, role.metadata.name!);
+  cluster.defer(async () => {
+    for (const role of shared) {
+      const { name, labels, annotations } = role.metadata;
+      await cluster.admin
+        .create(Resources.clusterRoles, { ...role, metadata: { name, labels, annotations } } as KubeObject)
+        .catch(() => {});
+    }
+  });
   cluster.defer(async () => {
     await helm(['uninstall', release, '-n', namespace, '--wait', '--timeout', '2m']).catch(() => {});
     await removeWebhooks();

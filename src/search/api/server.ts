@@ -19,6 +19,7 @@ import { useServer } from 'graphql-ws/use/ws';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import { registry } from '../../kube/metrics.ts';
+import type { KeyPair } from '../../pki/certs.ts';
 import {
   HttpsListener,
   MaxJsonDepth,
@@ -222,6 +223,11 @@ export class SearchServer {
 
   get port(): number {
     return this.listener.port;
+  }
+
+  /** Replaces the serving certificate; new TLS handshakes use it, open connections keep theirs. */
+  setCertificate(pair: KeyPair): void {
+    this.listener.setCertificate(pair);
   }
 
   async start(): Promise<number> {

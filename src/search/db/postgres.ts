@@ -15,6 +15,10 @@ export interface Database {
 }
 
 export interface PoolOptions {
+  /** How long to wait for a database that does not accept connections yet (default 0: fail at once). */
+  waitForDatabaseMs?: number;
+  /** Told, now and then, that the database is being waited for. */
+  onWait?: (line: string) => void;
   /** Connections in the pool (default 10). */
   max?: number;
   /** Server-side limit for every statement of the pool, in ms (default 10 s). */
@@ -40,10 +44,30 @@ export function createPool(url: string, options: PoolOptions = {}): pg.Pool {
   return pool;
 }
 
+/** Errors that mean the database is not there yet (starting, or its Service without endpoints). */
+const notYet = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', '57P03']);
+
 export async function connect(url: string, options: PoolOptions = {}): Promise<Database> {
   const pool = createPool(url, options);
-  await pool.query('SELECT 1');
-  return { pool, url, close: () => pool.end() };
+  // A database that starts beside search (the chart's bundled one) is waited for, with a line now and
+  // then, instead of crash-looping into ever longer restart back-offs; anything else fails at once.
+  const deadline = Date.now() + (options.waitForDatabaseMs ?? 0);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await pool.query('SELECT 1');
+      return { pool, url, close: () => pool.end() };
+    } catch (err) {
+      const code = (err as { code?: string }).code ?? '';
+      if (!notYet.has(code) || Date.now() > deadline) {
+        await pool.end().catch(() => {});
+        throw err;
+      }
+      if (attempt % 10 === 1) {
+        options.onWait?.(`waiting for the database at ${new URL(url).host} (${code})`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
 }
 
 export interface EmbeddedOptions extends PoolOptions {

@@ -47,3 +47,20 @@ a rendered caBundle would make every `helm upgrade` reset the one tenantkit or c
 caBundle: {{ required "webhooks.tls.caBundle (the CA of Secret <release>-webhook-tls, PEM, base64) is required when webhooks.tls.mode is secret" .Values.webhooks.tls.caBundle | quote }}
 {{- end }}
 {{- end }}
+
+{{/* Where search reads its database URL: the bundled database's Secret or the one the admin names. */}}
+{{- define "tenantkit.searchDatabaseUrl" -}}
+{{- if .Values.search.database.bundled.enabled -}}
+secretKeyRef: { name: {{ .Release.Name }}-search-db, key: url }
+{{- else -}}
+secretKeyRef: {{ toYaml .Values.search.database.urlSecret | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{- define "tenantkit.searchTlsSelf" -}}
+{{- $mode := .Values.search.tls.mode -}}
+{{- if not (has $mode (list "self" "secret")) -}}
+{{- fail (printf "search.tls.mode is %q; use self (tenantkit makes and rotates its certificate) or secret" $mode) -}}
+{{- end -}}
+{{- if eq $mode "self" }}true{{ end -}}
+{{- end }}

@@ -1,0 +1,76 @@
+// Search waits for a database that is not accepting connections yet (the chart's bundled PostgreSQL starts
+// beside it) instead of crash-looping, and fails at once on anything else.
+import { createServer, type Server, connect as tcpConnect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../src/controlplane/launch.ts';
+import { connect, type Database } from '../../src/search/db/postgres.ts';
+import { startTestDatabase } from '../harness/postgres.ts';
+
+let db: Database;
+beforeAll(async () => {
+  db = await startTestDatabase();
+});
+afterAll(() => db?.close());
+
+/** The test database's URL with another port (where nothing listens, or a late proxy will). */
+function urlOn(port: number): string {
+  const url = new URL(db.url);
+  url.port = String(port);
+  return url.toString();
+}
+
+/** A TCP proxy to the test database on `port`, like a database Pod that becomes ready. */
+function proxyOn(port: number): Promise<Server> {
+  const target = new URL(db.url);
+  const server = createServer((client) => {
+    const upstream = tcpConnect(Number(target.port), target.hostname);
+    client.pipe(upstream).pipe(client);
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+  });
+  return new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve(server)));
+}
+
+describe('waiting for the search database', () => {
+  it('connects once a late database accepts connections, saying what it waits for', async () => {
+    const port = await freePort();
+    const lines: string[] = [];
+    let proxy: Server | undefined;
+    const late = setTimeout(async () => {
+      proxy = await proxyOn(port);
+    }, 1500);
+    try {
+      const started = Date.now();
+      const waited = await connect(urlOn(port), { waitForDatabaseMs: 20_000, onWait: (l) => lines.push(l) });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+      expect((await waited.pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+      expect(lines[0]).toBe(`waiting for the database at 127.0.0.1:${port} (ECONNREFUSED)`);
+      await waited.close();
+    } finally {
+      clearTimeout(late);
+      proxy?.close();
+    }
+  });
+
+  it('fails at once by default, and after the wait when the database never comes', async () => {
+    const port = await freePort();
+    let started = Date.now();
+    await expect(connect(urlOn(port))).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    expect(Date.now() - started).toBeLessThan(1000);
+    started = Date.now();
+    await expect(connect(urlOn(port), { waitForDatabaseMs: 1500 })).rejects.toMatchObject({
+      code: 'ECONNREFUSED',
+    });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1500);
+  });
+
+  it('does not wait on a wrong password: that will not fix itself', async () => {
+    const url = new URL(db.url);
+    url.password = 'wrong';
+    const started = Date.now();
+    await expect(connect(url.toString(), { waitForDatabaseMs: 20_000 })).rejects.toThrow(
+      /password authentication failed/,
+    );
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+});
