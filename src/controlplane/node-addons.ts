@@ -291,8 +291,18 @@ export async function installAddons(
   objects: AddonObject[],
   timeoutMs = 90_000,
 ): Promise<void> {
-  for (const { type, object } of objects) await admin.apply(type, object, apply);
   const deadline = Date.now() + timeoutMs;
+  // A namespace of the add-ons still ending (the previous node's stop deleted it; the namespace
+  // controller finishes a moment later) takes no new objects: wait until it is gone.
+  for (const { object } of objects.filter((o) => o.type === Resources.namespaces)) {
+    const name = object.metadata.name ?? '';
+    while ((await admin.get(Resources.namespaces, name))?.metadata.deletionTimestamp) {
+      if (Date.now() > deadline)
+        throw new Error(`namespace ${name} still terminating after ${timeoutMs / 1000} s`);
+      await sleep(200);
+    }
+  }
+  for (const { type, object } of objects) await admin.apply(type, object, apply);
   for (const { object } of objects.filter((o) => o.type === Resources.deployments)) {
     const { name: deployment = '', namespace: ns } = object.metadata;
     for (;;) {

@@ -3,9 +3,7 @@
 // credentials through the in-cluster webhooks and controllers only (nothing of tenantkit runs in the test
 // process). Then what an admin does next: an upgrade with the webhooks answering throughout, losing the
 // leader, the webhooks gone (closed, not open), and an uninstall that leaves the CRDs only.
-import { request } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OrganizationCrd, TenancyConfigCrd } from '../../src/api/tenancy.ts';
 import { ensurePostgresImage, ensureTenantkitImage } from '../../src/controlplane/images.ts';
 import type { LocalNode } from '../../src/controlplane/node-launch.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
@@ -13,6 +11,8 @@ import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { type InstalledChart, imageValues, installChart } from '../harness/chart.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { nodeSkipReason, startTestNode } from '../harness/node.ts';
+import { postGraphQL } from '../harness/search-client.ts';
+import { organizationLabel, organizationTenant } from '../harness/tenancy.ts';
 
 interface Deployment extends KubeObject {
   spec: { replicas?: number };
@@ -25,65 +25,13 @@ interface WebhookConfiguration extends KubeObject {
   webhooks: { name: string; clientConfig: { caBundle?: string } }[];
 }
 
-const apply = { fieldManager: 'e2e-test', force: true };
-
-interface SearchReply {
-  data?: { search?: { items?: { name: string }[] }[] };
-  errors?: unknown[];
-}
-
-/** A GraphQL call to the search API at `address`, verified as `servername` with `ca`. */
-function graphql(
-  address: string,
-  servername: string,
-  ca: string,
-  token: string,
-  body: unknown,
-): Promise<SearchReply> {
-  const payload = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: address,
-        port: 4010,
-        servername,
-        ca,
-        method: 'POST',
-        path: '/searchapi/graphql',
-        headers: {
-          authorization: `Bearer ${token}`,
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(payload),
-        },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          text += chunk;
-        });
-        res.on('end', () => {
-          try {
-            resolve(JSON.parse(text) as SearchReply);
-          } catch {
-            reject(new Error(`search answered ${res.statusCode}: ${text.slice(0, 300)}`));
-          }
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
 const progress = (line: string) => console.log(`[e2e] ${line}`);
-const orgLabel = 'appuio.io/organization';
 
 describe.skipIf(nodeSkipReason)('the chart, installed', () => {
   let cluster: TestCluster;
   let node: LocalNode;
   let chart: InstalledChart;
   let tenant: KubeClient;
-  let tenantName = '';
   let org = '';
 
   const deployment = (component: string) =>
@@ -102,7 +50,7 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
         body: {
           apiVersion: 'v1',
           kind: 'Namespace',
-          metadata: { name, labels: { [orgLabel]: organization } },
+          metadata: { name, labels: { [organizationLabel]: organization } },
         },
       })
       .then(
@@ -136,32 +84,10 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
     progress(`helm install --wait finished in ${Date.now() - started} ms`);
 
     // The guardrails an admin sets once, and one tenant in one organization.
-    const id = cluster.unique('o');
-    org = `${id}-org`;
-    tenantName = `e2e-tenant-${id}`;
-    await cluster.admin.apply(
-      TenancyConfigCrd.type,
-      {
-        metadata: { name: 'cluster' },
-        spec: { organizationLabel: orgLabel, defaultNamespaceQuota: 5 },
-      } as KubeObject,
-      apply,
-    );
-    cluster.defer(() => cluster.admin.delete(TenancyConfigCrd.type, 'cluster'));
-    await cluster.admin.apply(
-      OrganizationCrd.type,
-      { metadata: { name: org }, spec: { displayName: org, members: { users: [tenantName] } } } as KubeObject,
-      apply,
-    );
-    cluster.defer(() => cluster.admin.delete(OrganizationCrd.type, org));
-    await cluster.grant(
-      { kind: 'User', name: tenantName },
-      {
-        name: `${id}-namespaces`,
-        rules: [{ apiGroups: [''], resources: ['namespaces'], verbs: ['create'] }],
-      },
-    );
-    tenant = await cluster.user(tenantName);
+    ({ organization: org, client: tenant } = await organizationTenant(cluster, {
+      prefix: 'e2e-tenant',
+      namespaceVerbs: ['create'],
+    }));
   }, 20 * 60_000);
 
   afterAll(async () => {
@@ -221,20 +147,20 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
     const address = pods.items[0]?.status?.podIP;
     expect(address).toMatch(/^10\.244\./);
     const search = () =>
-      graphql(
-        address!,
-        `${chart.release}-search.${chart.namespace}.svc`,
+      postGraphQL(
+        `https://${address}:4010`,
         Buffer.from(tls!.data['ca.crt']!, 'base64').toString(),
         token,
-        {
-          query:
-            '{ search(input: [{ filters: [{ property: "kind", values: ["ConfigMap"] }, { property: "name", values: ["findme-*"] }] }]) { items } }',
-        },
+        '{ search(input: [{ filters: [{ property: "kind", values: ["ConfigMap"] }, { property: "name", values: ["findme-*"] }] }]) { items } }',
+        {},
+        {},
+        { servername: `${chart.release}-search.${chart.namespace}.svc` },
       );
     const found = await eventually(
       async () => {
         const reply = await search();
-        const names = (reply.data?.search?.[0]?.items ?? []).map((i) => i.name);
+        const data = reply.body.data as { search?: { items?: { name: string }[] }[] } | undefined;
+        const names = (data?.search?.[0]?.items ?? []).map((i) => i.name);
         if (names.length === 0) throw new Error(`nothing found yet: ${JSON.stringify(reply).slice(0, 500)}`);
         return names;
       },

@@ -18,8 +18,14 @@ export function postGraphQL(
   query: string,
   variables: Record<string, unknown> = {},
   headers: Record<string, string> = {},
+  tls: TlsOptions = {},
 ): Promise<GraphQLReply> {
-  return postGraphQLText(baseUrl, ca, token, JSON.stringify({ query, variables }), headers);
+  return postGraphQLText(baseUrl, ca, token, JSON.stringify({ query, variables }), headers, tls);
+}
+
+export interface TlsOptions {
+  /** The name to verify the certificate for, when the URL holds another (a Pod's address). */
+  servername?: string;
 }
 
 /** The same, with the request body as text (for bodies JSON.stringify would not write, as a fuzzer sends). */
@@ -29,6 +35,7 @@ export function postGraphQLText(
   token: string | undefined,
   body: string,
   headers: Record<string, string> = {},
+  tls: TlsOptions = {},
 ): Promise<GraphQLReply> {
   return new Promise((resolve, reject) => {
     const req = request(
@@ -36,6 +43,7 @@ export function postGraphQLText(
       {
         method: 'POST',
         ca,
+        ...(tls.servername ? { servername: tls.servername } : {}),
         headers: {
           'content-type': 'application/json',
           ...(token ? { authorization: `Bearer ${token}` } : {}),

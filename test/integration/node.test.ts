@@ -3,7 +3,6 @@
 // tenancy pod policies seen on running Pods, all done by tenants with their own credentials. The last
 // test stops the node and checks that the machine is as it was before.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OrganizationCrd, TenancyConfigCrd } from '../../src/api/tenancy.ts';
 import type { LocalNode } from '../../src/controlplane/node-launch.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
@@ -12,6 +11,7 @@ import { organizationBindingName } from '../../src/tenancy/org-rbac-controller.t
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { runCapability } from '../harness/components.ts';
 import { nodeSkipReason, startTestNode } from '../harness/node.ts';
+import { organizationLabel, organizationTenant } from '../harness/tenancy.ts';
 
 interface Pod extends KubeObject {
   spec: {
@@ -56,33 +56,12 @@ describe.skipIf(nodeSkipReason)('the local node', () => {
   beforeAll(async () => {
     cluster = await TestCluster.connect();
     node = await startTestNode(cluster);
-    const id = cluster.unique('n');
-    const org = `${id}-org`;
-    const user = `node-tenant-${id}`;
     await cluster.admin.apply(Resources.namespaces, { metadata: { name: 'tenantkit-system' } }, apply);
-    await cluster.admin.apply(
-      TenancyConfigCrd.type,
-      {
-        metadata: { name: 'cluster' },
-        spec: { organizationLabel: 'appuio.io/organization', defaultNamespaceQuota: 5 },
-      } as KubeObject,
-      apply,
-    );
-    cluster.defer(() => cluster.admin.delete(TenancyConfigCrd.type, 'cluster'));
-    await cluster.admin.apply(
-      OrganizationCrd.type,
-      { metadata: { name: org }, spec: { displayName: org, members: { users: [user] } } } as KubeObject,
-      apply,
-    );
-    cluster.defer(() => cluster.admin.delete(OrganizationCrd.type, org));
-    await cluster.grant(
-      { kind: 'User', name: user },
-      {
-        name: `${id}-namespaces`,
-        rules: [{ apiGroups: [''], resources: ['namespaces'], verbs: ['create', 'get', 'patch'] }],
-      },
-    );
-    tenant = await cluster.user(user);
+    const { organization: org, client } = await organizationTenant(cluster, {
+      prefix: 'node-tenant',
+      namespaceVerbs: ['create', 'get', 'patch'],
+    });
+    tenant = client;
     await runCapability(cluster, tenancy);
     // The tenant's namespace: its organization's, with the run-once deadline and the default node
     // selector set by the tenant through the annotations the policy lets them set.
@@ -94,7 +73,7 @@ describe.skipIf(nodeSkipReason)('the local node', () => {
           .create<KubeObject>(Resources.namespaces, {
             metadata: {
               name: ns,
-              labels: { 'appuio.io/organization': org },
+              labels: { [organizationLabel]: org },
               annotations: {
                 'appuio.io/active-deadline-seconds-override': '3',
                 'appuio.io/default-node-selector': `kubernetes.io/hostname=${node.name}`,
