@@ -14,6 +14,7 @@ import { SelfManagedTls } from '../webhook/self-managed-tls.ts';
 import { WebhookServer } from '../webhook/server.ts';
 import { backupCommand } from './backup.ts';
 import { type CapabilityContext, selectCapabilities } from './capabilities.ts';
+import { checkCommand } from './check.ts';
 import { runDev } from './dev.ts';
 import { restoreCommand } from './restore.ts';
 import { searchCommand } from './search.ts';
@@ -39,6 +40,8 @@ Usage:
                                             back up your namespace (NonAdminBackups); see tenantkit backup --help
   tenantkit restore create|get|describe|logs|delete ... [-n NS]
                                             restore it from those backups; see tenantkit restore --help
+  tenantkit check --ca-file FILE URL...     GET each https URL trusting only that CA; exit 1 unless all answer 200
+                                            (what the chart's \`helm test\` runs)
   tenantkit crds                            print tenantkit's CustomResourceDefinitions as YAML
   tenantkit controlplane build              build the local control plane binary (done by dev on first use)
   tenantkit images build                    build the tenantkit, Velero and PostgreSQL images without Docker
@@ -171,6 +174,8 @@ async function main(argv: string[]): Promise<void> {
       return backupCommand(rest);
     case 'restore':
       return restoreCommand(rest);
+    case 'check':
+      return checkCommand(rest);
     case 'crds':
       for (const def of allCrds)
         process.stdout.write(`---\n${stringify(crdManifest(def), { lineWidth: 0 })}`);

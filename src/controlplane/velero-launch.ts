@@ -11,13 +11,20 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { KubeClient } from '../kube/client.ts';
 import { installCrds } from '../kube/crds.ts';
-import { type KubeObject, Resources, type ResourceType } from '../kube/resources.ts';
+import { type KubeObject, Resources } from '../kube/resources.ts';
 import { type BackupStorageLocation, VeleroResources } from '../kube/velero.ts';
 import type { Progress } from './build.ts';
 import { freePort } from './launch.ts';
 import { type GroupProcess, spawnGroup } from './process-group.ts';
 import { listObjects, type S3Object } from './s3-list.ts';
 import { ensureVeleroBinaries, type VeleroBinaries } from './velero-build.ts';
+import {
+  removeVeleroPod,
+  veleroDeployment,
+  veleroPodLog,
+  veleroPodObjects,
+  veleroPodState,
+} from './velero-pod.ts';
 
 export interface VeleroOptions {
   /** Admin kubeconfig: Velero backs up and restores anything, as it does with its cluster-admin binding. */
@@ -38,6 +45,13 @@ export interface VeleroOptions {
    * that tenantkit refuses tenant restores on a Velero without it.
    */
   restoreGuard?: boolean;
+  /**
+   * Runs Velero as a Deployment on the local node (src/controlplane/node-launch.ts) from this image,
+   * already imported into the node's containerd, instead of as a local process; the S3 server then
+   * listens on `address` (the node's address), which Pods reach. Velero's log is copied to `logFile` when
+   * it stops.
+   */
+  onNode?: { image: string; address: string };
   progress?: Progress;
 }
 
@@ -51,21 +65,13 @@ export interface Velero {
   /** The Secret (key `cloud`, AWS credentials file format) the BackupStorageLocation uses. */
   credentialsSecret: string;
   binaries: VeleroBinaries;
-  /** `velero server`'s log. */
+  /** `velero server`'s log (on the node: written when Velero stops). */
   logFile: string;
   /** The objects in the bucket whose key starts with `prefix` (e.g. `backups/<name>/`). */
   listObjects(prefix?: string): Promise<S3Object[]>;
   /** Stops Velero (with its plugin processes) and the S3 server; resolves once every process exited. */
   stop(): Promise<void>;
 }
-
-const deployments: ResourceType = {
-  group: 'apps',
-  version: 'v1',
-  plural: 'deployments',
-  kind: 'Deployment',
-  namespaced: true,
-};
 
 const fieldManager = 'tenantkit-velero';
 
@@ -144,20 +150,28 @@ export async function startVelero(options: VeleroOptions): Promise<Velero> {
   const binaries = await ensureVeleroBinaries(progress);
   const client = KubeClient.fromKubeconfig({ path: options.kubeconfigPath });
   for (const sub of ['s3', 'home', 'tmp']) await mkdir(join(dir, sub), { recursive: true });
+  const onNode = options.onNode;
+  if (onNode && options.restoreGuard === false) {
+    throw new Error(
+      'Velero on the node always runs the plugins of its image (restoreGuard: false is for a local process)',
+    );
+  }
   const pluginDir =
     options.restoreGuard === false ? await pluginsWithout(binaries.pluginDir, dir) : binaries.pluginDir;
 
-  const started: GroupProcess[] = [];
+  /** What stop() ends: the processes started here, or Velero's Deployment on the node. */
+  const started: { stop(): Promise<void> }[] = [];
   const stopAll = async () => {
     await Promise.all(started.splice(0).map((p) => p.stop()));
   };
   try {
     const s3Port = await freePort();
-    const s3Url = `http://127.0.0.1:${s3Port}`;
+    const s3Host = onNode?.address ?? '127.0.0.1';
+    const s3Url = `http://${s3Host}:${s3Port}`;
     const s3Log = join(dir, 's3server.log');
     const s3 = spawnGroup(
       binaries.s3server,
-      ['--listen', `127.0.0.1:${s3Port}`, '--dir', join(dir, 's3'), '--bucket', bucket],
+      ['--listen', `${s3Host}:${s3Port}`, '--dir', join(dir, 's3'), '--bucket', bucket],
       { logFile: s3Log },
     );
     started.push(s3);
@@ -191,32 +205,27 @@ export async function startVelero(options: VeleroOptions): Promise<Velero> {
       } as KubeObject,
       apply,
     );
-    // Never runs (no kubelet here): restores read it for the image of their helper containers.
-    const labels = { component: 'velero', deploy: 'velero' };
-    await client.apply(
-      deployments,
-      {
-        metadata: { name: 'velero', namespace, labels },
-        spec: {
-          replicas: 1,
-          selector: { matchLabels: { deploy: 'velero' } },
-          template: {
-            metadata: { labels },
-            spec: {
-              containers: [
-                {
-                  name: 'velero',
-                  image: `velero/velero:${binaries.veleroVersion}`,
-                  command: ['/velero'],
-                  args: ['server'],
-                },
-              ],
-            },
-          },
-        },
-      } as KubeObject,
-      apply,
-    );
+    const serverArgs = [
+      `--namespace=${namespace}`,
+      // An empty address turns the pprof server off.
+      '--profiler-address=',
+      `--store-validation-frequency=${syncPeriod}`,
+      `--backup-sync-period=${syncPeriod}`,
+      // The default; it only matters for file-system backups, which need a node-agent (none yet).
+      '--uploader-type=kopia',
+      '--log-format=text',
+    ];
+    const podSpec = { namespace, credentialsSecret, serverArgs };
+    if (onNode) {
+      for (const { type, object } of veleroPodObjects({ ...podSpec, image: onNode.image })) {
+        await client.apply(type, object, apply);
+      }
+    } else {
+      // Never runs as a Pod (Velero is the local process below): restores read it for the image of their
+      // helper containers. Scaled to zero, so that a node in the cluster leaves it alone.
+      const image = `velero/velero:${binaries.veleroVersion}`;
+      await client.apply(Resources.deployments, veleroDeployment({ ...podSpec, image, replicas: 0 }), apply);
+    }
     const storageLocation = 'default';
     const location: BackupStorageLocation = {
       metadata: { name: storageLocation, namespace, labels: { component: 'velero' } },
@@ -230,42 +239,48 @@ export async function startVelero(options: VeleroOptions): Promise<Velero> {
     };
     await client.apply(VeleroResources.backupStorageLocations, location, apply);
 
-    const metricsPort = await freePort();
     const logFile = join(dir, 'velero.log');
-    const args = [
-      'server',
-      `--kubeconfig=${options.kubeconfigPath}`,
-      `--namespace=${namespace}`,
-      `--plugin-dir=${pluginDir}`,
-      `--metrics-address=127.0.0.1:${metricsPort}`,
-      // An empty address turns the pprof server off.
-      '--profiler-address=',
-      `--store-validation-frequency=${syncPeriod}`,
-      `--backup-sync-period=${syncPeriod}`,
-      // The default; it only matters for file-system backups, which need a node-agent (none here).
-      '--uploader-type=kopia',
-      '--log-format=text',
-    ];
-    progress(`starting Velero ${binaries.veleroVersion} in namespace ${namespace} (log: ${logFile})`);
-    // A minimal environment: no AWS or kubeconfig settings of the caller leak in, and Velero's home,
-    // temporary files (it writes BSL credentials there) and default credentials stay in `dir`.
-    const velero = spawnGroup(binaries.velero, args, {
-      logFile,
-      cwd: dir,
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        HOME: join(dir, 'home'),
-        TMPDIR: join(dir, 'tmp'),
-        AWS_SHARED_CREDENTIALS_FILE: credentialsFile,
-        // Plugins inherit Velero's environment: tenantkit's restore guard talks to the API server as
-        // Velero does (in a cluster, through Velero's service account).
-        KUBECONFIG: options.kubeconfigPath,
-        AWS_EC2_METADATA_DISABLED: 'true',
-      },
-    });
-    started.push(velero);
+    const watched: Watched[] = [{ name: 's3server', process: s3, logFile: s3Log }];
     // A reused dir may hold a location validated by an earlier run: only a validation by this one counts.
     const since = Math.floor(Date.now() / 1000) * 1000;
+    if (onNode) {
+      progress(`Velero ${binaries.veleroVersion} runs as Deployment ${namespace}/velero on the node`);
+      started.push({
+        // The Pod's log is kept in logFile once it stops.
+        stop: async () => {
+          await writeFile(logFile, await veleroPodLog(client, namespace)).catch(() => {});
+          await removeVeleroPod(client, namespace);
+        },
+      });
+    } else {
+      const metricsPort = await freePort();
+      const args = [
+        'server',
+        ...serverArgs,
+        `--kubeconfig=${options.kubeconfigPath}`,
+        `--plugin-dir=${pluginDir}`,
+        `--metrics-address=127.0.0.1:${metricsPort}`,
+      ];
+      progress(`starting Velero ${binaries.veleroVersion} in namespace ${namespace} (log: ${logFile})`);
+      // A minimal environment: no AWS or kubeconfig settings of the caller leak in, and Velero's home,
+      // temporary files (it writes BSL credentials there) and default credentials stay in `dir`.
+      const velero = spawnGroup(binaries.velero, args, {
+        logFile,
+        cwd: dir,
+        env: {
+          PATH: process.env.PATH ?? '/usr/bin:/bin',
+          HOME: join(dir, 'home'),
+          TMPDIR: join(dir, 'tmp'),
+          AWS_SHARED_CREDENTIALS_FILE: credentialsFile,
+          // Plugins inherit Velero's environment: tenantkit's restore guard talks to the API server as
+          // Velero does (in a cluster, through Velero's service account).
+          KUBECONFIG: options.kubeconfigPath,
+          AWS_EC2_METADATA_DISABLED: 'true',
+        },
+      });
+      started.push(velero);
+      watched.push({ name: 'velero server', process: velero, logFile });
+    }
     await waitFor(
       `BackupStorageLocation ${namespace}/${storageLocation} Available`,
       async () => {
@@ -276,13 +291,11 @@ export async function startVelero(options: VeleroOptions): Promise<Velero> {
         );
         const validated = Date.parse(bsl?.status?.lastValidationTime ?? '') >= since;
         if (validated && bsl?.status?.phase === 'Available') return bsl;
-        throw new Error(`phase ${bsl?.status?.phase ?? '(none)'}: ${bsl?.status?.message ?? ''}`);
+        const pod = onNode ? `; ${await veleroPodState(client, namespace)}` : '';
+        throw new Error(`phase ${bsl?.status?.phase ?? '(none)'}: ${bsl?.status?.message ?? ''}${pod}`);
       },
-      [
-        { name: 'velero server', process: velero, logFile },
-        { name: 's3server', process: s3, logFile: s3Log },
-      ],
-      60_000,
+      watched,
+      onNode ? 120_000 : 60_000,
     );
 
     return {

@@ -4,15 +4,34 @@
 // process). Then what an admin does next: an upgrade with the webhooks answering throughout, losing the
 // leader, the webhooks gone (closed, not open), and an uninstall that leaves the CRDs only.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensurePostgresImage, ensureTenantkitImage } from '../../src/controlplane/images.ts';
+import { NonAdminBackupConfigCrd, NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/api/backup.ts';
+import {
+  ensurePostgresImage,
+  ensureTenantkitImage,
+  ensureVeleroImage,
+} from '../../src/controlplane/images.ts';
 import type { LocalNode } from '../../src/controlplane/node-launch.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { applyBackupPolicy, completedBackup, completedRestore, tenantIn } from '../harness/backup.ts';
 import { type InstalledChart, imageValues, installChart } from '../harness/chart.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
-import { nodeSkipReason, startTestNode } from '../harness/node.ts';
+import { nodeSkipReason, startTestNode, stopTestNode } from '../harness/node.ts';
+import {
+  expectDefaultNodeSelector,
+  expectRunOnceDeadline,
+  type Pod,
+  podPolicyAnnotations,
+  testPod,
+} from '../harness/pods.ts';
 import { postGraphQL } from '../harness/search-client.ts';
-import { organizationLabel, organizationTenant } from '../harness/tenancy.ts';
+import {
+  type OrganizationTenant,
+  organizationLabel,
+  organizationNamespace,
+  organizationTenant,
+} from '../harness/tenancy.ts';
+import { startTestVelero, type TestVelero } from '../harness/velero.ts';
 
 interface Deployment extends KubeObject {
   spec: { replicas?: number };
@@ -31,6 +50,8 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
   let cluster: TestCluster;
   let node: LocalNode;
   let chart: InstalledChart;
+  let velero: TestVelero;
+  let owner: OrganizationTenant;
   let tenant: KubeClient;
   let org = '';
 
@@ -62,18 +83,21 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
     cluster = await TestCluster.connect();
     const image = await ensureTenantkitImage({ progress });
     const postgres = await ensurePostgresImage({ progress });
+    const veleroImage = await ensureVeleroImage({ progress });
     node = await startTestNode(cluster);
-    await node.importImage(image);
-    await node.importImage(postgres);
+    for (const built of [image, postgres, veleroImage]) await node.importImage(built);
     const db = imageValues(postgres);
-    // Velero's namespace exists before tenantkit is installed (the chart puts Roles there).
-    const velero = await cluster.namespace('velero');
+    // Velero runs on the node as `velero install` runs it, its object store on the node's address. Its
+    // namespace exists before tenantkit is installed (the chart puts Roles there); it stops after the
+    // uninstall (cleanups run last-in first-out).
+    velero = await startTestVelero(cluster, { onNode: { image: veleroImage.ref, address: node.ip } });
+    cluster.defer(() => velero.stop());
     const started = Date.now();
     chart = await installChart(
       cluster,
       {
         ...imageValues(image),
-        'backup.veleroNamespace': velero,
+        'backup.veleroNamespace': velero.namespace,
         // One API replica is enough here (two cores run every Pod of the release); the rest as shipped.
         'search.replicas': '1',
         'search.database.bundled.image.repository': db['image.repository']!,
@@ -84,21 +108,36 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
     progress(`helm install --wait finished in ${Date.now() - started} ms`);
 
     // The guardrails an admin sets once, and one tenant in one organization.
-    ({ organization: org, client: tenant } = await organizationTenant(cluster, {
-      prefix: 'e2e-tenant',
-      namespaceVerbs: ['create'],
-    }));
+    owner = await organizationTenant(cluster, { prefix: 'e2e-tenant', namespaceVerbs: ['create'] });
+    ({ organization: org, client: tenant } = owner);
+    await applyBackupPolicy(cluster, { veleroNamespace: velero.namespace });
+    cluster.defer(() => cluster.admin.delete(NonAdminBackupConfigCrd.type, 'cluster'));
   }, 20 * 60_000);
 
-  afterAll(async () => {
-    await cluster?.cleanup();
-    const left = await node?.stop();
-    expect(left ?? []).toEqual([]);
-  }, 180_000);
+  afterAll(() => stopTestNode(cluster, node), 180_000);
 
   it('installs with nothing else: every Deployment Ready, the webhooks on a certificate they made', async () => {
     for (const component of ['controllers', 'webhooks', 'search', 'search-collector']) {
       expect(await allReady(component)).toBe(true);
+      const policy = await cluster.admin.get<
+        KubeObject & { spec: { policyTypes: string[]; ingress?: { ports?: { port: number }[] }[] } }
+      >(Resources.networkPolicies, `${chart.release}-${component}`, chart.namespace);
+      expect(policy?.spec.policyTypes, `NetworkPolicy of ${component}`).toEqual(['Ingress']);
+      // The collector serves nothing: no rule, so no connection in.
+      const ports = (policy?.spec.ingress ?? []).flatMap((rule) => (rule.ports ?? []).map((p) => p.port));
+      expect(ports).toEqual(
+        ({ controllers: [8080], webhooks: [9443], search: [4010] } as Record<string, number[]>)[component] ??
+          [],
+      );
+    }
+    // A drain takes one replica of a serving component at a time.
+    for (const component of ['controllers', 'webhooks', 'search']) {
+      const budget = await cluster.admin.get<KubeObject & { status?: { disruptionsAllowed?: number } }>(
+        Resources.podDisruptionBudgets,
+        `${chart.release}-${component}`,
+        chart.namespace,
+      );
+      expect(budget, `PodDisruptionBudget of ${component}`).toBeDefined();
     }
     const secret = await cluster.admin.get<KubeObject & { type: string; data: Record<string, string> }>(
       Resources.secrets,
@@ -112,6 +151,11 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
       for (const w of config!.webhooks) expect(w.clientConfig.caBundle).toBe(secret!.data['ca.crt']);
     }
   });
+
+  it('passes `helm test`: each Service answers ready over TLS its own CA vouches for', async () => {
+    const out = await chart.helm(['test', chart.release, '-n', chart.namespace, '--timeout', '2m']);
+    expect(out).toMatch(new RegExp(`TEST SUITE:\\s+${chart.release}-check[\\s\\S]*Phase:\\s+Succeeded`));
+  }, 180_000);
 
   it("answers a tenant's search through the in-cluster API from the bundled database, with only what they may list", async () => {
     for (const component of ['search', 'search-collector']) expect(await allReady(component)).toBe(true);
@@ -178,6 +222,88 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
     );
     expect(await tryNamespace(org, `kube-${cluster.unique('x')}`)).toContain('is reserved');
   });
+
+  it("puts the tenancy pod policies on a tenant's running Pods: the default node selector and the run-once deadline", async () => {
+    const ns = await organizationNamespace(cluster, owner, {
+      prefix: 'e2e-pods',
+      annotations: podPolicyAnnotations(node.name),
+    });
+    await expectDefaultNodeSelector(tenant, ns, node.workloadImage, node.name);
+    await expectRunOnceDeadline(tenant, ns, node.workloadImage, node.name);
+  }, 120_000);
+
+  it("backs up a tenant's Deployment and restores it after a mistake: its Pods Running again", async () => {
+    const ns = await cluster.namespace('e2e-backup');
+    const user = await tenantIn(cluster, ns, 'e2e-owner');
+    // The chart's tenant roles reach a namespace's admins through aggregation into `admin`.
+    for (const plural of ['nonadminbackups', 'nonadminrestores']) await cluster.aggregated('admin', plural);
+    const labels = { app: 'web' };
+    await user.create(Resources.deployments, {
+      metadata: { name: 'web', namespace: ns },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: labels },
+        template: {
+          metadata: { labels },
+          spec: testPod(ns, node.workloadImage, 'web', ['sleep', '3600']).spec,
+        },
+      },
+    } as KubeObject);
+    await user.create(Resources.configMaps, {
+      metadata: { name: 'settings', namespace: ns },
+      data: { color: 'blue' },
+    });
+    const runningPod = (what: string) =>
+      eventually(
+        async () => {
+          const pods = await user.list<Pod>(Resources.pods, { namespace: ns, labelSelector: 'app=web' });
+          return pods.items.find((p) => p.status?.phase === 'Running' && !p.metadata.deletionTimestamp);
+        },
+        { what, timeoutMs: 60_000 },
+      );
+    const before = await runningPod('the Deployment running');
+
+    await user.create(NonAdminBackupCrd.type, {
+      metadata: { name: 'before-mistake', namespace: ns },
+      spec: { backupSpec: {} },
+    } as KubeObject);
+    const nab = await completedBackup(cluster, ns, 'before-mistake');
+    progress(`NonAdminBackup completed: ${JSON.stringify(nab.status?.veleroBackup?.status?.progress ?? {})}`);
+
+    // The mistake: the Deployment and its settings deleted, the Pods gone with them.
+    await user.delete(Resources.deployments, 'web', ns);
+    await user.delete(Resources.configMaps, 'settings', ns);
+    await eventually(
+      async () =>
+        (await user.list(Resources.pods, { namespace: ns, labelSelector: 'app=web' })).items.length === 0,
+      { what: 'the Pods gone', timeoutMs: 60_000 },
+    );
+
+    await user.create(NonAdminRestoreCrd.type, {
+      metadata: { name: 'undo', namespace: ns },
+      spec: { restoreSpec: { backupName: 'before-mistake' } },
+    } as KubeObject);
+    await completedRestore(cluster, ns, 'undo');
+    const after = await runningPod('the restored Deployment running');
+    expect(after.metadata.uid).not.toBe(before.metadata.uid);
+    expect(after.spec.nodeName).toBe(node.name);
+    const settings = await user.get<KubeObject & { data?: Record<string, string> }>(
+      Resources.configMaps,
+      'settings',
+      ns,
+    );
+    expect(settings?.data).toEqual({ color: 'blue' });
+
+    // The tenant tidies up; the in-cluster controllers lift the finalizers (Velero deletes the backup).
+    await user.delete(NonAdminRestoreCrd.type, 'undo', ns);
+    await user.delete(NonAdminBackupCrd.type, 'before-mistake', ns);
+    await eventually(
+      async () =>
+        (await cluster.admin.list(NonAdminBackupCrd.type, { namespace: ns })).items.length === 0 &&
+        (await cluster.admin.list(NonAdminRestoreCrd.type, { namespace: ns })).items.length === 0,
+      { what: 'the NonAdminBackup and NonAdminRestore gone', timeoutMs: 120_000 },
+    );
+  }, 600_000);
 
   it('keeps the webhooks answering through a rolling helm upgrade, and the injected CA with them', async () => {
     const before = await cluster.admin.get<WebhookConfiguration>(

@@ -2,23 +2,20 @@
 // src/controlplane/helm-build.ts) into the shared control plane with the local node, the image built here
 // and imported into the node's containerd (there is no registry). Whatever the test does, the release's
 // cluster-wide webhook configurations are gone when the file ends, so later files are never refused.
-import { execFile } from 'node:child_process';
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { ensureHelm } from '../../src/controlplane/helm-build.ts';
+import { type Helm, helmFor } from '../../src/controlplane/helm-build.ts';
 import { type BuiltImage, repoRoot } from '../../src/controlplane/images.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import type { TestCluster } from './cluster.ts';
 
-const exec = promisify(execFile);
 export const chartDir = join(repoRoot, 'deploy', 'helm', 'tenantkit');
 
 export interface InstalledChart {
   release: string;
   namespace: string;
   /** Runs helm with the cluster's admin kubeconfig; resolves with its stdout. */
-  helm(args: string[], timeoutMs?: number): Promise<string>;
+  helm: Helm;
   /** `helm upgrade` of the same chart with these values set on top of the install's. */
   upgrade(values: Record<string, string>): Promise<void>;
   uninstall(): Promise<void>;
@@ -38,27 +35,9 @@ export async function installChart(
   values: Record<string, string>,
   progress: (line: string) => void = () => {},
 ): Promise<InstalledChart> {
-  const binary = await ensureHelm(progress);
   const release = cluster.unique('tk');
   const namespace = `${release}-system`;
-  const home = join(cluster.dir, 'helm', release);
-  await mkdir(home, { recursive: true });
-  const env = {
-    ...process.env,
-    KUBECONFIG: cluster.adminKubeconfigPath,
-    HELM_CACHE_HOME: join(home, 'cache'),
-    HELM_CONFIG_HOME: join(home, 'config'),
-    HELM_DATA_HOME: join(home, 'data'),
-  };
-  const helm = async (args: string[], timeoutMs = 300_000) => {
-    try {
-      const { stdout } = await exec(binary, args, { env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 });
-      return stdout;
-    } catch (err) {
-      const e = err as Error & { stderr?: string; stdout?: string };
-      throw new Error(`helm ${args.join(' ')} failed: ${e.stderr || e.message}`);
-    }
-  };
+  const helm = await helmFor(cluster.adminKubeconfigPath, join(cluster.dir, 'helm', release), progress);
   const removeWebhooks = async () => {
     await cluster.admin.delete(Resources.validatingWebhookConfigurations, release).catch(() => {});
     await cluster.admin.delete(Resources.mutatingWebhookConfigurations, release).catch(() => {});

@@ -3,6 +3,7 @@
 // need real Pods (root only: `nodeSkipReason` says why a file is skipped otherwise) and stopped at their
 // end, which also puts the machine back as it was.
 import { join } from 'node:path';
+import { expect } from 'vitest';
 import { type LocalNode, nodeUnavailable, startNode } from '../../src/controlplane/node-launch.ts';
 import type { TestCluster } from './cluster.ts';
 
@@ -20,4 +21,14 @@ export async function startTestNode(cluster: TestCluster): Promise<LocalNode> {
     },
     { dir: join(cluster.dir, 'node'), progress: (line) => console.log(`[node] ${line}`) },
   );
+}
+
+/**
+ * For afterAll: the file's cleanups first (while kubelet still ends the Pods of the namespaces they
+ * delete), then the node, and the machine must be as it was.
+ */
+export async function stopTestNode(cluster: TestCluster | undefined, node: LocalNode | undefined) {
+  await cluster?.cleanup();
+  const left = await node?.stop();
+  expect(left ?? [], 'what the node could not put back on the machine').toEqual([]);
 }

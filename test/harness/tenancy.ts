@@ -3,8 +3,9 @@
 // Everything goes at the file's cleanup.
 import { OrganizationCrd, TenancyConfigCrd } from '../../src/api/tenancy.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
-import type { KubeObject } from '../../src/kube/resources.ts';
-import type { TestCluster } from './cluster.ts';
+import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { organizationBindingName } from '../../src/tenancy/org-rbac-controller.ts';
+import { eventually, type TestCluster } from './cluster.ts';
 
 export const organizationLabel = 'appuio.io/organization';
 
@@ -45,4 +46,39 @@ export async function organizationTenant(
     },
   );
   return { organization, user, client: await cluster.user(user) };
+}
+
+/**
+ * A namespace the tenant creates in their organization through the tenancy webhooks (retried while
+ * they come up), with `annotations` (e.g. the run-once deadline and default node selector the policy lets
+ * tenants set). Resolves once its default ServiceAccount and the organization's admin binding exist;
+ * deleted at the file's cleanup.
+ */
+export async function organizationNamespace(
+  cluster: TestCluster,
+  tenant: OrganizationTenant,
+  options: { prefix: string; annotations?: Record<string, string> },
+): Promise<string> {
+  const name = cluster.unique(options.prefix);
+  cluster.defer(() => cluster.admin.delete(Resources.namespaces, name));
+  await eventually(
+    async () =>
+      tenant.client
+        .create<KubeObject>(Resources.namespaces, {
+          metadata: {
+            name,
+            labels: { [organizationLabel]: tenant.organization },
+            annotations: options.annotations ?? {},
+          },
+        })
+        .catch((err: Error) => (err.message.includes('AlreadyExists') ? {} : Promise.reject(err))),
+    { what: 'tenant namespace created through the tenancy webhooks', timeoutMs: 30_000 },
+  );
+  await eventually(
+    async () =>
+      (await cluster.admin.get(Resources.serviceAccounts, 'default', name)) !== undefined &&
+      (await cluster.admin.get(Resources.roleBindings, organizationBindingName('admin'), name)) !== undefined,
+    { what: 'default service account and the organization admin binding' },
+  );
+  return name;
 }

@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inject } from 'vitest';
-import { startVelero, type Velero } from '../../src/controlplane/velero-launch.ts';
+import { startVelero, type Velero, type VeleroOptions } from '../../src/controlplane/velero-launch.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../src/kube/resources.ts';
 import { type Backup, finishedPhases, type Restore, VeleroResources } from '../../src/kube/velero.ts';
 import { eventually, type TestCluster } from './cluster.ts';
@@ -28,7 +28,7 @@ export interface TestVelero extends Velero {
 
 export async function startTestVelero(
   cluster: TestCluster,
-  options: { restoreGuard?: boolean } = {},
+  options: Pick<VeleroOptions, 'restoreGuard' | 'onNode'> = {},
 ): Promise<TestVelero> {
   const dir = await mkdtemp(join(tmpdir(), 'tenantkit-velero-'));
   const admin = cluster.admin;

@@ -19,7 +19,7 @@ import {
 import type { LocalNode } from '../../src/controlplane/node-launch.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
-import { nodeSkipReason, startTestNode } from '../harness/node.ts';
+import { nodeSkipReason, startTestNode, stopTestNode } from '../harness/node.ts';
 
 const run = promisify(execFile);
 
@@ -120,11 +120,7 @@ describe.skipIf(nodeSkipReason)('the images tenantkit ships', () => {
     await cluster.admin.create(Resources.namespaces, { metadata: { name: ns } });
     cluster.defer(() => cluster.admin.delete(Resources.namespaces, ns));
   }, 20 * 60_000);
-  afterAll(async () => {
-    await cluster?.cleanup();
-    const left = await node?.stop();
-    expect(left ?? []).toEqual([]);
-  }, 120_000);
+  afterAll(() => stopTestNode(cluster, node), 120_000);
 
   it('builds the same digest from the same inputs', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'tk-images-again-'));

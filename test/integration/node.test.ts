@@ -7,26 +7,18 @@ import type { LocalNode } from '../../src/controlplane/node-launch.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { tenancy } from '../../src/tenancy/index.ts';
-import { organizationBindingName } from '../../src/tenancy/org-rbac-controller.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { runCapability } from '../harness/components.ts';
-import { nodeSkipReason, startTestNode } from '../harness/node.ts';
-import { organizationLabel, organizationTenant } from '../harness/tenancy.ts';
-
-interface Pod extends KubeObject {
-  spec: {
-    nodeName?: string;
-    nodeSelector?: Record<string, string>;
-    activeDeadlineSeconds?: number;
-    [key: string]: unknown;
-  };
-  status?: {
-    phase?: string;
-    reason?: string;
-    podIP?: string;
-    conditions?: { type: string; status: string; reason?: string; message?: string }[];
-  };
-}
+import { nodeSkipReason, startTestNode, stopTestNode } from '../harness/node.ts';
+import {
+  expectDefaultNodeSelector,
+  expectRunOnceDeadline,
+  type Pod,
+  podInPhase,
+  podPolicyAnnotations,
+  testPod,
+} from '../harness/pods.ts';
+import { organizationNamespace, organizationTenant } from '../harness/tenancy.ts';
 
 const apply = { fieldManager: 'node-test', force: true };
 
@@ -36,64 +28,28 @@ describe.skipIf(nodeSkipReason)('the local node', () => {
   let tenant: KubeClient;
   let ns = '';
   const pod = (name: string, args: string[], spec: Record<string, unknown> = {}) =>
-    ({
-      metadata: { name, namespace: ns, labels: { app: name } },
-      spec: {
-        containers: [{ name: 'main', image: node.workloadImage, imagePullPolicy: 'IfNotPresent', args }],
-        terminationGracePeriodSeconds: 1,
-        ...spec,
-      },
-    }) as Pod;
+    testPod(ns, node.workloadImage, name, args, spec);
   const phase = (name: string, wanted: string, timeoutMs = 30_000) =>
-    eventually(
-      async () => {
-        const p = await tenant.get<Pod>(Resources.pods, name, ns);
-        return p?.status?.phase === wanted ? p : undefined;
-      },
-      { what: `pod ${name} ${wanted}`, timeoutMs },
-    );
+    podInPhase(tenant, ns, name, wanted, timeoutMs);
 
   beforeAll(async () => {
     cluster = await TestCluster.connect();
     node = await startTestNode(cluster);
     await cluster.admin.apply(Resources.namespaces, { metadata: { name: 'tenantkit-system' } }, apply);
-    const { organization: org, client } = await organizationTenant(cluster, {
+    const owner = await organizationTenant(cluster, {
       prefix: 'node-tenant',
       namespaceVerbs: ['create', 'get', 'patch'],
     });
-    tenant = client;
+    tenant = owner.client;
     await runCapability(cluster, tenancy);
     // The tenant's namespace: its organization's, with the run-once deadline and the default node
     // selector set by the tenant through the annotations the policy lets them set.
-    ns = cluster.unique('pods');
-    cluster.defer(() => cluster.admin.delete(Resources.namespaces, ns));
-    await eventually(
-      async () =>
-        tenant
-          .create<KubeObject>(Resources.namespaces, {
-            metadata: {
-              name: ns,
-              labels: { [organizationLabel]: org },
-              annotations: {
-                'appuio.io/active-deadline-seconds-override': '3',
-                'appuio.io/default-node-selector': `kubernetes.io/hostname=${node.name}`,
-              },
-            },
-          })
-          .catch((err: Error) => (err.message.includes('AlreadyExists') ? {} : Promise.reject(err))),
-      { what: 'tenant namespace created through the tenancy webhooks', timeoutMs: 30_000 },
-    );
-    await eventually(
-      async () =>
-        (await cluster.admin.get(Resources.serviceAccounts, 'default', ns)) !== undefined &&
-        (await cluster.admin.get(Resources.roleBindings, organizationBindingName('admin'), ns)) !== undefined,
-      { what: 'default service account and the organization admin binding' },
-    );
+    ns = await organizationNamespace(cluster, owner, {
+      prefix: 'pods',
+      annotations: podPolicyAnnotations(node.name),
+    });
   }, 15 * 60_000);
-  afterAll(async () => {
-    await node?.stop();
-    await cluster?.cleanup();
-  });
+  afterAll(() => stopTestNode(cluster, node), 180_000);
 
   it('runs a Deployment from the local image and serves it through a Service (kube-proxy)', async () => {
     await tenant.create(Resources.deployments, {
@@ -192,21 +148,11 @@ describe.skipIf(nodeSkipReason)('the local node', () => {
   });
 
   it("ends a tenant's run-once Pod at the namespace's deadline", async () => {
-    const created = await tenant.create<Pod>(
-      Resources.pods,
-      pod('run-once', ['sleep', '3600'], { restartPolicy: 'Never' }),
-    );
-    expect(created.spec.activeDeadlineSeconds).toBe(3);
-    // kubelet counts the deadline from the Pod's start and then stops it.
-    const ended = await phase('run-once', 'Failed', 30_000);
-    expect(ended.spec.nodeName).toBe(node.name);
-    expect(ended.status?.reason).toBe('DeadlineExceeded');
+    await expectRunOnceDeadline(tenant, ns, node.workloadImage, node.name);
   });
 
   it("applies the namespace's default node selector to a tenant's Pod, which then runs on the node", async () => {
-    const created = await tenant.create<Pod>(Resources.pods, pod('selected', ['sleep', '3600']));
-    expect(created.spec.nodeSelector).toEqual({ 'kubernetes.io/hostname': node.name });
-    expect((await phase('selected', 'Running')).spec.nodeName).toBe(node.name);
+    await expectDefaultNodeSelector(tenant, ns, node.workloadImage, node.name);
     // A selector no node matches keeps a Pod off the node: the scheduler reads the defaulted field.
     await tenant.patch(Resources.namespaces, ns, undefined, {
       metadata: { annotations: { 'appuio.io/default-node-selector': 'node-class=flex' } },

@@ -64,3 +64,21 @@ secretKeyRef: {{ toYaml .Values.search.database.urlSecret | nindent 2 }}
 {{- end -}}
 {{- if eq $mode "self" }}true{{ end -}}
 {{- end }}
+
+{{/*
+A component's PodDisruptionBudget: a drain or an autoscaler takes one of its Pods at a time (with two
+replicas one keeps serving; with one, the drain still goes on, where minAvailable: 1 would block it).
+Call with (dict "root" . "component" "webhooks").
+*/}}
+{{- define "tenantkit.pdb" -}}
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ .root.Release.Name }}-{{ .component }}
+  namespace: {{ .root.Release.Namespace }}
+  labels: {{- include "tenantkit.labels" .root | nindent 4 }}
+spec:
+  maxUnavailable: 1
+  selector:
+    matchLabels: { app.kubernetes.io/instance: {{ .root.Release.Name }}, app.kubernetes.io/component: {{ .component }} }
+{{- end }}

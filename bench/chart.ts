@@ -1,0 +1,315 @@
+// Benchmark: tenantkit as admins run it, on its own control plane with the local node (root only).
+//  1. `helm install --wait` until every Deployment and the bundled database are Ready: cold (images first
+//     unpacked on the node, the database initialised) and warm (installed again after an uninstall).
+//  2. A tenant's namespace creates and Pod creates through the API server, without tenantkit and then
+//     through the chart's in-cluster webhooks (behind their Service, over kube-proxy), sequentially:
+//     mean/p50/p99 and the ratio; where the added time goes, from kube-apiserver's own metrics (each
+//     webhook's call duration as the API server saw it, and what the admission steps took in all).
+//  3. The memory of every tenantkit Pod (kubelet's summary: working set), idle and at its peak during a
+//     burst of concurrent tenant requests.
+//   sudo node bench/chart.ts [--creates 200] [--burst 400] [--concurrency 16]
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { allCrds } from '../src/api/index.ts';
+import { crdManifest } from '../src/api/schema.ts';
+import { OrganizationCrd, TenancyConfigCrd } from '../src/api/tenancy.ts';
+import { helmFor } from '../src/controlplane/helm-build.ts';
+import { ensurePostgresImage, ensureTenantkitImage, repoRoot } from '../src/controlplane/images.ts';
+import { startControlPlane } from '../src/controlplane/launch.ts';
+import { nodeUnavailable, startNode } from '../src/controlplane/node-launch.ts';
+import { ensureNodeNetwork, nodeIP } from '../src/controlplane/node-network.ts';
+import { ensureVeleroBinaries } from '../src/controlplane/velero-build.ts';
+import { veleroCrds } from '../src/controlplane/velero-launch.ts';
+import { mapLimit } from '../src/kube/access.ts';
+import { KubeClient } from '../src/kube/client.ts';
+import { installCrds } from '../src/kube/crds.ts';
+import { type KubeObject, Resources } from '../src/kube/resources.ts';
+
+const { values } = parseArgs({
+  options: {
+    creates: { type: 'string', default: '200' },
+    burst: { type: 'string', default: '400' },
+    concurrency: { type: 'string', default: '16' },
+  },
+});
+const unavailable = nodeUnavailable();
+if (unavailable) {
+  console.error(`bench/chart.ts needs the local node: ${unavailable}`);
+  process.exit(2);
+}
+const say = (line: string) => console.error(line);
+const count = Number(values.creates);
+const organizationLabel = 'appuio.io/organization';
+const apply = { fieldManager: 'bench', force: true };
+
+function percentiles(samples: number[]) {
+  const s = [...samples].sort((a, b) => a - b);
+  const at = (p: number) => s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0;
+  const mean = s.reduce((a, b) => a + b, 0) / Math.max(1, s.length);
+  return { mean, p50: at(50), p99: at(99), max: s.at(-1) ?? 0 };
+}
+const fmt = (p: ReturnType<typeof percentiles>) =>
+  `mean ${p.mean.toFixed(2)} ms, p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms, max ${p.max.toFixed(1)} ms`;
+
+async function timed(times: number, one: (i: number) => Promise<unknown>): Promise<number[]> {
+  const samples: number[] = [];
+  for (let i = 0; i < times; i++) {
+    const started = performance.now();
+    await one(i);
+    samples.push(performance.now() - started);
+  }
+  return samples;
+}
+
+/** kube-apiserver's counters and sums of one metric family, by their label sets. */
+async function scrape(admin: KubeClient, family: string): Promise<Map<string, number>> {
+  const text = await admin.request<string>('GET', '/metrics', { text: true });
+  const found = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(family)) continue;
+    const space = line.lastIndexOf(' ');
+    found.set(line.slice(0, space), Number(line.slice(space + 1)));
+  }
+  return found;
+}
+
+/** Mean duration per call of each webhook (and admission step) between two scrapes, by its name. */
+function perCall(before: Map<string, number>, after: Map<string, number>, family: string, label: string) {
+  const rows: { name: string; calls: number; meanMs: number }[] = [];
+  for (const [key, sum] of after) {
+    if (!key.startsWith(`${family}_sum{`)) continue;
+    const countKey = key.replace(`${family}_sum{`, `${family}_count{`);
+    const calls = (after.get(countKey) ?? 0) - (before.get(countKey) ?? 0);
+    if (calls <= 0) continue;
+    const seconds = sum - (before.get(key) ?? 0);
+    const name = key.match(new RegExp(`${label}="([^"]*)"`))?.[1] ?? '?';
+    const operation = key.match(/operation="([^"]*)"/)?.[1] ?? '';
+    const type = key.match(/type="([^"]*)"/)?.[1] ?? '';
+    rows.push({ name: `${name} ${type} ${operation}`.trim(), calls, meanMs: (seconds * 1000) / calls });
+  }
+  return rows.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+interface Summary {
+  pods?: { podRef: { name: string; namespace: string }; memory?: { workingSetBytes?: number } }[];
+}
+
+/** Working set (MiB) of each Pod in `namespace`, from kubelet's summary API. */
+async function podMemory(admin: KubeClient, node: string, namespace: string): Promise<Map<string, number>> {
+  const summary = await admin.request<Summary>('GET', `/api/v1/nodes/${node}/proxy/stats/summary`);
+  const found = new Map<string, number>();
+  for (const pod of summary.pods ?? []) {
+    if (pod.podRef.namespace !== namespace) continue;
+    // Pods of one Deployment share a prefix; the component is what the chart names it.
+    const component = pod.podRef.name
+      .replace(/^bench-/, '')
+      .replace(/(-[a-z0-9]{8,10})?-[a-z0-9]{5}$|-\d+$/, '');
+    const mib = (pod.memory?.workingSetBytes ?? 0) / 2 ** 20;
+    found.set(`${component} (${pod.podRef.name})`, mib);
+  }
+  return found;
+}
+
+const dir = await mkdtemp(join(tmpdir(), 'tenantkit-bench-chart-'));
+const network = await ensureNodeNetwork();
+const veleroBinaries = await ensureVeleroBinaries(say);
+const crds = [
+  ...allCrds.map((d) => crdManifest(d) as unknown as KubeObject),
+  ...(await veleroCrds(veleroBinaries.velero)),
+];
+const cp = await startControlPlane({
+  dir,
+  address: nodeIP,
+  unsafeNoFsync: true,
+  progress: say,
+  beforeControllers: (kubeconfig) => installCrds(KubeClient.fromKubeconfig({ yaml: kubeconfig }), crds),
+});
+const admin = KubeClient.fromKubeconfig({ yaml: cp.adminKubeconfig });
+const node = await startNode(
+  { server: cp.server, caPem: cp.caPem, issue: cp.issue, admin },
+  { dir: join(dir, 'node'), progress: say },
+);
+try {
+  const image = await ensureTenantkitImage({ progress: say });
+  const postgres = await ensurePostgresImage({ progress: say });
+  for (const built of [image, postgres]) await node.importImage(built);
+  const helm = await helmFor(cp.adminKubeconfigPath, join(dir, 'helm'), say);
+  const chart = join(repoRoot, 'deploy', 'helm', 'tenantkit');
+  const ref = (built: { ref: string }) => {
+    const colon = built.ref.lastIndexOf(':');
+    return [built.ref.slice(0, colon), built.ref.slice(colon + 1)];
+  };
+  const [repository, tag] = ref(image);
+  const [dbRepository, dbTag] = ref(postgres);
+  const release = 'bench';
+  const namespace = 'tenantkit-system';
+  await admin.apply(Resources.namespaces, { metadata: { name: 'velero' } }, apply);
+  const settings = [
+    `image.repository=${repository}`,
+    `image.tag=${tag}`,
+    `search.database.bundled.image.repository=${dbRepository}`,
+    `search.database.bundled.image.tag=${dbTag}`,
+    'search.replicas=1',
+  ].flatMap((s) => ['--set', s]);
+  const install = async () => {
+    const started = performance.now();
+    await helm([
+      'install',
+      release,
+      chart,
+      '-n',
+      namespace,
+      '--create-namespace',
+      '--wait',
+      '--timeout',
+      '10m',
+      ...settings,
+    ]);
+    return (performance.now() - started) / 1000;
+  };
+  const uninstall = () => helm(['uninstall', release, '-n', namespace, '--wait', '--timeout', '5m']);
+
+  // The guardrails and one tenant: organization member, may create namespaces and (in bench-pods) Pods.
+  await admin.apply(
+    TenancyConfigCrd.type,
+    {
+      metadata: { name: 'cluster' },
+      spec: { organizationLabel, defaultNamespaceQuota: 100000 },
+    } as KubeObject,
+    apply,
+  );
+  await admin.apply(
+    OrganizationCrd.type,
+    {
+      metadata: { name: 'bench-org' },
+      spec: { members: { users: ['alice'] }, namespaceQuota: 100000 },
+    } as KubeObject,
+    apply,
+  );
+  await admin.apply(
+    Resources.clusterRoles,
+    {
+      metadata: { name: 'bench-tenant' },
+      rules: [{ apiGroups: [''], resources: ['namespaces'], verbs: ['create'] }],
+    } as KubeObject,
+    apply,
+  );
+  await admin.apply(
+    Resources.clusterRoleBindings,
+    {
+      metadata: { name: 'bench-tenant' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'bench-tenant' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }],
+    } as KubeObject,
+    apply,
+  );
+  const podsNamespace = 'bench-pods';
+  await admin.apply(
+    Resources.namespaces,
+    { metadata: { name: podsNamespace, labels: { [organizationLabel]: 'bench-org' } } },
+    apply,
+  );
+  await admin.apply(
+    Resources.roleBindings,
+    {
+      metadata: { name: 'alice-admin', namespace: podsNamespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }],
+    } as KubeObject,
+    apply,
+  );
+  const alice = KubeClient.fromKubeconfig({ yaml: await cp.userKubeconfig('alice', ['tenants']) });
+  const createNamespace = (name: string) =>
+    alice.create(Resources.namespaces, { metadata: { name, labels: { [organizationLabel]: 'bench-org' } } });
+  // Pending Pods (a node selector no node has): admission and storage, not containers, are measured.
+  const createPod = (name: string) =>
+    alice.create(Resources.pods, {
+      metadata: { name, namespace: podsNamespace },
+      spec: {
+        nodeSelector: { 'bench.tenantkit.io/nowhere': 'true' },
+        containers: [
+          { name: 'c', image: node.workloadImage, resources: { requests: { cpu: '100m', memory: '128Mi' } } },
+        ],
+      },
+    } as KubeObject);
+  const round = async (label: string) => {
+    await timed(10, (i) => createNamespace(`${label}-warmup-${i}`));
+    const namespaces = await timed(count, (i) => createNamespace(`${label}-${i}`));
+    await timed(10, (i) => createPod(`${label}-warmup-${i}`));
+    const pods = await timed(count, (i) => createPod(`${label}-${i}`));
+    return { namespaces: percentiles(namespaces), pods: percentiles(pods) };
+  };
+
+  say('baseline: no tenantkit');
+  const without = await round('plain');
+
+  say('helm install (cold)');
+  const cold = await install();
+  await uninstall();
+  say('helm install (warm)');
+  const warm = await install();
+
+  const idle = await podMemory(admin, node.name, namespace);
+  const family = 'apiserver_admission_webhook_admission_duration_seconds';
+  const stepFamily = 'apiserver_admission_step_admission_duration_seconds';
+  const before = await scrape(admin, family);
+  const stepsBefore = await scrape(admin, stepFamily);
+  // The webhooks serve once their endpoints are in the Service; the first calls may still be slow.
+  const withChart = await round('owned');
+  const after = await scrape(admin, family);
+  const stepsAfter = await scrape(admin, stepFamily);
+
+  // A burst of concurrent tenant requests, memory sampled throughout.
+  const peak = new Map<string, number>();
+  let bursting = true;
+  const sampler = (async () => {
+    while (bursting) {
+      for (const [k, v] of await podMemory(admin, node.name, namespace))
+        peak.set(k, Math.max(peak.get(k) ?? 0, v));
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  })();
+  const burstStarted = performance.now();
+  const burst = Number(values.burst);
+  await mapLimit(
+    Array.from({ length: burst }, (_, i) => i),
+    Number(values.concurrency),
+    (i) => (i % 2 ? createNamespace(`burst-${i}`) : createPod(`burst-${i}`)),
+  );
+  const burstSeconds = (performance.now() - burstStarted) / 1000;
+  bursting = false;
+  await sampler;
+
+  console.log(`helm install --wait, every Deployment and the bundled database Ready (one node, 2 cores):`);
+  console.log(`  cold ${cold.toFixed(1)} s, warm ${warm.toFixed(1)} s`);
+  console.log(`a tenant's requests through the API server, ${count} sequential each:`);
+  console.log(`  namespace create without tenantkit: ${fmt(without.namespaces)}`);
+  console.log(`  namespace create, in-cluster webhooks: ${fmt(withChart.namespaces)}`);
+  console.log(`  ratio (mean) ${(withChart.namespaces.mean / without.namespaces.mean).toFixed(2)}x`);
+  console.log(`  Pod create without tenantkit: ${fmt(without.pods)}`);
+  console.log(`  Pod create, in-cluster webhooks: ${fmt(withChart.pods)}`);
+  console.log(`  ratio (mean) ${(withChart.pods.mean / without.pods.mean).toFixed(2)}x`);
+  console.log(`where it went (kube-apiserver's metrics over those requests, mean per call):`);
+  for (const row of perCall(before, after, family, 'name')) {
+    console.log(`  webhook ${row.name}: ${row.calls} calls, ${row.meanMs.toFixed(2)} ms`);
+  }
+  for (const row of perCall(stepsBefore, stepsAfter, stepFamily, 'type')) {
+    console.log(`  admission step ${row.name}: ${row.calls} calls, ${row.meanMs.toFixed(2)} ms`);
+  }
+  console.log(
+    `burst: ${burst} requests (half namespaces, half Pods) at concurrency ${values.concurrency}: ${burstSeconds.toFixed(1)} s, ${(burst / burstSeconds).toFixed(0)}/s`,
+  );
+  console.log(`memory of each tenantkit Pod (working set, MiB): idle / peak during the burst`);
+  for (const [pod, mib] of [...idle].sort()) {
+    console.log(`  ${pod}: ${mib.toFixed(0)} / ${(peak.get(pod) ?? mib).toFixed(0)}`);
+  }
+  await uninstall();
+} finally {
+  const left = await node.stop();
+  if (left.length > 0) console.error(`the node left behind: ${left.join(', ')}`);
+  await cp.stop();
+  await network.release();
+  await rm(dir, { recursive: true, force: true });
+}
