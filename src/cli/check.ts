@@ -72,7 +72,9 @@ export async function checkCommand(argv: string[]): Promise<void> {
     ...values['ca-base64'].map((b) => Buffer.from(b, 'base64').toString()),
   ];
   if (ca.length === 0) throw new Error('give the CA of the servers with --ca-file or --ca-base64');
-  const outcomes = await Promise.all(positionals.map((url) => checkUrl(url, ca, Number(values['timeout-ms']))));
+  const outcomes = await Promise.all(
+    positionals.map((url) => checkUrl(url, ca, Number(values['timeout-ms']))),
+  );
   for (const o of outcomes) console.log(`${o.ok ? 'ok    ' : 'FAILED'} ${o.url}: ${o.detail}`);
   if (outcomes.some((o) => !o.ok)) process.exitCode = 1;
 }
