@@ -9,6 +9,7 @@
 //     burst of concurrent tenant requests.
 //   sudo node bench/chart.ts [--creates 200] [--burst 400] [--concurrency 16]
 import { mkdtemp, rm } from 'node:fs/promises';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -92,6 +93,46 @@ function perCall(before: Map<string, number>, after: Map<string, number>, family
   return rows.sort((a, b) => a.name.localeCompare(b.name));
 }
 
+/** tenantkit's own webhook metric family, summed over the webhook Pods (scraped on their Pod IPs). */
+async function scrapeWebhookPods(admin: KubeClient, namespace: string, release: string) {
+  const secret = await admin.get<KubeObject & { data: Record<string, string> }>(
+    Resources.secrets,
+    `${release}-webhook-tls`,
+    namespace,
+  );
+  const ca = Buffer.from(secret?.data['ca.crt'] ?? '', 'base64').toString();
+  const pods = await admin.list<KubeObject & { status?: { podIP?: string } }>(Resources.pods, {
+    namespace,
+    labelSelector: `app.kubernetes.io/instance=${release},app.kubernetes.io/component=webhooks`,
+  });
+  const total = new Map<string, number>();
+  for (const pod of pods.items) {
+    const text = await new Promise<string>((resolve, reject) => {
+      const req = httpsRequest(
+        `https://${pod.status?.podIP}:9443/metrics`,
+        { ca, servername: `${release}-webhooks.${namespace}.svc` },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => {
+            body += c;
+          });
+          res.on('end', () => resolve(body));
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    for (const line of text.split('\n')) {
+      if (!line.startsWith('tenantkit_webhook_duration_seconds_')) continue;
+      const space = line.lastIndexOf(' ');
+      const key = line.slice(0, space).replace(/,?allowed="[^"]*"/, '');
+      total.set(key, (total.get(key) ?? 0) + Number(line.slice(space + 1)));
+    }
+  }
+  return total;
+}
+
 interface Summary {
   pods?: { podRef: { name: string; namespace: string }; memory?: { workingSetBytes?: number } }[];
 }
@@ -153,8 +194,39 @@ try {
     `search.database.bundled.image.tag=${dbTag}`,
     'search.replicas=1',
   ].flatMap((s) => ['--set', s]);
+  /** When each workload of the release first had all its replicas ready, in s from `started`. */
+  const watchReady = (started: number) => {
+    const ready = new Map<string, number>();
+    let watching = true;
+    const done = (async () => {
+      while (watching) {
+        for (const type of [Resources.deployments, Resources.statefulSets]) {
+          const list = await admin
+            .list<KubeObject & { spec: { replicas?: number }; status?: { readyReplicas?: number } }>(type, {
+              namespace,
+            })
+            .catch(() => ({ items: [] }));
+          for (const w of list.items) {
+            const name = w.metadata.name!.replace(`${release}-`, '');
+            if (!ready.has(name) && (w.status?.readyReplicas ?? 0) === (w.spec.replicas ?? 1)) {
+              ready.set(name, (performance.now() - started) / 1000);
+            }
+          }
+        }
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    })();
+    return async () => {
+      watching = false;
+      await done;
+      return [...ready].map(([k, v]) => `${k} ${v.toFixed(1)} s`).join(', ');
+    };
+  };
+  const timelines: string[] = [];
   const install = async () => {
     const started = performance.now();
+    const wallStarted = Math.floor(Date.now() / 1000) * 1000;
+    const stopWatching = watchReady(started);
     await helm([
       'install',
       release,
@@ -167,7 +239,20 @@ try {
       '10m',
       ...settings,
     ]);
-    return (performance.now() - started) / 1000;
+    const seconds = (performance.now() - started) / 1000;
+    timelines.push(await stopWatching());
+    // What held an install up, in the cluster's words.
+    const events = await admin.list<KubeObject & { type?: string; reason?: string; message?: string }>(
+      Resources.coreEvents,
+      { namespace },
+    );
+    const warnings = new Set(
+      events.items
+        .filter((e) => e.type === 'Warning' && Date.parse(e.metadata.creationTimestamp ?? '') >= wallStarted)
+        .map((e) => `${e.reason}: ${e.message}`),
+    );
+    for (const w of warnings) say(`  warning during the install: ${w}`);
+    return seconds;
   };
   const uninstall = () => helm(['uninstall', release, '-n', namespace, '--wait', '--timeout', '5m']);
 
@@ -256,10 +341,12 @@ try {
   const stepFamily = 'apiserver_admission_step_admission_duration_seconds';
   const before = await scrape(admin, family);
   const stepsBefore = await scrape(admin, stepFamily);
+  const handlersBefore = await scrapeWebhookPods(admin, namespace, release);
   // The webhooks serve once their endpoints are in the Service; the first calls may still be slow.
   const withChart = await round('owned');
   const after = await scrape(admin, family);
   const stepsAfter = await scrape(admin, stepFamily);
+  const handlersAfter = await scrapeWebhookPods(admin, namespace, release);
 
   // A burst of concurrent tenant requests, memory sampled throughout.
   const peak = new Map<string, number>();
@@ -284,6 +371,8 @@ try {
 
   console.log(`helm install --wait, every Deployment and the bundled database Ready (one node, 2 cores):`);
   console.log(`  cold ${cold.toFixed(1)} s, warm ${warm.toFixed(1)} s`);
+  console.log(`  ready (cold): ${timelines[0]}`);
+  console.log(`  ready (warm): ${timelines[1]}`);
   console.log(`a tenant's requests through the API server, ${count} sequential each:`);
   console.log(`  namespace create without tenantkit: ${fmt(without.namespaces)}`);
   console.log(`  namespace create, in-cluster webhooks: ${fmt(withChart.namespaces)}`);
@@ -294,6 +383,9 @@ try {
   console.log(`where it went (kube-apiserver's metrics over those requests, mean per call):`);
   for (const row of perCall(before, after, family, 'name')) {
     console.log(`  webhook ${row.name}: ${row.calls} calls, ${row.meanMs.toFixed(2)} ms`);
+  }
+  for (const row of perCall(handlersBefore, handlersAfter, 'tenantkit_webhook_duration_seconds', 'webhook')) {
+    console.log(`  inside tenantkit's handler, ${row.name}: ${row.calls} calls, ${row.meanMs.toFixed(2)} ms`);
   }
   for (const row of perCall(stepsBefore, stepsAfter, stepFamily, 'type')) {
     console.log(`  admission step ${row.name}: ${row.calls} calls, ${row.meanMs.toFixed(2)} ms`);

@@ -4,13 +4,15 @@
 // a cluster admin, `view` in all 1,000 namespaces, `view` in 10. Prints ingest rate, first-call and
 // p50/p95 latency of ACM's query mix per user, new-user cost, revocation latency, database size, memory.
 //   node bench/search.ts [--objects 1000000] [--namespaces 1000] [--runs 40]
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { Agent, request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
-import { startControlPlane } from '../src/controlplane/launch.ts';
+import { repoRoot } from '../src/controlplane/images.ts';
+import { freePort, startControlPlane } from '../src/controlplane/launch.ts';
 import { mapLimit } from '../src/kube/access.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { silentLogger } from '../src/kube/log.ts';
@@ -18,8 +20,6 @@ import { metrics } from '../src/kube/metrics.ts';
 import { Resources } from '../src/kube/resources.ts';
 import { createCA } from '../src/pki/certs.ts';
 import { RbacAccessProvider } from '../src/search/access/index.ts';
-import { TokenAuthenticator } from '../src/search/api/authn.ts';
-import { SearchServer } from '../src/search/api/server.ts';
 import { migrate } from '../src/search/db/migrations.ts';
 import { startEmbedded } from '../src/search/db/postgres.ts';
 import { searchUserClusterRoles } from '../src/search/index.ts';
@@ -73,6 +73,7 @@ const apiRequests = async () => {
   return m.values.reduce((n, v) => n + v.value, 0);
 };
 
+let apiMemory = '';
 try {
   await migrate(db.pool);
   const admin = KubeClient.fromKubeconfig({ yaml: cp.adminKubeconfig });
@@ -240,18 +241,63 @@ try {
     void access;
   }
 
-  // The same mix through the API as clients send it: HTTPS, GraphQL, bearer tokens (TokenReview, cached).
+  // The same mix through the API as clients send it: HTTPS, GraphQL, bearer tokens (TokenReview, cached),
+  // served by `tenantkit search api` as its own process (as in its Pod), whose memory is sampled throughout.
   {
     const ca = await createCA('bench-search');
     const serving = await ca.issue({ commonName: '127.0.0.1', usage: 'server', ipAddresses: ['127.0.0.1'] });
-    const authenticator = new TokenAuthenticator(admin);
-    const server = new SearchServer({
-      logger: silentLogger,
-      certificate: serving,
-      authenticate: (token) => authenticator.authenticate(token),
-      api: { backend: engine, access: provider },
-    });
-    const port = await server.start();
+    const certDir = join(dir, 'api-tls');
+    await mkdir(certDir, { recursive: true });
+    await writeFile(join(certDir, 'tls.crt'), serving.certPem);
+    await writeFile(join(certDir, 'tls.key'), serving.keyPem);
+    const port = await freePort();
+    const api = spawn(
+      process.execPath,
+      [
+        join(repoRoot, 'src', 'cli', 'main.ts'),
+        'search',
+        'api',
+        `--cert-dir=${certDir}`,
+        '--host=127.0.0.1',
+        `--port=${port}`,
+        '--no-collector',
+        '--no-indexer',
+      ],
+      {
+        stdio: ['ignore', 'ignore', 'inherit'],
+        env: {
+          ...process.env,
+          KUBECONFIG: cp.adminKubeconfigPath,
+          TENANTKIT_SEARCH_DATABASE_URL: db.url,
+          LOG_LEVEL: 'warn',
+        },
+      },
+    );
+    const rssOf = async (field: 'VmRSS' | 'VmHWM') => {
+      const status = await readFile(`/proc/${api.pid}/status`, 'utf8');
+      return Number(status.match(new RegExp(`${field}:\\s+(\\d+) kB`))?.[1] ?? 0) / 1024;
+    };
+    for (let ready = false; !ready; ) {
+      if (api.exitCode !== null) throw new Error(`search api exited with code ${api.exitCode}`);
+      ready = await new Promise<boolean>((resolve) => {
+        const req = httpsRequest(`https://127.0.0.1:${port}/readyz`, { ca: ca.certPem }, (res) => {
+          res.resume();
+          resolve(res.statusCode === 200);
+        });
+        req.on('error', () => resolve(false));
+        req.end();
+      });
+      if (!ready) await new Promise((r) => setTimeout(r, 200));
+    }
+    const idleRss = await rssOf('VmRSS');
+    let sampling = true;
+    let peakRss = idleRss;
+    const sampler = (async () => {
+      while (sampling) {
+        peakRss = Math.max(peakRss, await rssOf('VmRSS').catch(() => 0));
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
     const agent = new Agent({ keepAlive: true, ca: ca.certPem, maxSockets: 4 });
     const tokenOf = async (user: string) => {
       const config = parseYaml(await readFile(cp.tokenKubeconfigPath(user), 'utf8')) as {
@@ -307,7 +353,13 @@ try {
       }
     }
     agent.destroy();
-    await server.stop();
+    sampling = false;
+    await sampler;
+    const hwm = await rssOf('VmHWM');
+    api.kill('SIGTERM');
+    await new Promise((r) => api.once('exit', r));
+    apiMemory = `search API process: RSS ${idleRss.toFixed(0)} MiB when ready, peak ${Math.max(peakRss, hwm).toFixed(0)} MiB over the query mix (sampled every 50 ms, and the kernel's high-water mark)`;
+    console.log(`\n${apiMemory}`);
   }
 
   // A user never seen before: the set is built from the informers' caches, no API call.
@@ -361,8 +413,9 @@ try {
   const mem = process.memoryUsage();
   console.log(
     `database ${size.rows[0]!.db} (resources with indexes ${size.rows[0]!.resources}, edges ${size.rows[0]!.edges}); ` +
-      `bench process (engine + RBAC informers): RSS ${Math.round(mem.rss / 1048576)} MiB, heap ${Math.round(mem.heapUsed / 1048576)} MiB`,
+      `bench process (indexer, engine, RBAC informers): RSS ${Math.round(mem.rss / 1048576)} MiB, heap ${Math.round(mem.heapUsed / 1048576)} MiB`,
   );
+  console.log(apiMemory);
 } finally {
   stop.abort();
   await db.close();

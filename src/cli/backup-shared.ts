@@ -2,7 +2,6 @@
 // output, one-line errors, confirmation, and waiting for Velero to finish.
 import { createInterface } from 'node:readline/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { ApiError, KubeClient } from '../kube/client.ts';
 import type { KubeObject, ResourceType } from '../kube/resources.ts';
@@ -21,26 +20,21 @@ export interface Session {
 
 /** The user's kubeconfig (--kubeconfig, else $KUBECONFIG or ~/.kube/config) and namespace (-n, else the context's). */
 export function session(values: { namespace?: string; kubeconfig?: string; context?: string }): Session {
-  const config = new KubeConfig();
+  let client: KubeClient;
   try {
-    if (values.kubeconfig) config.loadFromFile(values.kubeconfig);
-    else config.loadFromDefault();
+    client = values.kubeconfig
+      ? KubeClient.fromKubeconfig({ path: values.kubeconfig }, values.context)
+      : KubeClient.fromDefault(values.context);
   } catch (err) {
+    const message = (err as Error).message.split('\n')[0]!;
+    if (message.startsWith('context "')) throw new Error(message);
     const fromEnvironment = process.env.KUBECONFIG ? `${process.env.KUBECONFIG} ($KUBECONFIG)` : undefined;
     const file = values.kubeconfig ?? fromEnvironment ?? '~/.kube/config';
-    throw new Error(`cannot read kubeconfig ${file}: ${(err as Error).message.split('\n')[0]}`);
+    throw new Error(`cannot read kubeconfig ${file}: ${message}`);
   }
-  if (values.context) {
-    if (!config.getContextObject(values.context)) {
-      throw new Error(`context "${values.context}" is not in the kubeconfig`);
-    }
-    config.setCurrentContext(values.context);
-  }
-  const client = new KubeClient(config);
   // Admission warnings (e.g. "not enabled yet") reach the user as kubectl prints them.
   client.onWarning = (warning) => process.stderr.write(`Warning: ${warning}\n`);
-  const namespace =
-    values.namespace ?? config.getContextObject(config.getCurrentContext())?.namespace ?? 'default';
+  const namespace = values.namespace ?? client.credentials.namespace ?? 'default';
   return { client, namespace };
 }
 

@@ -1,23 +1,7 @@
 // The tenantkit command. Run modes: `dev` (everything on a local control plane), `controllers`,
-// `webhooks`; tools: `crds`, `controlplane build`, `images build`, `version`.
-import { parseArgs } from 'node:util';
-import { stringify } from 'yaml';
-import { allCrds } from '../api/index.ts';
-import { crdManifest } from '../api/schema.ts';
-import { ensureControlPlaneBinary } from '../controlplane/build.ts';
-import { ensurePostgresImage, ensureTenantkitImage, ensureVeleroImage } from '../controlplane/images.ts';
-import { KubeClient } from '../kube/client.ts';
-import { startHealthServer } from '../kube/health.ts';
-import { createLogger } from '../kube/log.ts';
-import { LeadershipLostError, Manager } from '../kube/manager.ts';
-import { SelfManagedTls } from '../webhook/self-managed-tls.ts';
-import { WebhookServer } from '../webhook/server.ts';
-import { backupCommand } from './backup.ts';
-import { type CapabilityContext, selectCapabilities } from './capabilities.ts';
-import { checkCommand } from './check.ts';
-import { runDev } from './dev.ts';
-import { restoreCommand } from './restore.ts';
-import { searchCommand } from './search.ts';
+// `webhooks`, `search api`; tools: `crds`, `check`, `controlplane build`, `images build`, `version`.
+// Each command loads only its own modules (a Pod's memory holds what it runs, not the whole CLI).
+import { shutdownSignal } from './signals.ts';
 
 const usage = `tenantkit: safe self-service multi-tenancy for a shared Kubernetes cluster
 
@@ -49,143 +33,44 @@ Usage:
   tenantkit version
 `;
 
-/** Resolves on SIGINT/SIGTERM, aborting the returned signal. */
-function shutdownSignal(): AbortController {
-  const stop = new AbortController();
-  const onSignal = (sig: string) => {
-    if (stop.signal.aborted) {
-      process.stderr.write(`second ${sig}: exiting now\n`);
-      process.exit(130);
-    }
-    stop.abort();
-  };
-  process.on('SIGINT', () => onSignal('SIGINT'));
-  process.on('SIGTERM', () => onSignal('SIGTERM'));
-  return stop;
-}
-
-async function controllers(args: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      namespace: { type: 'string' },
-      'metrics-port': { type: 'string', default: '8080' },
-      // Only for a single replica (debugging, tests): without the lease two replicas would both write.
-      'leader-elect': { type: 'boolean', default: true },
-      capabilities: { type: 'string' },
-    },
-    allowNegative: true,
-  });
-  const namespace = values.namespace ?? process.env.POD_NAMESPACE ?? 'tenantkit-system';
-  const logger = createLogger('tenantkit-controllers');
-  const client = KubeClient.fromDefault();
-  const manager = new Manager({
-    client,
-    logger,
-    component: 'tenantkit.io/controllers',
-    ...(values['leader-elect'] ? { leaderElection: { namespace, name: 'tenantkit-controllers' } } : {}),
-  });
-  const ctx: CapabilityContext = { client, manager, namespace };
-  for (const c of selectCapabilities(values.capabilities)) c.controllers?.(ctx);
-  // Ready once the caches are filled; standbys are ready too (they take over with warm caches).
-  const health = await startHealthServer(Number(values['metrics-port']), () => manager.hasSynced());
-  const stop = shutdownSignal();
-  try {
-    await manager.start(stop.signal);
-  } catch (err) {
-    if (err instanceof LeadershipLostError) logger.error(err.message);
-    throw err;
-  } finally {
-    health.close();
-  }
-}
-
-async function webhooks(args: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      'cert-dir': { type: 'string' },
-      port: { type: 'string', default: '9443' },
-      namespace: { type: 'string' },
-      capabilities: { type: 'string' },
-      'tls-secret': { type: 'string' },
-      service: { type: 'string', default: 'tenantkit-webhooks' },
-      'webhook-configuration': { type: 'string', default: 'tenantkit' },
-      'service-account': { type: 'string' },
-    },
-  });
-  const selfManaged = values['tls-secret'];
-  if (!values['cert-dir'] && !selfManaged) {
-    throw new Error(
-      '--cert-dir (a directory with tls.crt and tls.key) or --tls-secret (a Secret tenantkit keeps its own certificate in) is required',
-    );
-  }
-  const namespace = values.namespace ?? process.env.POD_NAMESPACE ?? 'tenantkit-system';
-  const logger = createLogger('tenantkit-webhooks');
-  const client = KubeClient.fromDefault();
-  const stop = shutdownSignal();
-  // With --tls-secret the server makes, rotates and publishes its own certificate before it listens.
-  const tls = selfManaged
-    ? new SelfManagedTls({
-        client,
-        logger,
-        namespace,
-        secretName: selfManaged,
-        dnsNames: [`${values.service}.${namespace}.svc`, `${values.service}.${namespace}.svc.cluster.local`],
-        validatingWebhookConfigurations: [values['webhook-configuration']!],
-        mutatingWebhookConfigurations: [values['webhook-configuration']!],
-        ...(values['service-account'] ? { ownerServiceAccount: values['service-account'] } : {}),
-      })
-    : undefined;
-  // Webhooks read caches but never reconcile, so every replica serves: no leader election here.
-  const manager = new Manager({ client, logger, component: 'tenantkit.io/webhooks' });
-  const ctx: CapabilityContext = { client, manager, namespace };
-  const server = new WebhookServer({
-    logger,
-    host: '0.0.0.0',
-    port: Number(values.port),
-    certificate: tls
-      ? await tls.reconcile()
-      : { certFile: `${values['cert-dir']}/tls.crt`, keyFile: `${values['cert-dir']}/tls.key` },
-    ready: () => manager.hasSynced(),
-    // kube-apiserver keeps connections to each replica: let them move before this one closes.
-    drainMs: 3000,
-  });
-  for (const c of selectCapabilities(values.capabilities)) server.register(...(c.webhooks?.(ctx) ?? []));
-  await server.start();
-  const upkeep = tls?.run((pair) => server.setCertificate(pair), stop.signal);
-  await manager.start(stop.signal);
-  await upkeep;
-  await server.stop();
-}
-
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   switch (command) {
     case 'dev':
-      return runDev(rest, shutdownSignal());
+      return (await import('./dev.ts')).runDev(rest, shutdownSignal());
     case 'controllers':
-      return controllers(rest);
+      return (await import('./controllers.ts')).controllers(rest);
     case 'webhooks':
-      return webhooks(rest);
+      return (await import('./webhooks.ts')).webhooks(rest);
     case 'search':
-      return searchCommand(rest, () => shutdownSignal().signal);
+      return (await import('./search.ts')).searchCommand(rest, () => shutdownSignal().signal);
     case 'backup':
-      return backupCommand(rest);
+      return (await import('./backup.ts')).backupCommand(rest);
     case 'restore':
-      return restoreCommand(rest);
+      return (await import('./restore.ts')).restoreCommand(rest);
     case 'check':
-      return checkCommand(rest);
-    case 'crds':
+      return (await import('./check.ts')).checkCommand(rest);
+    case 'crds': {
+      const [{ stringify }, { allCrds }, { crdManifest }] = await Promise.all([
+        import('yaml'),
+        import('../api/index.ts'),
+        import('../api/schema.ts'),
+      ]);
       for (const def of allCrds)
         process.stdout.write(`---\n${stringify(crdManifest(def), { lineWidth: 0 })}`);
       return;
-    case 'controlplane':
+    }
+    case 'controlplane': {
       if (rest[0] !== 'build') break;
+      const { ensureControlPlaneBinary } = await import('../controlplane/build.ts');
       console.log(await ensureControlPlaneBinary((line) => console.log(line)));
       return;
+    }
     case 'images': {
       if (rest[0] !== 'build') break;
+      const { ensurePostgresImage, ensureTenantkitImage, ensureVeleroImage } = await import(
+        '../controlplane/images.ts'
+      );
       const progress = (line: string) => process.stderr.write(`${line}\n`);
       for (const build of [ensureTenantkitImage, ensureVeleroImage, ensurePostgresImage]) {
         const image = await build({ progress });

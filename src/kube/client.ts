@@ -1,9 +1,9 @@
 // A small, generic Kubernetes REST client: JSON over HTTPS with the credentials of a kubeconfig, for any
 // resource (built-in or custom), including server-side apply and streaming watches. Authentication
-// (client certificates, tokens, exec plugins) is delegated to @kubernetes/client-node's KubeConfig.
-import type { Agent as HttpAgent } from 'node:http';
-import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
-import { KubeConfig } from '@kubernetes/client-node';
+// comes from credentials.ts (kubeconfig or the Pod's service account).
+import { readFileSync } from 'node:fs';
+import { request as httpsRequest, type RequestOptions } from 'node:https';
+import { type Credentials, defaultCredentials, kubeconfigCredentials } from './credentials.ts';
 import { metrics } from './metrics.ts';
 import { type KubeObject, type ResourceType, resourcePath } from './resources.ts';
 
@@ -86,30 +86,6 @@ export interface DeleteOptions {
   preconditions?: { uid?: string; resourceVersion?: string };
 }
 
-/**
- * client-node hands out one https.Agent per cluster and user, but without keep-alive, so every request
- * paid a TCP and TLS handshake (most of a controller's CPU under load). Each of its agents gets a
- * keep-alive twin with the same TLS options; sockets are then reused across requests of that identity.
- * Free sockets are closed after 4 s, well before the API server drops idle connections, so a request is
- * never written into a socket the server is closing.
- */
-const keepAliveAgents = new WeakMap<HttpAgent, Agent>();
-function keepAlive(agent: RequestOptions['agent']): RequestOptions['agent'] {
-  if (!(agent instanceof Agent)) return agent; // a proxy agent, or none: left as it is
-  let twin = keepAliveAgents.get(agent);
-  if (!twin) {
-    twin = new Agent({
-      ...agent.options,
-      keepAlive: true,
-      keepAliveMsecs: 1000,
-      timeout: 4000,
-      maxFreeSockets: 16,
-    });
-    keepAliveAgents.set(agent, twin);
-  }
-  return twin;
-}
-
 function queryString(query: RequestParams['query']): string {
   const params = new URLSearchParams();
   for (const [key, value] of Object.entries(query ?? {})) {
@@ -135,7 +111,7 @@ function errorFrom(status: number, text: string): ApiError {
 }
 
 export class KubeClient {
-  readonly config: KubeConfig;
+  readonly credentials: Credentials;
   readonly server: URL;
   /** The user name of the current context, for logs and messages. */
   readonly userName: string;
@@ -146,27 +122,28 @@ export class KubeClient {
   /** Sent with every request in addition to the credentials' own (see {@link withHeaders}). */
   private extraHeaders: Record<string, string | string[]> = {};
 
-  constructor(config: KubeConfig) {
-    const cluster = config.getCurrentCluster();
-    if (!cluster) throw new Error('kubeconfig has no current cluster');
-    this.config = config;
-    this.server = new URL(cluster.server);
-    this.userName = config.getCurrentUser()?.name ?? 'unknown';
+  constructor(credentials: Credentials) {
+    this.credentials = credentials;
+    this.server = credentials.server;
+    this.userName = credentials.userName;
   }
 
-  /** Loads a kubeconfig from YAML text or, when `source` is a path, from that file. */
-  static fromKubeconfig(source: { yaml: string } | { path: string }): KubeClient {
-    const config = new KubeConfig();
-    if ('yaml' in source) config.loadFromString(source.yaml);
-    else config.loadFromFile(source.path);
-    return new KubeClient(config);
+  /**
+   * Loads a kubeconfig from YAML text or, when `source` is a path, from that file; its current context
+   * unless `context` names another.
+   */
+  static fromKubeconfig(source: { yaml: string } | { path: string }, context?: string): KubeClient {
+    const options = context ? { context } : {};
+    return new KubeClient(
+      'yaml' in source
+        ? kubeconfigCredentials(source.yaml, options)
+        : kubeconfigCredentials(readFileSync(source.path, 'utf8'), { ...options, path: source.path }),
+    );
   }
 
   /** Loads the kubeconfig from $KUBECONFIG, ~/.kube/config or the in-cluster service account. */
-  static fromDefault(): KubeClient {
-    const config = new KubeConfig();
-    config.loadFromDefault();
-    return new KubeClient(config);
+  static fromDefault(context?: string): KubeClient {
+    return new KubeClient(defaultCredentials(context));
   }
 
   /**
@@ -174,7 +151,7 @@ export class KubeClient {
    * `Impersonate-Group` (a list is sent as one header line per value) to act as another user.
    */
   withHeaders(headers: Record<string, string | string[]>): KubeClient {
-    const copy = new KubeClient(this.config);
+    const copy = new KubeClient(this.credentials);
     copy.extraHeaders = { ...this.extraHeaders, ...headers };
     copy.onWarning = this.onWarning;
     return copy;
@@ -193,8 +170,9 @@ export class KubeClient {
       path: `${this.server.pathname.replace(/\/$/, '')}${path}${queryString(params.query)}`,
       headers: { Accept: 'application/json' },
     };
-    await this.config.applyToHTTPSOptions(options);
-    options.agent = keepAlive(options.agent);
+    // A keep-alive agent per identity: sockets are reused across requests (a TCP and TLS handshake per
+    // request was most of a controller's CPU under load).
+    await this.credentials.apply(options);
     Object.assign(options.headers as Record<string, string | string[]>, this.extraHeaders);
     if (params.body !== undefined) {
       (options.headers as Record<string, string>)['Content-Type'] = params.contentType ?? 'application/json';

@@ -54,7 +54,7 @@ export async function graphql<T>(
   const url = new URL('/searchapi/graphql', endpoint.url);
   const options: RequestOptions = { method: 'POST', headers: {} };
   // The kubeconfig's credentials (token, exec plugin, ...), but the search service's own trust anchor.
-  await kube.config.applyToHTTPSOptions(options);
+  await kube.credentials.apply(options);
   // The kubeconfig's agent trusts the API server's CA; the search service has its own. Keep only the
   // client credentials from it.
   const agent = (options.agent as Agent | undefined)?.options;
