@@ -7,7 +7,7 @@
 //     webhook's call duration as the API server saw it, and what the admission steps took in all).
 //  3. The memory of every tenantkit Pod (kubelet's summary: working set), idle and at its peak during a
 //     burst of concurrent tenant requests.
-//   sudo node bench/chart.ts [--creates 200] [--burst 400] [--concurrency 16]
+//   sudo node bench/chart.ts [--creates 200] [--burst 400] [--concurrency 16] [--set key=value]...
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -33,6 +33,8 @@ const { values } = parseArgs({
     creates: { type: 'string', default: '200' },
     burst: { type: 'string', default: '400' },
     concurrency: { type: 'string', default: '16' },
+    // Chart values on top of the bench's, e.g. --set webhooks.resources.requests.cpu=500m (an A/B).
+    set: { type: 'string', multiple: true, default: [] },
   },
 });
 const unavailable = nodeUnavailable();
@@ -124,7 +126,13 @@ async function scrapeWebhookPods(admin: KubeClient, namespace: string, release: 
       req.end();
     });
     for (const line of text.split('\n')) {
-      if (!line.startsWith('tenantkit_webhook_duration_seconds_')) continue;
+      if (
+        !/^tenantkit_(webhook_duration_seconds_|https_connections_total|https_request_duration_seconds_)/.test(
+          line,
+        )
+      ) {
+        continue;
+      }
       const space = line.lastIndexOf(' ');
       const key = line.slice(0, space).replace(/,?allowed="[^"]*"/, '');
       total.set(key, (total.get(key) ?? 0) + Number(line.slice(space + 1)));
@@ -193,11 +201,13 @@ try {
     `search.database.bundled.image.repository=${dbRepository}`,
     `search.database.bundled.image.tag=${dbTag}`,
     'search.replicas=1',
+    ...values.set,
   ].flatMap((s) => ['--set', s]);
   /** When each workload of the release first had all its replicas ready, in s from `started`. */
   const watchReady = (started: number) => {
     const ready = new Map<string, number>();
     let watching = true;
+    let reported = false;
     const done = (async () => {
       while (watching) {
         for (const type of [Resources.deployments, Resources.statefulSets]) {
@@ -211,6 +221,24 @@ try {
             if (!ready.has(name) && (w.status?.readyReplicas ?? 0) === (w.spec.replicas ?? 1)) {
               ready.set(name, (performance.now() - started) / 1000);
             }
+          }
+        }
+        // A component still not ready after a minute: its Pods' last log lines say why.
+        if (!reported && performance.now() - started > 60_000) {
+          reported = true;
+          const pods = await admin
+            .list<KubeObject>(Resources.pods, { namespace })
+            .catch(() => ({ items: [] }));
+          for (const pod of pods.items) {
+            const component = pod.metadata.labels?.['app.kubernetes.io/component'] ?? '';
+            if (!component || ready.has(component)) continue;
+            const log = await admin
+              .request<string>('GET', `/api/v1/namespaces/${namespace}/pods/${pod.metadata.name}/log`, {
+                text: true,
+                query: { tailLines: 15 },
+              })
+              .catch((err: Error) => err.message);
+            say(`  ${pod.metadata.name} not ready after 60 s; its log ends:\n${log}`);
           }
         }
         await new Promise((r) => setTimeout(r, 250));
@@ -383,6 +411,20 @@ try {
   console.log(`where it went (kube-apiserver's metrics over those requests, mean per call):`);
   for (const row of perCall(before, after, family, 'name')) {
     console.log(`  webhook ${row.name}: ${row.calls} calls, ${row.meanMs.toFixed(2)} ms`);
+  }
+  const connections = (m: Map<string, number>) => m.get('tenantkit_https_connections_total') ?? 0;
+  console.log(
+    `  TLS connections the webhook Pods accepted meanwhile: ${connections(handlersAfter) - connections(handlersBefore)}`,
+  );
+  for (const row of perCall(
+    handlersBefore,
+    handlersAfter,
+    'tenantkit_https_request_duration_seconds',
+    'path',
+  )) {
+    console.log(
+      `  in the webhook Pod, headers to reply sent, ${row.name}: ${row.calls} calls, ${row.meanMs.toFixed(2)} ms`,
+    );
   }
   for (const row of perCall(handlersBefore, handlersAfter, 'tenantkit_webhook_duration_seconds', 'webhook')) {
     console.log(`  inside tenantkit's handler, ${row.name}: ${row.calls} calls, ${row.meanMs.toFixed(2)} ms`);

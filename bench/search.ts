@@ -3,7 +3,7 @@
 // engine with access sets that the RBAC provider computes from a real control plane, for three users:
 // a cluster admin, `view` in all 1,000 namespaces, `view` in 10. Prints ingest rate, first-call and
 // p50/p95 latency of ACM's query mix per user, new-user cost, revocation latency, database size, memory.
-//   node bench/search.ts [--objects 1000000] [--namespaces 1000] [--runs 40]
+//   node bench/search.ts [--objects 1000000] [--namespaces 1000] [--runs 40] [--api-node-options FLAGS]
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { Agent, request as httpsRequest } from 'node:https';
@@ -33,6 +33,8 @@ const { values } = parseArgs({
     objects: { type: 'string', default: '1000000' },
     namespaces: { type: 'string', default: '1000' },
     runs: { type: 'string', default: '40' },
+    // Node.js flags for the search API process (e.g. --max-semi-space-size=4), as NODE_OPTIONS in its Pod.
+    'api-node-options': { type: 'string', default: '' },
   },
 });
 const namespaces = Number(values.namespaces);
@@ -270,6 +272,7 @@ try {
           KUBECONFIG: cp.adminKubeconfigPath,
           TENANTKIT_SEARCH_DATABASE_URL: db.url,
           LOG_LEVEL: 'warn',
+          NODE_OPTIONS: values['api-node-options'],
         },
       },
     );

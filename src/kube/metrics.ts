@@ -58,6 +58,18 @@ export const metrics = {
     buckets: durationBuckets,
     registers: [registry],
   }),
+  httpsRequestDuration: new Histogram({
+    name: 'tenantkit_https_request_duration_seconds',
+    help: "Time from a request's headers to the end of its response, by path (body read, parse, handler, reply).",
+    labelNames: ['path'],
+    buckets: durationBuckets,
+    registers: [registry],
+  }),
+  httpsConnections: new Counter({
+    name: 'tenantkit_https_connections_total',
+    help: "TLS connections accepted by this process's HTTPS server (clients that reuse connections open few).",
+    registers: [registry],
+  }),
   webhookErrors: new Counter({
     name: 'tenantkit_webhook_errors_total',
     help: 'Admission reviews that failed inside tenantkit (bad request, handler error, timeout).',

@@ -6,6 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import { metrics } from '../kube/metrics.ts';
 import type { KeyPair } from '../pki/certs.ts';
 
 export type ServingCertificate = KeyPair | { certFile: string; keyFile: string };
@@ -42,12 +43,22 @@ export class HttpsListener {
       : {};
     this.server = createServer({ cert: pair.certPem, key: pair.keyPem, ...clientAuth }, (req, res) => {
       if (this.draining) res.setHeader('Connection', 'close');
+      const started = performance.now();
+      res.once('finish', () => {
+        const path = (req.url ?? '').split('?')[0] ?? '';
+        // Paths are the server's own routes; anything else is one label, so callers cannot add series.
+        metrics.httpsRequestDuration.observe(
+          { path: res.statusCode === 404 ? 'other' : path },
+          (performance.now() - started) / 1000,
+        );
+      });
       options.handler(req, res).catch((err: unknown) => {
         options.logger.error({ path: req.url, err: String(err) }, 'request failed');
         if (!res.headersSent) res.writeHead(500).end();
       });
     });
     this.server.keepAliveTimeout = 65_000;
+    this.server.on('secureConnection', () => metrics.httpsConnections.inc());
   }
 
   get port(): number {

@@ -141,7 +141,7 @@ export class SelfManagedTls {
     }
     this.options.logger.info(
       { secret: secretName, newCa: next.ca !== held?.ca },
-      held ? 'rotated the webhook serving certificate' : 'made the webhook CA and serving certificate',
+      held ? 'rotated the serving certificate' : 'made the CA and serving certificate',
     );
     return next;
   }

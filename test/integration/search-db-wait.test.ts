@@ -1,6 +1,6 @@
 // Search waits for a database that is not accepting connections yet (the chart's bundled PostgreSQL starts
 // beside it) instead of crash-looping, and fails at once on anything else.
-import { createServer, type Server, connect as tcpConnect } from 'node:net';
+import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/controlplane/launch.ts';
 import { connect, type Database } from '../../src/search/db/postgres.ts';
@@ -62,6 +62,41 @@ describe('waiting for the search database', () => {
       code: 'ECONNREFUSED',
     });
     expect(Date.now() - started).toBeGreaterThanOrEqual(1500);
+  });
+
+  it('gives up on a connection attempt nobody answers and tries again, reaching the database once it does', async () => {
+    // A listener that takes the connection and never speaks, like a ClusterIP kube-proxy has not
+    // programmed yet (the SYN goes unanswered): without a connect timeout the attempt waited ~2 minutes.
+    const connections: Socket[] = [];
+    const silent = createServer((c) => connections.push(c));
+    const port = await new Promise<number>((resolve) =>
+      silent.listen(0, '127.0.0.1', () => resolve((silent.address() as { port: number }).port)),
+    );
+    const lines: string[] = [];
+    let proxy: Server | undefined;
+    const answering = setTimeout(() => {
+      silent.close();
+      for (const c of connections) c.destroy();
+      void proxyOn(port).then((p) => {
+        proxy = p;
+      });
+    }, 1500);
+    try {
+      const started = Date.now();
+      const waited = await connect(urlOn(port), {
+        waitForDatabaseMs: 20_000,
+        connectTimeoutMs: 500,
+        onWait: (l) => lines.push(l),
+      });
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect((await waited.pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+      expect(lines[0]).toBe(`waiting for the database at 127.0.0.1:${port} (connect timeout)`);
+      await waited.close();
+    } finally {
+      clearTimeout(answering);
+      silent.close();
+      proxy?.close();
+    }
   });
 
   it('does not wait on a wrong password: that will not fix itself', async () => {

@@ -25,6 +25,8 @@ export interface PoolOptions {
   statementTimeoutMs?: number;
   /** Names the connections in pg_stat_activity. */
   applicationName?: string;
+  /** How long one connection attempt may take, in ms (default 5 s). */
+  connectTimeoutMs?: number;
 }
 
 export function createPool(url: string, options: PoolOptions = {}): pg.Pool {
@@ -34,6 +36,9 @@ export function createPool(url: string, options: PoolOptions = {}): pg.Pool {
     statement_timeout: options.statementTimeoutMs ?? 10_000,
     application_name: options.applicationName ?? 'tenantkit-search',
     idleTimeoutMillis: 30_000,
+    // Without it a connection to an address that drops packets waits for the kernel's SYN retries
+    // (about 2 minutes): e.g. a Service whose ClusterIP kube-proxy has not programmed yet.
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
   });
   // A connection the server drops must never crash the process: an idle one the pool replaces, and one
   // that is checked out (a LISTEN, a transaction) fails its query, which its holder handles. Without a
@@ -45,7 +50,18 @@ export function createPool(url: string, options: PoolOptions = {}): pg.Pool {
 }
 
 /** Errors that mean the database is not there yet (starting, or its Service without endpoints). */
-const notYet = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', '57P03']);
+const notYet = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  '57P03',
+  'connect timeout',
+]);
+/** A connection attempt that ran out of connectTimeoutMs (pg gives it no code). */
+const timedOut = (err: unknown) =>
+  err instanceof Error && /connection timeout|timeout exceeded when trying to connect/.test(err.message);
 
 export async function connect(url: string, options: PoolOptions = {}): Promise<Database> {
   const pool = createPool(url, options);
@@ -57,7 +73,7 @@ export async function connect(url: string, options: PoolOptions = {}): Promise<D
       await pool.query('SELECT 1');
       return { pool, url, close: () => pool.end() };
     } catch (err) {
-      const code = (err as { code?: string }).code ?? '';
+      const code = timedOut(err) ? 'connect timeout' : ((err as { code?: string }).code ?? '');
       if (!notYet.has(code) || Date.now() > deadline) {
         await pool.end().catch(() => {});
         throw err;
