@@ -4,8 +4,8 @@
 // difference after it stopped. `hostDifferences` is what the test that checks the machine compares.
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -130,6 +130,49 @@ export async function restoreHost(before: HostState, cgroupRoots: string[]): Pro
     );
   }
   return problems;
+}
+
+/**
+ * Where a running node keeps the snapshot of the machine from before it started, until it has put the
+ * machine back: a run that was killed leaves it, and the next start undoes what that run changed. Under
+ * /run (a tmpfs): after a reboot the machine is as it was anyway.
+ */
+export const hostRecordFile = '/run/tenantkit/node-host.json';
+
+export interface HostRecord {
+  /** The process that started the node. */
+  pid: number;
+  before: HostState;
+}
+
+export async function recordHost(before: HostState, file = hostRecordFile): Promise<void> {
+  await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+  const record: HostRecord = { pid: process.pid, before };
+  await writeFile(file, JSON.stringify(record), { mode: 0o600 });
+}
+
+export async function readHostRecord(file = hostRecordFile): Promise<HostRecord | undefined> {
+  const text = await readFile(file, 'utf8').catch(() => undefined);
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text) as HostRecord;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function forgetHost(file = hostRecordFile): Promise<void> {
+  await rm(file, { force: true });
+}
+
+/** Whether a process with this pid runs (signal 0 checks without sending anything). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** The cgroup v1 hierarchies mounted under /sys/fs/cgroup (cpu, memory, pids, ..., systemd). */

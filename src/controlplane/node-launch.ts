@@ -29,9 +29,13 @@ import { containerdSocketPath, writeNodeFiles } from './node-config.ts';
 import {
   cgroupHierarchies,
   cgroupProcesses,
+  forgetHost,
   type HostState,
   hostDifferences,
+  processAlive,
   readHost,
+  readHostRecord,
+  recordHost,
   restoreHost,
 } from './node-host.ts';
 import { ensureNodeNetwork, nodeIP, nodeName, podCgroupRoot } from './node-network.ts';
@@ -41,7 +45,7 @@ const run = promisify(execFile);
 
 /** The cgroup roots of everything the node runs: Pods (kubelet's cgroupRoot) and containerd with its shims. */
 const runtimeCgroupRoot = 'tenantkit-runtime';
-const cgroupRoots = [podCgroupRoot, runtimeCgroupRoot];
+export const nodeCgroupRoots = [podCgroupRoot, runtimeCgroupRoot];
 
 /** Why this process cannot run the node, or undefined when it can. */
 export function nodeUnavailable(): string | undefined {
@@ -95,7 +99,9 @@ export async function startNode(cluster: NodeClusterAccess, options: NodeOptions
     ensureControlPlaneBinary(progress),
     ensureNodeBinaries(progress),
   ]);
-  const hostBefore = await readHost(cgroupRoots);
+  await recoverKilledNode(progress);
+  const hostBefore = await readHost(nodeCgroupRoots);
+  await recordHost(hostBefore);
   const dir = options.dir;
   const logDir = join(dir, 'logs');
   await mkdir(logDir, { recursive: true });
@@ -183,7 +189,7 @@ export async function startNode(cluster: NodeClusterAccess, options: NodeOptions
 async function prepareHost(): Promise<void> {
   await ensureNodeNetwork();
   for (const hierarchy of await cgroupHierarchies()) {
-    for (const root of cgroupRoots) await mkdir(join(hierarchy, root), { recursive: true });
+    for (const root of nodeCgroupRoots) await mkdir(join(hierarchy, root), { recursive: true });
   }
 }
 
@@ -274,18 +280,40 @@ async function stopNode(
   await containerd?.process.stop(5_000).catch((err: Error) => problems.push(`containerd: ${err.message}`));
   await killCgroups();
   await cluster.admin.delete(Resources.nodes, nodeName).catch(() => {});
-  problems.push(...(await restoreHost(before, cgroupRoots)));
+  problems.push(...(await restoreHost(before, nodeCgroupRoots)));
+  await forgetHost();
   await rm(dir, { recursive: true, force: true }).catch((err: Error) =>
     problems.push(`remove ${dir}: ${err.message}`),
   );
-  const left = hostDifferences(before, await readHost(cgroupRoots));
+  const left = hostDifferences(before, await readHost(nodeCgroupRoots));
   return [...problems, ...left];
+}
+
+/**
+ * A node whose run was killed (no stop, so the machine still holds its sysctls, rules, mounts, cgroups
+ * and possibly its processes) is put back before a new one starts, from the snapshot it recorded.
+ */
+async function recoverKilledNode(progress: Progress): Promise<void> {
+  const previous = await readHostRecord();
+  if (!previous) return;
+  if (previous.pid !== process.pid && processAlive(previous.pid)) {
+    throw new Error(
+      `a local node started by process ${previous.pid} is running (one node per machine): stop it first (Ctrl-C in its terminal, or end that process)`,
+    );
+  }
+  progress(
+    `the local node of process ${previous.pid} did not stop (killed?): ending what it left running and putting the machine back`,
+  );
+  await killCgroups();
+  const problems = await restoreHost(previous.before, nodeCgroupRoots);
+  if (problems.length > 0) progress(`could not undo everything: ${problems.join('; ')}`);
+  await forgetHost();
 }
 
 /** SIGKILLs every process in the node's cgroups until none is left (containers, shims, pause). */
 async function killCgroups(): Promise<void> {
   for (let round = 0; round < 50; round++) {
-    const pids = await cgroupProcesses(cgroupRoots);
+    const pids = await cgroupProcesses(nodeCgroupRoots);
     if (pids.length === 0) return;
     for (const pid of pids) {
       try {

@@ -1,9 +1,20 @@
 // The local node: real Pods from a locally built image on kubelet + containerd + runc + the CNI bridge,
 // scheduled by kube-scheduler, reached through kube-proxy, their logs read through kubelet, and the
 // tenancy pod policies seen on running Pods, all done by tenants with their own credentials. The last
-// test stops the node and checks that the machine is as it was before.
+// test stops the node and checks that the machine is as it was before; the one after it, that a run that
+// was killed is put back by the next start.
+
+import { spawnSync } from 'node:child_process';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalNode } from '../../src/controlplane/node-launch.ts';
+import {
+  hostDifferences,
+  hostRecordFile,
+  readHost,
+  readHostRecord,
+  watchedPaths,
+} from '../../src/controlplane/node-host.ts';
+import { type LocalNode, nodeCgroupRoots } from '../../src/controlplane/node-launch.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { tenancy } from '../../src/tenancy/index.ts';
@@ -198,4 +209,31 @@ describe.skipIf(nodeSkipReason)('the local node', () => {
     expect((await cluster.admin.list(Resources.pods, { namespace: 'kube-system' })).items).toEqual([]);
     expect(await cluster.admin.get(Resources.nodes, node.name)).toBeUndefined();
   });
+
+  it('puts the machine back after a node run that was killed, before the next node starts', async () => {
+    // The machine as it is now (no node) is what the killed run found; it left a sysctl kubelet sets, one
+    // of kubelet's fixed folders, and its record (its process gone).
+    const clean = await readHost(nodeCgroupRoots);
+    const sysctl = 'vm/overcommit_memory';
+    const value = clean.sysctls[sysctl] === '1' ? '0' : '1';
+    await writeFile(`/proc/sys/${sysctl}`, value);
+    const folder = watchedPaths.find((p) => !clean.paths.includes(p));
+    if (folder) await mkdir(folder, { recursive: true });
+    const dead = spawnSync('true').pid!;
+    await writeFile(hostRecordFile, JSON.stringify({ pid: dead, before: clean }));
+    expect(hostDifferences(clean, await readHost(nodeCgroupRoots)).length).toBeGreaterThan(0);
+
+    try {
+      const next = await startTestNode(cluster);
+      expect(await readHostRecord()).toMatchObject({ pid: process.pid });
+      expect(await next.stop()).toEqual([]);
+      expect(hostDifferences(clean, await readHost(nodeCgroupRoots))).toEqual([]);
+      expect(await readHostRecord()).toBeUndefined();
+    } finally {
+      // Whatever happened above, this test's own changes do not outlive it.
+      await writeFile(`/proc/sys/${sysctl}`, clean.sysctls[sysctl]!);
+      if (folder) await rm(folder, { recursive: true, force: true });
+      await rm(hostRecordFile, { force: true });
+    }
+  }, 120_000);
 });
