@@ -177,8 +177,14 @@ export function registerNabController(manager: Manager): void {
         return undefined;
       }
 
-      if (spec(nab).deleteBackup === true)
-        return deleteBackup(nab, backup, uuid, ctx, writeStatus, condition);
+      if (spec(nab).deleteBackup === true) {
+        const request = uuid
+          ? deleteRequests
+              .byIndex(ByNabUuid, uuid)
+              .find((r) => r.metadata.name === uuid && r.metadata.namespace === backup?.metadata.namespace)
+          : undefined;
+        return deleteBackup(nab, backup, uuid, request, ctx, writeStatus, condition);
+      }
 
       const base: Status = { ...(nab.status ?? {}) };
       if (forged) {
@@ -454,15 +460,25 @@ function queueLimitReached(
 }
 const tenantSpec = (nab: NonAdminBackup): JsonObject => ({ ...((spec(nab).backupSpec ?? {}) as JsonObject) });
 
-/** spec.deleteBackup: a DeleteBackupRequest removes the data and the Backup, then the NAB goes. */
+/** How long after a refused DeleteBackupRequest tenantkit asks Velero again: doubling, at most 5 minutes. */
+export const deleteRetryMs = (attempt: number) => Math.min(15_000 * 2 ** Math.max(0, attempt - 1), 300_000);
+const AttemptAnnotation = 'tenantkit.io/delete-attempt';
+
+/**
+ * spec.deleteBackup: a DeleteBackupRequest removes the data and the Backup, then the NAB goes. Velero
+ * processes a request once: when it refuses (the backup still running, its location unavailable or
+ * read-only, a restore of it still being finalised), the tenant sees Velero's reasons and tenantkit asks
+ * again after a back-off, instead of the NAB staying "Deleting" for ever.
+ */
 async function deleteBackup(
   nab: NonAdminBackup,
   backup: VeleroObject | undefined,
   uuid: string | undefined,
+  request: VeleroObject | undefined,
   ctx: ReconcileContext,
   writeStatus: (s: Status) => Promise<void>,
   condition: (s: Status, c: Omit<Condition, 'lastTransitionTime'>) => Condition[],
-): Promise<undefined> {
+): Promise<{ requeueAfterMs: number } | undefined> {
   const type = NonAdminBackupCrd.type;
   const base: Status = { ...(nab.status ?? {}) };
   if (!backup || !uuid) {
@@ -471,6 +487,43 @@ async function deleteBackup(
     await ctx.client.delete(type, nab.metadata.name!, nab.metadata.namespace);
     return undefined;
   }
+  const attempt = Number(request?.metadata.annotations?.[AttemptAnnotation] ?? '1') || 1;
+  const errors = (request?.status?.errors as string[] | undefined) ?? [];
+  if (request && request.status?.phase === 'Processed' && errors.length > 0) {
+    const wait = Date.parse(request.metadata.creationTimestamp ?? '') + deleteRetryMs(attempt) - Date.now();
+    const message = `Velero did not delete backup ${backup.metadata.name} (attempt ${attempt}): ${errors.join('; ')}; tenantkit asks again in ${Math.max(1, Math.ceil(wait / 1000))} s`;
+    if (wait > 0) {
+      if (base.conditions?.find((c) => c.type === 'Deleting')?.reason !== 'VeleroRefused') {
+        ctx.events.record(nab, 'Warning', 'DeleteRefused', 'Delete', message);
+      }
+      await writeStatus({
+        ...base,
+        phase: 'Deleting',
+        conditions: condition(base, { type: 'Deleting', status: 'True', reason: 'VeleroRefused', message }),
+      });
+      return { requeueAfterMs: wait };
+    }
+    // Velero keeps one request per backup: the refused one goes before the next is made.
+    await ctx.client
+      .delete(VeleroResources.deleteBackupRequests, uuid, backup.metadata.namespace)
+      .catch(() => {});
+    return createDeleteRequest(nab, backup, uuid, attempt + 1, ctx, writeStatus, condition);
+  }
+  // No request yet, or one Velero is working on (then the create is refused as existing and only the
+  // status is made sure of).
+  return createDeleteRequest(nab, backup, uuid, request ? attempt : 1, ctx, writeStatus, condition);
+}
+
+async function createDeleteRequest(
+  nab: NonAdminBackup,
+  backup: VeleroObject,
+  uuid: string,
+  attempt: number,
+  ctx: ReconcileContext,
+  writeStatus: (s: Status) => Promise<void>,
+  condition: (s: Status, c: Omit<Condition, 'lastTransitionTime'>) => Condition[],
+): Promise<undefined> {
+  const base: Status = { ...(nab.status ?? {}) };
   const name = backup.metadata.name!;
   try {
     await ctx.client.create(VeleroResources.deleteBackupRequests, {
@@ -487,6 +540,7 @@ async function deleteBackup(
         annotations: {
           [Annotations.nabName]: nab.metadata.name!,
           [Annotations.nabNamespace]: nab.metadata.namespace!,
+          [AttemptAnnotation]: String(attempt),
         },
       },
       spec: { backupName: name },

@@ -290,7 +290,9 @@ describe('tenantkit backup and restore', { timeout: 2 * veleroQueueMs }, () => {
       async () =>
         (await tenant.get(nabType, 'nightly', ns)) === undefined &&
         (await cluster.admin.get(VeleroResources.backups, veleroBackup, env.velero.namespace)) === undefined,
-      { timeoutMs: 60_000, what: 'backup nightly and its Velero Backup deleted' },
+      // Velero waits up to a minute for restores of the backup to be finalised (the previous test deleted
+      // one) and may then refuse; tenantkit asks again after a back-off.
+      { timeoutMs: veleroQueueMs, what: 'backup nightly and its Velero Backup deleted' },
     );
     expect(await env.velero.listObjects(`backups/${veleroBackup}/`)).toEqual([]);
   });

@@ -222,6 +222,40 @@ describe('NonAdminBackup', { timeout: veleroQueueMs + 30_000 }, () => {
     expect(await velero.listObjects(`backups/${name}/`)).toEqual([]);
   });
 
+  it('tells the tenant why Velero refused to delete a backup, and asks Velero again until it is gone', async () => {
+    await tenant.create(nabType, {
+      metadata: { name: 'refused', namespace: ns },
+      spec: { backupSpec: {} },
+    } as KubeObject);
+    const name = (await settled('refused')).status!.veleroBackup!.name!;
+    // Velero processes a DeleteBackupRequest once and refuses it while the location is read-only.
+    const accessMode = (mode: string) =>
+      cluster.admin.patch(VeleroResources.backupStorageLocations, velero.storageLocation, velero.namespace, {
+        spec: { accessMode: mode },
+      });
+    await accessMode('ReadOnly');
+    try {
+      await tenant.patch(nabType, 'refused', ns, { spec: { deleteBackup: true } });
+      const refused = await eventually(
+        async () => {
+          const c = (await nab('refused'))?.status?.conditions?.find((c) => c.type === 'Deleting');
+          return c?.reason === 'VeleroRefused' ? c : undefined;
+        },
+        { what: "Velero's refusal in the NonAdminBackup's status", timeoutMs: 60_000 },
+      );
+      expect(refused.message).toContain(`Velero did not delete backup ${name} (attempt 1)`);
+      expect(refused.message).toContain('read-only mode');
+      expect(refused.message).toMatch(/tenantkit asks again in \d+ s$/);
+    } finally {
+      await accessMode('ReadWrite');
+    }
+    await eventually(async () => (await nab('refused')) === undefined, {
+      timeoutMs: veleroQueueMs,
+      what: 'NAB gone after tenantkit asked again',
+    });
+    expect(await velero.listObjects(`backups/${name}/`)).toEqual([]);
+  });
+
   it('never acts on a NACUUID or namespace it did not write: a forged status mirrors, makes and deletes nothing', async () => {
     // Statuses a restore of a crafted backup could write (velero.io/restore-status), with tenantkit's
     // finalizer: one naming this namespace's "nightly" Velero Backup, one naming another namespace.
