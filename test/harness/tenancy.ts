@@ -51,8 +51,8 @@ export async function organizationTenant(
 /**
  * A namespace the tenant creates in their organization through the tenancy webhooks (retried while
  * they come up), with `annotations` (e.g. the run-once deadline and default node selector the policy lets
- * tenants set). Resolves once its default ServiceAccount and the organization's admin binding exist;
- * deleted at the file's cleanup.
+ * tenants set). Resolves once its default ServiceAccount exists and the API server lets the tenant
+ * create Pods there (the organization's admin binding); deleted at the file's cleanup.
  */
 export async function organizationNamespace(
   cluster: TestCluster,
@@ -79,6 +79,20 @@ export async function organizationNamespace(
       (await cluster.admin.get(Resources.serviceAccounts, 'default', name)) !== undefined &&
       (await cluster.admin.get(Resources.roleBindings, organizationBindingName('admin'), name)) !== undefined,
     { what: 'default service account and the organization admin binding' },
+  );
+  // The API server authorizes from its own RBAC cache, a moment behind the binding: ask it as the tenant.
+  await eventually(
+    async () => {
+      const review = await tenant.client.create<KubeObject & { status?: { allowed?: boolean } }>(
+        Resources.selfSubjectAccessReviews,
+        {
+          metadata: {},
+          spec: { resourceAttributes: { namespace: name, verb: 'create', resource: 'pods' } },
+        } as KubeObject,
+      );
+      return review.status?.allowed === true;
+    },
+    { what: `the tenant may create Pods in ${name}` },
   );
   return name;
 }
