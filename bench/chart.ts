@@ -15,7 +15,6 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { allCrds } from '../src/api/index.ts';
 import { crdManifest } from '../src/api/schema.ts';
-import { OrganizationCrd, TenancyConfigCrd } from '../src/api/tenancy.ts';
 import { helmFor } from '../src/controlplane/helm-build.ts';
 import { ensurePostgresImage, ensureTenantkitImage, repoRoot } from '../src/controlplane/images.ts';
 import { startControlPlane } from '../src/controlplane/launch.ts';
@@ -27,6 +26,7 @@ import { mapLimit } from '../src/kube/access.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { installCrds } from '../src/kube/crds.ts';
 import { type KubeObject, Resources } from '../src/kube/resources.ts';
+import { applyBenchTenant } from './tenant.ts';
 
 const { values } = parseArgs({
   options: {
@@ -285,39 +285,10 @@ try {
   const uninstall = () => helm(['uninstall', release, '-n', namespace, '--wait', '--timeout', '5m']);
 
   // The guardrails and one tenant: organization member, may create namespaces and (in bench-pods) Pods.
-  await admin.apply(
-    TenancyConfigCrd.type,
-    {
-      metadata: { name: 'cluster' },
-      spec: { organizationLabel, defaultNamespaceQuota: 100000 },
-    } as KubeObject,
-    apply,
-  );
-  await admin.apply(
-    OrganizationCrd.type,
-    {
-      metadata: { name: 'bench-org' },
-      spec: { members: { users: ['alice'] }, namespaceQuota: 100000 },
-    } as KubeObject,
-    apply,
-  );
-  await admin.apply(
-    Resources.clusterRoles,
-    {
-      metadata: { name: 'bench-tenant' },
-      rules: [{ apiGroups: [''], resources: ['namespaces'], verbs: ['create'] }],
-    } as KubeObject,
-    apply,
-  );
-  await admin.apply(
-    Resources.clusterRoleBindings,
-    {
-      metadata: { name: 'bench-tenant' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'bench-tenant' },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }],
-    } as KubeObject,
-    apply,
-  );
+  await applyBenchTenant(admin, {
+    config: { organizationLabel, defaultNamespaceQuota: 100000 },
+    rules: [{ apiGroups: [''], resources: ['namespaces'], verbs: ['create'] }],
+  });
   const podsNamespace = 'bench-pods';
   await admin.apply(
     Resources.namespaces,

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { allCrds } from '../src/api/index.ts';
 import { crdManifest } from '../src/api/schema.ts';
-import { OrganizationCrd, TenancyConfigCrd, TenantUserCrd } from '../src/api/tenancy.ts';
+import { TenantUserCrd } from '../src/api/tenancy.ts';
 import { startControlPlane } from '../src/controlplane/launch.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { installCrds } from '../src/kube/crds.ts';
@@ -24,6 +24,7 @@ import { tenancy } from '../src/tenancy/index.ts';
 import type { AdmissionRequest } from '../src/webhook/admission.ts';
 import { registerWebhooks } from '../src/webhook/registration.ts';
 import { WebhookServer } from '../src/webhook/server.ts';
+import { applyBenchTenant } from './tenant.ts';
 
 const { values } = parseArgs({
   options: {
@@ -66,41 +67,15 @@ async function timeCreates(client: KubeClient, prefix: string, count: number): P
 
 try {
   await admin.apply(Resources.namespaces, { metadata: { name: 'tenantkit-system' } }, apply);
-  await admin.apply(
-    TenancyConfigCrd.type,
-    { metadata: { name: 'cluster' }, spec: { fairUseRatios: [{ memoryPerCpu: '4Gi' }] } } as KubeObject,
-    apply,
-  );
-  await admin.apply(
-    OrganizationCrd.type,
-    {
-      metadata: { name: 'bench-org' },
-      spec: { members: { users: ['alice'] }, namespaceQuota: 100000 },
-    } as KubeObject,
-    apply,
-  );
+  await applyBenchTenant(admin, {
+    config: { fairUseRatios: [{ memoryPerCpu: '4Gi' }] },
+    rules: [{ apiGroups: [''], resources: ['namespaces', 'pods'], verbs: ['*'] }],
+  });
   await admin.apply(
     TenantUserCrd.type,
     {
       metadata: { name: 'alice' },
       spec: { username: 'alice', defaultOrganization: 'bench-org' },
-    } as KubeObject,
-    apply,
-  );
-  await admin.apply(
-    Resources.clusterRoles,
-    {
-      metadata: { name: 'bench-tenant' },
-      rules: [{ apiGroups: [''], resources: ['namespaces', 'pods'], verbs: ['*'] }],
-    } as KubeObject,
-    apply,
-  );
-  await admin.apply(
-    Resources.clusterRoleBindings,
-    {
-      metadata: { name: 'bench-tenant' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'bench-tenant' },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }],
     } as KubeObject,
     apply,
   );
