@@ -10,7 +10,7 @@ import { directory } from './directory.ts';
 import { privilegeChecker } from './identity.ts';
 import { mutateNamespace, validateNamespace } from './namespace-policy.ts';
 import { registerOrgRbacController } from './org-rbac-controller.ts';
-import { checkFairUse, mutatePod } from './pod-policy.ts';
+import { admitPod } from './pod-policy.ts';
 import { mutateProject, validateProjectRequest } from './project-policy.ts';
 import { QuotaLedger } from './quota.ts';
 import { reservedLabel, validateReservedObject } from './reserved-objects.ts';
@@ -122,25 +122,23 @@ export const tenancy: Capability = {
         handler: (req) => validateNamespace(deps, req),
       },
       {
+        // Defaults and fair-use advice in one call (see admitPod); both switch off on their own.
         name: 'pod-defaults',
         type: 'mutating',
-        // Fail open: an outage must not stop every workload in the cluster; it only skips defaults.
+        // Fail open: an outage must not stop every workload in the cluster; it only skips defaults and
+        // advice (which never denies).
         failurePolicy: 'Ignore',
         timeoutSeconds: 3,
         rules: pods,
         namespaceSelector: notSystem,
         reinvocationPolicy: 'IfNeeded',
-        handler: (req) => mutatePod(podDeps, req),
-      },
-      {
-        name: 'pod-fair-use',
-        type: 'validating',
-        // Advice only: fail open, never deny.
-        failurePolicy: 'Ignore',
-        timeoutSeconds: 3,
-        rules: pods,
-        namespaceSelector: notSystem,
-        handler: (req) => checkFairUse(podDeps, req),
+        handler: (req) => {
+          const disabled = config().disabledPolicies;
+          return admitPod(podDeps, req, {
+            defaults: !disabled.includes('pod-defaults'),
+            fairUse: !disabled.includes('pod-fair-use'),
+          });
+        },
       },
       // OpenShift's project flow; these rules match nothing where project.openshift.io is not served.
       {
@@ -213,9 +211,10 @@ export const tenancy: Capability = {
         handler: (req) => validateReservedObject(config, privileged, req),
       },
     ];
-    // Every policy but the configuration check itself can be switched off, live.
+    // Every policy but the configuration check itself can be switched off, live (the pod policies
+    // check their switches themselves).
     return definitions.map((d) =>
-      d.name === 'tenancy-config'
+      d.name === 'tenancy-config' || d.name === 'pod-defaults'
         ? d
         : {
             ...d,

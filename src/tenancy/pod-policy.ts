@@ -59,12 +59,12 @@ export function parseSelector(text: string): Record<string, string> | string {
   return out;
 }
 
-export function mutatePod(deps: PodPolicyDeps, req: AdmissionRequest): Verdict {
-  if (req.operation !== 'CREATE') return allow();
-  const config = deps.config();
-  const ns = organizationNamespace(deps, config, req);
-  if (!ns || deps.privileged(req.userInfo, config)) return allow();
-  const pod = req.object as Pod;
+/** The pod with the namespace's defaults filled in, or a denial when the namespace's annotations are bad. */
+function defaultPod(
+  config: EffectiveConfig,
+  ns: Namespace,
+  pod: Pod,
+): { pod: Pod; warnings: string[] } | Verdict {
   const mutated = structuredClone(pod);
   const warnings: string[] = [];
   const annotations = ns.metadata.annotations ?? {};
@@ -109,7 +109,32 @@ export function mutatePod(deps: PodPolicyDeps, req: AdmissionRequest): Verdict {
   const missing = Object.entries(defaults).filter(([k]) => !Object.hasOwn(selector, k));
   if (missing.length > 0)
     mutated.spec.nodeSelector = { ...pod.spec.nodeSelector, ...Object.fromEntries(missing) };
-  return mutate(pod, mutated, warnings);
+  return { pod: mutated, warnings };
+}
+
+/**
+ * Both pod policies in one webhook call, so a Pod create waits for one round trip to tenantkit, not two:
+ * the defaults (not for privileged users), then the fair-use advice on the defaulted pod (its node class
+ * may come from the default node selector). Each policy can be switched off on its own.
+ */
+export function admitPod(
+  deps: PodPolicyDeps,
+  req: AdmissionRequest,
+  policies: { defaults: boolean; fairUse: boolean },
+): Verdict {
+  if (req.operation !== 'CREATE') return allow();
+  const config = deps.config();
+  const ns = organizationNamespace(deps, config, req);
+  if (!ns) return allow();
+  const pod = req.object as Pod;
+  let defaulted: { pod: Pod; warnings: string[] } = { pod, warnings: [] };
+  if (policies.defaults && !deps.privileged(req.userInfo, config)) {
+    const result = defaultPod(config, ns, pod);
+    if ('allowed' in result) return result;
+    defaulted = result;
+  }
+  const advice = policies.fairUse ? fairUseAdvice(deps, config, ns, defaulted.pod) : undefined;
+  return mutate(pod, defaulted.pod, advice ? [...defaulted.warnings, advice] : defaulted.warnings);
 }
 
 function requests(pod: Pod, resource: 'cpu' | 'memory'): number {
@@ -121,13 +146,14 @@ function requests(pod: Pod, resource: 'cpu' | 'memory'): number {
 
 const gib = 2 ** 30;
 
-/** Fair-use advice; fail-open and never a denial. */
-export function checkFairUse(deps: PodPolicyDeps, req: AdmissionRequest): Verdict {
-  if (req.operation !== 'CREATE') return allow();
-  const config = deps.config();
-  const ns = organizationNamespace(deps, config, req);
-  if (!ns || config.fairUseRatios.length === 0) return allow();
-  const pod = req.object as Pod;
+/** Fair-use advice (a warning, never a denial), or undefined when the pod keeps the namespace in its share. */
+function fairUseAdvice(
+  deps: PodPolicyDeps,
+  config: EffectiveConfig,
+  ns: Namespace,
+  pod: Pod,
+): string | undefined {
+  if (config.fairUseRatios.length === 0) return undefined;
   const selector = pod.spec.nodeSelector ?? {};
   const rule =
     config.fairUseRatios.find(
@@ -136,7 +162,7 @@ export function checkFairUse(deps: PodPolicyDeps, req: AdmissionRequest): Verdic
         Object.entries(r.nodeSelector ?? {}).every(([k, v]) => selector[k] === v),
     ) ?? config.fairUseRatios.find((r) => Object.keys(r.nodeSelector ?? {}).length === 0);
   const ratio = parseQuantity(rule?.memoryPerCpu);
-  if (!rule || !ratio) return allow();
+  if (!rule || !ratio) return undefined;
   // What the namespace already requests, as its quotas count it, plus this pod.
   let cpu = requests(pod, 'cpu');
   let memory = requests(pod, 'memory');
@@ -145,10 +171,8 @@ export function checkFairUse(deps: PodPolicyDeps, req: AdmissionRequest): Verdic
     .find((q) => q.status?.used?.['requests.cpu'])?.status?.used;
   cpu += parseQuantity(used?.['requests.cpu']) ?? 0;
   memory += parseQuantity(used?.['requests.memory']) ?? 0;
-  if (cpu <= 0 || memory / cpu >= ratio) return allow();
+  if (cpu <= 0 || memory / cpu >= ratio) return undefined;
   const actual = (memory / cpu / gib).toFixed(2);
   const expected = (ratio / gib).toFixed(2);
-  return allow([
-    `fair use: namespace ${ns.metadata.name} would request ${actual} GiB of memory per CPU, below the fair-use ratio of ${expected} GiB per CPU for this node class; CPU beyond the fair share may be billed extra`,
-  ]);
+  return `fair use: namespace ${ns.metadata.name} would request ${actual} GiB of memory per CPU, below the fair-use ratio of ${expected} GiB per CPU for this node class; CPU beyond the fair share may be billed extra`;
 }
