@@ -141,7 +141,7 @@ export async function ensurePostgresImage(options: ImageOptions = {}): Promise<B
 }
 
 /** The Node 24 binary of the `node` package (the one the tests run on). */
-function nodeRuntime(): string {
+export function nodeRuntime(): string {
   const fromPackage = join(repoRoot, 'node_modules/node/bin/node');
   return existsSync(fromPackage) ? fromPackage : process.execPath;
 }

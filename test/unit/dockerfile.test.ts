@@ -11,16 +11,19 @@ describe('parseDockerfile', () => {
       'from',
       'workdir',
       'copy',
-      'run',
       'copy',
+      'run',
       'copy',
       'user',
       'entrypoint',
     ]);
-    expect(steps.find((s) => s.kind === 'run')).toEqual({
-      kind: 'run',
-      command: 'npm ci --omit=dev --omit=optional --no-audit --no-fund',
-    });
+    const run = steps.find((s) => s.kind === 'run');
+    expect(run?.kind === 'run' && run.command.split(/\s*&&\s*/)).toEqual([
+      'npm ci --omit=optional --ignore-scripts --no-audit --no-fund',
+      'npm run build',
+      'npm prune --omit=dev --omit=optional --no-audit --no-fund',
+      'rm -rf src tsconfig.json tsconfig.build.json',
+    ]);
   });
 
   it('joins continued lines, skips comments and blank lines, and reads JSON forms', () => {
