@@ -4,12 +4,13 @@
 // a cluster admin, `view` in all 1,000 namespaces, `view` in 10. Prints ingest rate, first-call and
 // p50/p95 latency of ACM's query mix per user, new-user cost, revocation latency, database size, memory.
 //   node bench/search.ts [--objects 1000000] [--namespaces 1000] [--runs 40] [--api-node-options FLAGS]
-import { spawn } from 'node:child_process';
+//                        [--api-from dist|src]
+import { execFile, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { Agent, request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseArgs, promisify } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { repoRoot } from '../src/controlplane/images.ts';
 import { freePort, startControlPlane } from '../src/controlplane/launch.ts';
@@ -35,6 +36,8 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '40' },
     // Node.js flags for the search API process (e.g. --max-semi-space-size=4), as NODE_OPTIONS in its Pod.
     'api-node-options': { type: 'string', default: '' },
+    // dist: the JavaScript `npm run build` compiles, which the image runs; src: the .ts sources.
+    'api-from': { type: 'string', default: 'dist' },
   },
 });
 const namespaces = Number(values.namespaces);
@@ -253,10 +256,23 @@ try {
     await writeFile(join(certDir, 'tls.crt'), serving.certPem);
     await writeFile(join(certDir, 'tls.key'), serving.keyPem);
     const port = await freePort();
+    if (values['api-from'] === 'dist') {
+      console.error('compiling src/ into dist/ for the search API process, as the image does');
+      await rm(join(repoRoot, 'dist'), { recursive: true, force: true });
+      await promisify(execFile)(
+        process.execPath,
+        [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+        { cwd: repoRoot },
+      );
+    }
+    const entry =
+      values['api-from'] === 'dist'
+        ? join(repoRoot, 'dist', 'cli', 'main.js')
+        : join(repoRoot, 'src', 'cli', 'main.ts');
     const api = spawn(
       process.execPath,
       [
-        join(repoRoot, 'src', 'cli', 'main.ts'),
+        entry,
         'search',
         'api',
         `--cert-dir=${certDir}`,
@@ -361,7 +377,7 @@ try {
     const hwm = await rssOf('VmHWM');
     api.kill('SIGTERM');
     await new Promise((r) => api.once('exit', r));
-    apiMemory = `search API process: RSS ${idleRss.toFixed(0)} MiB when ready, peak ${Math.max(peakRss, hwm).toFixed(0)} MiB over the query mix (sampled every 50 ms, and the kernel's high-water mark)`;
+    apiMemory = `search API process (${values['api-from']}${values['api-node-options'] ? ` ${values['api-node-options']}` : ''}): RSS ${idleRss.toFixed(0)} MiB when ready, peak ${Math.max(peakRss, hwm).toFixed(0)} MiB over the query mix (sampled every 50 ms, and the kernel's high-water mark)`;
     console.log(`\n${apiMemory}`);
   }
 
