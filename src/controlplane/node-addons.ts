@@ -43,7 +43,7 @@ export function corednsObjects(
     {
       type: Resources.clusterRoles,
       object: {
-        metadata: { name: 'tenantkit:coredns' },
+        metadata: { name: 'tenantkit-node:coredns' },
         rules: [
           { apiGroups: [''], resources: ['endpoints', 'services', 'pods', 'namespaces'], verbs: readOnly },
           { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: readOnly },
@@ -53,8 +53,12 @@ export function corednsObjects(
     {
       type: Resources.clusterRoleBindings,
       object: {
-        metadata: { name: 'tenantkit:coredns' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'tenantkit:coredns' },
+        metadata: { name: 'tenantkit-node:coredns' },
+        roleRef: {
+          apiGroup: 'rbac.authorization.k8s.io',
+          kind: 'ClusterRole',
+          name: 'tenantkit-node:coredns',
+        },
         subjects: [{ kind: 'ServiceAccount', name, namespace }],
       } as KubeObject,
     },
@@ -139,7 +143,7 @@ export function localPathObjects(image: string, helperImage: string, volumesDir:
   const roleRef = (kind: string) => ({
     apiGroup: 'rbac.authorization.k8s.io',
     kind,
-    name: `tenantkit:${provisioner}`,
+    name: `tenantkit-node:${provisioner}`,
   });
   const read = ['get', 'list', 'watch'];
   const config = {
@@ -170,7 +174,7 @@ export function localPathObjects(image: string, helperImage: string, volumesDir:
     {
       type: Resources.roles,
       object: {
-        metadata: { name: `tenantkit:${provisioner}`, namespace: storage },
+        metadata: { name: `tenantkit-node:${provisioner}`, namespace: storage },
         rules: [
           { apiGroups: [''], resources: ['pods'], verbs: [...read, 'create', 'patch', 'update', 'delete'] },
         ],
@@ -179,7 +183,7 @@ export function localPathObjects(image: string, helperImage: string, volumesDir:
     {
       type: Resources.roleBindings,
       object: {
-        metadata: { name: `tenantkit:${provisioner}`, namespace: storage },
+        metadata: { name: `tenantkit-node:${provisioner}`, namespace: storage },
         roleRef: roleRef('Role'),
         subjects: subject,
       } as KubeObject,
@@ -187,7 +191,7 @@ export function localPathObjects(image: string, helperImage: string, volumesDir:
     {
       type: Resources.clusterRoles,
       object: {
-        metadata: { name: `tenantkit:${provisioner}` },
+        metadata: { name: `tenantkit-node:${provisioner}` },
         rules: [
           {
             apiGroups: [''],
@@ -207,7 +211,7 @@ export function localPathObjects(image: string, helperImage: string, volumesDir:
     {
       type: Resources.clusterRoleBindings,
       object: {
-        metadata: { name: `tenantkit:${provisioner}` },
+        metadata: { name: `tenantkit-node:${provisioner}` },
         roleRef: roleRef('ClusterRole'),
         subjects: subject,
       } as KubeObject,
@@ -272,7 +276,13 @@ export function localPathObjects(image: string, helperImage: string, volumesDir:
       object: {
         metadata: {
           name: defaultStorageClass,
-          annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' },
+          annotations: {
+            'storageclass.kubernetes.io/is-default-class': 'true',
+            // `local` PersistentVolumes, not hostPath ones: kubelet mounts a local volume into the Pod's
+            // volumes directory, where Velero's node-agent reads it for a file-system backup (it skips
+            // hostPath volumes).
+            defaultVolumeType: 'local',
+          },
         },
         provisioner: 'rancher.io/local-path',
         volumeBindingMode: 'WaitForFirstConsumer',

@@ -137,7 +137,7 @@ export async function writeNodeFiles(
   const kubeletArgs = [
     `--config=${kubeletConfig}`,
     `--kubeconfig=${await kubeconfig('kubelet', `system:node:${nodeName}`, ['system:nodes'])}`,
-    `--root-dir=${join(dir, 'kubelet')}`,
+    `--root-dir=${kubeletRootDir(dir)}`,
     `--hostname-override=${nodeName}`,
     `--node-ip=${nodeIP}`,
   ];
@@ -258,3 +258,6 @@ function cniConfig(dir: string) {
     ],
   };
 }
+
+/** kubelet's root directory for a node kept in `dir`. */
+export const kubeletRootDir = (dir: string) => join(dir, 'kubelet');

@@ -25,7 +25,7 @@ import {
   uninstallAddons,
 } from './node-addons.ts';
 import { ensureNodeBinaries, type NodeBinaries, type NodeImage } from './node-build.ts';
-import { containerdSocketPath, writeNodeFiles } from './node-config.ts';
+import { containerdSocketPath, kubeletRootDir, writeNodeFiles } from './node-config.ts';
 import {
   cgroupHierarchies,
   cgroupProcesses,
@@ -83,6 +83,8 @@ export interface LocalNode {
   /** The image every test Pod can use (imported into containerd; `imagePullPolicy: IfNotPresent`). */
   workloadImage: string;
   logDir: string;
+  /** kubelet's root directory: Pods' volumes are under `pods/<uid>/volumes/` (Velero's node-agent reads them). */
+  kubeletDir: string;
   /** Imports an image archive into containerd, for Pods that name its reference (no registry here). */
   importImage(image: NodeImage): Promise<void>;
   /** The machine as it was before the node started. */
@@ -127,6 +129,7 @@ export async function startNode(cluster: NodeClusterAccess, options: NodeOptions
     binaries,
     workloadImage: binaries.workloadImage.ref,
     logDir,
+    kubeletDir: kubeletRootDir(dir),
     hostBefore,
     stop: () => {
       stopped ??= stopNode(cluster, dir, processes, hostBefore, addons);

@@ -49,9 +49,10 @@ export interface VeleroOptions {
    * Runs Velero as a Deployment on the local node (src/controlplane/node-launch.ts) from this image,
    * already imported into the node's containerd, instead of as a local process; the S3 server then
    * listens on `address` (the node's address), which Pods reach. Velero's log is copied to `logFile` when
-   * it stops.
+   * it stops. With `kubeletDir` (kubelet's root directory), Velero's node-agent runs there too, for
+   * file-system backups of Pods' volumes.
    */
-  onNode?: { image: string; address: string };
+  onNode?: { image: string; address: string; kubeletDir?: string };
   progress?: Progress;
 }
 
@@ -211,13 +212,18 @@ export async function startVelero(options: VeleroOptions): Promise<Velero> {
       '--profiler-address=',
       `--store-validation-frequency=${syncPeriod}`,
       `--backup-sync-period=${syncPeriod}`,
-      // The default; it only matters for file-system backups, which need a node-agent (none yet).
+      // The default uploader of file-system backups (run by the node-agent, on a node).
       '--uploader-type=kopia',
       '--log-format=text',
     ];
     const podSpec = { namespace, credentialsSecret, serverArgs };
     if (onNode) {
-      for (const { type, object } of veleroPodObjects({ ...podSpec, image: onNode.image })) {
+      const pod = {
+        ...podSpec,
+        image: onNode.image,
+        ...(onNode.kubeletDir ? { kubeletDir: onNode.kubeletDir } : {}),
+      };
+      for (const { type, object } of veleroPodObjects(pod)) {
         await client.apply(type, object, apply);
       }
     } else {
@@ -244,11 +250,17 @@ export async function startVelero(options: VeleroOptions): Promise<Velero> {
     // A reused dir may hold a location validated by an earlier run: only a validation by this one counts.
     const since = Math.floor(Date.now() / 1000) * 1000;
     if (onNode) {
-      progress(`Velero ${binaries.veleroVersion} runs as Deployment ${namespace}/velero on the node`);
+      progress(
+        `Velero ${binaries.veleroVersion} runs as Deployment ${namespace}/velero on the node${onNode.kubeletDir ? ', its node-agent as DaemonSet node-agent' : ''}`,
+      );
       started.push({
         // The Pod's log is kept in logFile once it stops.
         stop: async () => {
           await writeFile(logFile, await veleroPodLog(client, namespace)).catch(() => {});
+          if (onNode.kubeletDir) {
+            const agentLog = await veleroPodLog(client, namespace, 'role=node-agent');
+            await writeFile(join(dir, 'node-agent.log'), agentLog).catch(() => {});
+          }
           await removeVeleroPod(client, namespace);
         },
       });

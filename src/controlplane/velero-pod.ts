@@ -1,7 +1,9 @@
 // Velero as `velero install` runs it, for a cluster with a node: a ServiceAccount bound to cluster-admin
 // (Velero backs up and restores anything), the credentials Secret mounted as a file, and the `velero`
 // Deployment from the image built here (src/controlplane/images.ts: plugins in /plugins). Restores also
-// read this Deployment for the image of their helper containers.
+// read this Deployment for the image of their helper containers. With `kubeletDir`, also the `node-agent`
+// DaemonSet (`velero install --use-node-agent`): file-system backups and restores of Pods' volumes, read
+// from kubelet's pods directory; it starts the data-path Pods of each volume from its own template.
 import type { KubeClient } from '../kube/client.ts';
 import { type KubeObject, Resources, type ResourceType } from '../kube/resources.ts';
 
@@ -16,6 +18,8 @@ export interface VeleroPodSpec {
   credentialsSecret: string;
   /** Default 1. */
   replicas?: number;
+  /** kubelet's root directory on the node: with it, the node-agent DaemonSet is made too. */
+  kubeletDir?: string;
 }
 
 /** The ClusterRoleBinding's name: one per Velero namespace, so several Veleros never share one. */
@@ -35,7 +39,84 @@ export function veleroPodObjects(spec: VeleroPodSpec): { type: ResourceType; obj
       } as KubeObject,
     },
     { type: Resources.deployments, object: veleroDeployment(spec) },
+    ...(spec.kubeletDir
+      ? [{ type: Resources.daemonSets, object: nodeAgentDaemonSet({ ...spec, kubeletDir: spec.kubeletDir }) }]
+      : []),
   ];
+}
+
+/** What the Velero server and its node-agent share: Velero's namespace, scratch space, credentials. */
+const veleroEnv = (namespace: string) => [
+  { name: 'VELERO_SCRATCH_DIR', value: '/scratch' },
+  { name: 'VELERO_NAMESPACE', value: namespace },
+  { name: 'HOME', value: '/scratch' },
+  { name: 'TMPDIR', value: '/scratch' },
+  { name: 'AWS_SHARED_CREDENTIALS_FILE', value: '/credentials/cloud' },
+  { name: 'AWS_EC2_METADATA_DISABLED', value: 'true' },
+];
+const veleroMounts = [
+  { name: 'scratch', mountPath: '/scratch' },
+  { name: 'credentials', mountPath: '/credentials', readOnly: true },
+];
+const veleroVolumes = (credentialsSecret: string) => [
+  { name: 'scratch', emptyDir: {} },
+  { name: 'credentials', secret: { secretName: credentialsSecret } },
+];
+
+export const nodeAgentLabels = { component: 'velero', name: 'node-agent', role: 'node-agent' };
+
+/**
+ * The node-agent DaemonSet. It reads every Pod's volumes, so it runs as root (not privileged, default
+ * capabilities), with kubelet's pods directory at /host_pods in a volume named `host-pods`: Velero finds
+ * the directory's path on the node by that name, for the data-path Pods it starts (they inherit this
+ * template's image, service account, environment and volumes).
+ */
+export function nodeAgentDaemonSet(spec: VeleroPodSpec & { kubeletDir: string }): KubeObject {
+  const { namespace, kubeletDir } = spec;
+  const toContainer = 'HostToContainer';
+  return {
+    metadata: { name: 'node-agent', namespace, labels: nodeAgentLabels },
+    spec: {
+      selector: { matchLabels: { name: 'node-agent' } },
+      template: {
+        metadata: { labels: nodeAgentLabels },
+        spec: {
+          serviceAccountName: 'velero',
+          terminationGracePeriodSeconds: 5,
+          securityContext: { runAsUser: 0, seccompProfile: { type: 'RuntimeDefault' } },
+          containers: [
+            {
+              name: 'node-agent',
+              image: spec.image,
+              imagePullPolicy: 'IfNotPresent',
+              command: ['/velero'],
+              args: ['node-agent', 'server', '--log-format=text'],
+              env: [
+                { name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+                ...veleroEnv(namespace),
+              ],
+              volumeMounts: [
+                { name: 'host-pods', mountPath: '/host_pods', mountPropagation: toContainer },
+                {
+                  name: 'host-plugins',
+                  mountPath: '/var/lib/kubelet/plugins',
+                  mountPropagation: toContainer,
+                },
+                ...veleroMounts,
+              ],
+              securityContext: { allowPrivilegeEscalation: false, privileged: false },
+              resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '1Gi' } },
+            },
+          ],
+          volumes: [
+            { name: 'host-pods', hostPath: { path: `${kubeletDir}/pods` } },
+            { name: 'host-plugins', hostPath: { path: `${kubeletDir}/plugins` } },
+            ...veleroVolumes(spec.credentialsSecret),
+          ],
+        },
+      },
+    },
+  } as KubeObject;
 }
 
 /** The `velero` Deployment alone (what restores read for their helper image). */
@@ -63,18 +144,8 @@ export function veleroDeployment(spec: VeleroPodSpec): KubeObject {
               imagePullPolicy: 'IfNotPresent',
               command: ['/velero'],
               args: ['server', ...spec.serverArgs],
-              env: [
-                { name: 'VELERO_SCRATCH_DIR', value: '/scratch' },
-                { name: 'VELERO_NAMESPACE', value: namespace },
-                { name: 'HOME', value: '/scratch' },
-                { name: 'TMPDIR', value: '/scratch' },
-                { name: 'AWS_SHARED_CREDENTIALS_FILE', value: '/credentials/cloud' },
-                { name: 'AWS_EC2_METADATA_DISABLED', value: 'true' },
-              ],
-              volumeMounts: [
-                { name: 'scratch', mountPath: '/scratch' },
-                { name: 'credentials', mountPath: '/credentials', readOnly: true },
-              ],
+              env: veleroEnv(namespace),
+              volumeMounts: veleroMounts,
               securityContext: {
                 allowPrivilegeEscalation: false,
                 readOnlyRootFilesystem: true,
@@ -83,10 +154,7 @@ export function veleroDeployment(spec: VeleroPodSpec): KubeObject {
               resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '1Gi' } },
             },
           ],
-          volumes: [
-            { name: 'scratch', emptyDir: {} },
-            { name: 'credentials', secret: { secretName: spec.credentialsSecret } },
-          ],
+          volumes: veleroVolumes(spec.credentialsSecret),
         },
       },
     },
@@ -115,9 +183,13 @@ export async function veleroPodState(client: KubeClient, namespace: string): Pro
     .join('; ');
 }
 
-/** The log of the Velero Pod (all of it), or an empty string when there is none. */
-export async function veleroPodLog(client: KubeClient, namespace: string): Promise<string> {
-  const pods = await client.list<KubeObject>(Resources.pods, { namespace, labelSelector: selector });
+/** The log of the Velero Pod (or the node-agent's: `role=node-agent`), or an empty string when there is none. */
+export async function veleroPodLog(
+  client: KubeClient,
+  namespace: string,
+  labelSelector = selector,
+): Promise<string> {
+  const pods = await client.list<KubeObject>(Resources.pods, { namespace, labelSelector });
   const name = pods.items[0]?.metadata.name;
   if (!name) return '';
   return client
@@ -125,12 +197,16 @@ export async function veleroPodLog(client: KubeClient, namespace: string): Promi
     .catch(() => '');
 }
 
-/** Removes what veleroPodObjects made and resolves once no Velero Pod is left. */
+/** Removes what veleroPodObjects made and resolves once no Velero Pod (server or node-agent) is left. */
 export async function removeVeleroPod(client: KubeClient, namespace: string, timeoutMs = 60_000) {
   await client.delete(Resources.deployments, 'velero', namespace).catch(() => {});
+  await client.delete(Resources.daemonSets, 'node-agent', namespace).catch(() => {});
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const pods = await client.list<KubeObject>(Resources.pods, { namespace, labelSelector: selector });
+    const pods = await client.list<KubeObject>(Resources.pods, {
+      namespace,
+      labelSelector: 'component=velero',
+    });
     if (pods.items.length === 0 || Date.now() > deadline) break;
     await new Promise((r) => setTimeout(r, 200));
   }

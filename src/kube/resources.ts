@@ -103,6 +103,7 @@ export const Resources = {
   services: core('services', 'Service'),
   deployments: resourceType('apps', 'v1', 'deployments', 'Deployment'),
   statefulSets: resourceType('apps', 'v1', 'statefulsets', 'StatefulSet'),
+  daemonSets: resourceType('apps', 'v1', 'daemonsets', 'DaemonSet'),
   podDisruptionBudgets: resourceType('policy', 'v1', 'poddisruptionbudgets', 'PodDisruptionBudget'),
   networkPolicies: resourceType('networking.k8s.io', 'v1', 'networkpolicies', 'NetworkPolicy'),
   storageClasses: resourceType('storage.k8s.io', 'v1', 'storageclasses', 'StorageClass', false),

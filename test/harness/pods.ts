@@ -45,6 +45,23 @@ export function testPod(
   };
 }
 
+/** A Deployment of one replica whose Pods (label `app: name`) have `podSpec`. */
+export function testDeployment(
+  namespace: string,
+  name: string,
+  podSpec: Record<string, unknown>,
+): KubeObject {
+  const labels = { app: name };
+  return {
+    metadata: { name, namespace },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: labels },
+      template: { metadata: { labels }, spec: podSpec },
+    },
+  } as KubeObject;
+}
+
 /** The Pod once it reached `wanted`, as `client` reads it. */
 export function podInPhase(
   client: KubeClient,

@@ -282,6 +282,40 @@ describe('NonAdminRestore as its requester', { timeout: 3 * veleroQueueMs }, () 
     );
   });
 
+  it('restores a claim as a new claim, never naming the volume its backup named', async () => {
+    const ns = await env.namespace('guard-claim');
+    const dave = await cluster.user(cluster.unique('dave'));
+    await cluster.grant({ kind: 'User', name: dave.userName }, { clusterRole: 'admin' }, ns);
+    // The claim names a volume (its own once, someone else's by the time of the restore: Available
+    // volumes bind to a claim that names them).
+    const volume = cluster.unique('someone-elses');
+    await dave.create(types.pvcs, {
+      metadata: { name: 'data', namespace: ns },
+      spec: {
+        accessModes: ['ReadWriteOnce'],
+        storageClassName: cluster.unique('guard-none'),
+        volumeName: volume,
+        resources: { requests: { storage: '1Gi' } },
+      },
+    } as KubeObject);
+    const backupName = await backupOf(ns, dave);
+    await dave.delete(types.pvcs, 'data', ns);
+    // This control plane has no node, so no PVC protection controller: the admin lifts its finalizer.
+    await cluster.admin.patch(types.pvcs, 'data', ns, { metadata: { finalizers: null } }, PatchType.merge);
+    await eventually(async () => !(await cluster.admin.get(types.pvcs, 'data', ns)), {
+      what: 'the claim gone',
+    });
+
+    const nar = await restoreAs(dave, ns, backupName);
+    expect(refused(nar).size, JSON.stringify(nar.status?.refusedItems)).toBe(0);
+    type Claim = KubeObject & { spec: { volumeName?: string; storageClassName?: string } };
+    const claim = await cluster.admin.get<Claim>(types.pvcs, 'data', ns);
+    expect(claim, 'the restored claim').toBeDefined();
+    expect(claim?.spec.volumeName).toBeUndefined();
+    expect(claim?.spec.storageClassName).toMatch(/^guard-none/);
+    expect(claim?.metadata.labels?.['velero.io/restore-name']).toBeDefined();
+  });
+
   it("does not overwrite the admin's quota under existingResourcePolicy: update", async () => {
     const { namespace: ns, tenant } = await env.tenantNamespace('guard-quota');
     const quota = (pods: string) => ({

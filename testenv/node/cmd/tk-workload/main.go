@@ -1,6 +1,8 @@
 // Command tk-workload is the one program in the local node's images: the Pod sandbox's pause process
 // (no arguments: wait for a signal, reap orphans as PID 1) and a small workload for tests
-// (`sleep SECONDS`, `exit CODE`, `write FILE TEXT`, `cat FILE`, `serve PORT` answers HTTP with its host name, `get URL` prints a body),
+// (`sleep SECONDS`, `exit CODE`, `write FILE TEXT`, `cat FILE`, `serve PORT` answers HTTP with its host name,
+// `get URL` prints a body, `fill DIR COUNT MIB BIG_MIB`, `sums DIR` and `churn FILE`: data.go; commands
+// chain with `then`, e.g. `fill /data 4 2 64 then sums /data then sleep 3600`),
 // and local-path-provisioner's volume helper (`-p DIR -s BYTES -m MODE -a create|delete`, its
 // setupCommand and teardownCommand).
 package main
@@ -24,6 +26,20 @@ func main() {
 	if len(args) == 0 || args[0] == "pause" {
 		pause()
 		return
+	}
+	start := 0
+	for i, a := range args {
+		if a == "then" {
+			command(args[start:i])
+			start = i + 1
+		}
+	}
+	command(args[start:])
+}
+
+func command(args []string) {
+	if len(args) == 0 {
+		fail("an empty command (`then` at the start or the end)")
 	}
 	switch args[0] {
 	case "-p":
@@ -72,8 +88,14 @@ func main() {
 		defer res.Body.Close()
 		body, _ := io.ReadAll(res.Body)
 		fmt.Printf("%d %s", res.StatusCode, body)
+	case "fill":
+		fill(arg(args, 1), number(args, 2), number(args, 3), number(args, 4))
+	case "sums":
+		sums(arg(args, 1))
+	case "churn":
+		churn(arg(args, 1))
 	default:
-		fail("unknown command %q; use pause, sleep SECONDS, exit CODE, write FILE TEXT, cat FILE, serve PORT or get URL", args[0])
+		fail("unknown command %q; use pause, sleep SECONDS, exit CODE, write FILE TEXT, cat FILE, serve PORT, get URL, fill DIR COUNT MIB BIG_MIB, sums DIR or churn FILE", args[0])
 	}
 }
 
@@ -154,6 +176,14 @@ func arg(args []string, i int) string {
 		return args[i]
 	}
 	return ""
+}
+
+func number(args []string, i int) int {
+	n, err := strconv.Atoi(arg(args, i))
+	if err != nil || n < 0 {
+		fail("%s: argument %d must be a whole number, got %q", args[0], i, arg(args, i))
+	}
+	return n
 }
 
 func fail(format string, a ...any) {

@@ -152,11 +152,12 @@ func (g *guard) Execute(input *velero.RestoreItemActionExecuteInput) (*velero.Re
 		return pass, nil // not a tenant's restore
 	}
 	item := &unstructured.Unstructured{Object: input.Item.UnstructuredContent()}
+	unbindClaim(item)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	verb, reason, message := g.check(ctx, restore, item, input.ItemFromBackup)
 	if reason == "" {
-		return pass, nil
+		return velero.NewRestoreItemActionExecuteOutput(item), nil
 	}
 	r := refusal{
 		APIVersion: item.GetAPIVersion(), Kind: item.GetKind(), Name: item.GetName(),
@@ -169,6 +170,32 @@ func (g *guard) Execute(input *velero.RestoreItemActionExecuteInput) (*velero.Re
 		return nil, fmt.Errorf("tenantkit refused %s %s (%s) and could not record it: %w", r.Kind, r.Name, message, err)
 	}
 	return &velero.RestoreItemActionExecuteOutput{UpdatedItem: input.Item, SkipRestore: true}, nil
+}
+
+// Annotations the PersistentVolume controller and the scheduler put on a bound claim.
+var claimBindingAnnotations = []string{
+	"pv.kubernetes.io/bind-completed",
+	"pv.kubernetes.io/bound-by-controller",
+	"volume.kubernetes.io/selected-node",
+	"volume.kubernetes.io/storage-provisioner",
+	"volume.beta.kubernetes.io/storage-provisioner",
+}
+
+// unbindClaim turns a PersistentVolumeClaim of a tenant's restore into a new claim: no volumeName, no
+// binding annotations, so its StorageClass provisions a fresh volume (into which a file-system backup is
+// restored). A tenant's restore never restores PersistentVolumes (cluster-scoped), so the claim's old
+// volume is gone or not the tenant's to take: a volumeName would leave the claim Pending for ever, or bind
+// it to whatever Available volume has that name, another tenant's released data included.
+func unbindClaim(item *unstructured.Unstructured) {
+	if item.GroupVersionKind().GroupKind() != (schema.GroupKind{Kind: "PersistentVolumeClaim"}) {
+		return
+	}
+	unstructured.RemoveNestedField(item.Object, "spec", "volumeName")
+	annotations := item.GetAnnotations()
+	for _, key := range claimBindingAnnotations {
+		delete(annotations, key)
+	}
+	item.SetAnnotations(annotations)
 }
 
 // check returns the refused verb, a reason and a message, or an empty reason when the write may go on.
