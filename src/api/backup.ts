@@ -63,6 +63,21 @@ const queueInfo = () =>
 
 const n = (description: string) => Type.Optional(Type.Integer({ description }));
 
+/** Bytes moved and why a volume failed: only present once Velero reported them. */
+const transfer = (what: string, named: string) => ({
+  bytesDone: n(`Bytes the ${what} have moved so far (present once Velero reports progress).`),
+  totalBytes: n(`Bytes the ${what} move in all, as far as Velero knows yet.`),
+  failures: Type.Optional(
+    Type.Array(
+      Type.Object({
+        name: Type.String({ description: named }),
+        message: Type.String({ description: "Velero's reason." }),
+      }),
+      { maxItems: 10, description: `Why ${what} failed (the first 10).` },
+    ),
+  ),
+});
+
 /** Counts of velero.io/v2alpha1 DataUploads or DataDownloads by phase. */
 const dataMoverCounts = (what: string) =>
   Type.Optional(
@@ -77,6 +92,7 @@ const dataMoverCounts = (what: string) =>
         canceled: n(`${what} in phase Canceled.`),
         failed: n(`${what} in phase Failed.`),
         completed: n(`${what} in phase Completed.`),
+        ...transfer(what, 'The PersistentVolumeClaim whose data failed to move.'),
       },
       { description: `Data mover ${what} of the operation, by phase.` },
     ),
@@ -92,6 +108,7 @@ const podVolumeCounts = (what: string) =>
         inProgress: n(`${what} in phase InProgress.`),
         failed: n(`${what} in phase Failed.`),
         completed: n(`${what} in phase Completed.`),
+        ...transfer(what, 'The Pod and its volume, as <pod>/<volume>.'),
       },
       { description: `File-system ${what} of the operation, by phase.` },
     ),

@@ -6,6 +6,8 @@
 // writes. Every phase field is present, zeros included: the status is written with a merge patch, which
 // would keep a field that was simply left out (upstream leaves zeros out). When there are no such Velero
 // objects at all there is no object, as upstream, so a backup without volumes gets no write for them.
+// Beyond upstream: the bytes moved and to move (summed over Velero's progress reports, present once one
+// came), and for failed volumes Velero's reason (the first 10).
 import type { Informer } from '../kube/informer.ts';
 import type { Manager } from '../kube/manager.ts';
 import type { KubeObject, ResourceType } from '../kube/resources.ts';
@@ -22,6 +24,9 @@ export interface PodVolumeCounts {
   inProgress?: number;
   failed?: number;
   completed?: number;
+  bytesDone?: number;
+  totalBytes?: number;
+  failures?: { name: string; message: string }[];
 }
 
 export interface DataMoverCounts extends PodVolumeCounts {
@@ -31,7 +36,12 @@ export interface DataMoverCounts extends PodVolumeCounts {
   canceled?: number;
 }
 
-type Phased = KubeObject & { status?: { phase?: unknown } };
+type Phased = KubeObject & {
+  spec?: Record<string, unknown>;
+  status?: { phase?: unknown; message?: unknown; progress?: { totalBytes?: unknown; bytesDone?: unknown } };
+};
+
+const maxFailures = 10;
 
 /** Velero's phase → the field that counts it (an empty phase is New, as Velero treats it). */
 const dataMoverFields: Record<string, keyof DataMoverCounts> = {
@@ -57,28 +67,58 @@ const podVolumeFields: Record<string, keyof PodVolumeCounts> = {
   Completed: 'completed',
 };
 
-function count<T extends Record<string, number | undefined>>(
+function count<T extends Record<string, unknown>>(
   objects: readonly Phased[],
   fields: Record<string, keyof T>,
+  /** What a failure is about, e.g. `<pod>/<volume>`. */
+  subject: (o: Phased) => string,
 ): T | undefined {
   if (objects.length === 0) return undefined;
-  const out: Record<string, number> = { total: objects.length };
+  const out: Record<string, unknown> = { total: objects.length };
   for (const field of Object.values(fields)) out[field as string] = 0;
+  let reported = false;
+  let bytesDone = 0;
+  let totalBytes = 0;
+  const failures: { name: string; message: string }[] = [];
   for (const o of objects) {
     const phase = typeof o.status?.phase === 'string' ? o.status.phase : '';
     const field = fields[phase] as string | undefined;
-    if (field) out[field] = (out[field] ?? 0) + 1;
+    if (field) out[field] = (out[field] as number) + 1;
+    const progress = o.status?.progress;
+    if (progress && typeof progress === 'object') {
+      reported = true;
+      bytesDone += wholeNumber(progress.bytesDone);
+      totalBytes += wholeNumber(progress.totalBytes);
+    }
+    if (phase === 'Failed' && failures.length < maxFailures) {
+      const message = typeof o.status?.message === 'string' ? o.status.message : '';
+      failures.push({ name: subject(o), message: message || 'Velero gave no reason' });
+    }
   }
+  if (reported) Object.assign(out, { bytesDone, totalBytes });
+  if (failures.length) out.failures = failures.sort((a, b) => a.name.localeCompare(b.name));
   return out as T;
 }
 
+/** A non-negative whole number from Velero's status, else 0 (a status is not to be trusted blindly). */
+const wholeNumber = (value: unknown): number =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : 0;
+
+const text = (value: unknown): string => (typeof value === 'string' ? value : '?');
+/** A PodVolumeBackup's or PodVolumeRestore's Pod and volume. */
+const podVolume = (o: Phased): string =>
+  `${text((o.spec?.pod as { name?: unknown } | undefined)?.name)}/${text(o.spec?.volume)}`;
+/** A DataUpload's source claim, or a DataDownload's target claim. */
+const claim = (o: Phased): string =>
+  text(o.spec?.sourcePVC ?? (o.spec?.targetVolume as { pvc?: unknown } | undefined)?.pvc);
+
 /** PodVolumeBackups or PodVolumeRestores by phase; undefined when there are none. */
 export const countPodVolumes = (objects: readonly Phased[]): PodVolumeCounts | undefined =>
-  count<PodVolumeCounts & Record<string, number | undefined>>(objects, podVolumeFields);
+  count<PodVolumeCounts & Record<string, unknown>>(objects, podVolumeFields, podVolume);
 
 /** DataUploads or DataDownloads by phase; undefined when there are none. */
 export const countDataMovers = (objects: readonly Phased[]): DataMoverCounts | undefined =>
-  count<DataMoverCounts & Record<string, number | undefined>>(objects, dataMoverFields);
+  count<DataMoverCounts & Record<string, unknown>>(objects, dataMoverFields, claim);
 
 /**
  * `status` with each progress field set to its count, or removed when the count is undefined, so that

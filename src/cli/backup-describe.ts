@@ -101,6 +101,32 @@ function resourceListLines(extras: DescribeExtras, command: string): string[] {
   return lines;
 }
 
+interface VolumeCounts {
+  total?: number;
+  completed?: number;
+  failed?: number;
+  inProgress?: number;
+  bytesDone?: number;
+  totalBytes?: number;
+  failures?: { name: string; message: string }[];
+}
+
+const mib = (bytes = 0) => (bytes / 2 ** 20).toFixed(1);
+
+/** Volumes of the operation (the status' counts): how many are done, the bytes moved, and why any failed. */
+function volumeLines(title: string, counts: VolumeCounts | undefined): string[] {
+  if (!counts?.total) return [];
+  const parts = [`${counts.completed ?? 0} of ${counts.total} completed`];
+  if (counts.inProgress) parts.push(`${counts.inProgress} in progress`);
+  if (counts.failed) parts.push(`${counts.failed} failed`);
+  if (counts.totalBytes !== undefined)
+    parts.push(`${mib(counts.bytesDone)} of ${mib(counts.totalBytes)} MiB`);
+  return [
+    `${title}:  ${parts.join(', ')}`,
+    ...(counts.failures ?? []).map((f) => `  failed ${f.name}: ${f.message}`),
+  ];
+}
+
 /** Where tenantkit's request stands, and the Velero object it made for it. */
 function requestLines(
   o: NonAdminBackup | NonAdminRestore,
@@ -208,6 +234,8 @@ export function describeBackup(nab: NonAdminBackup, extras: DescribeExtras = {})
     ...resourceListLines(extras, command),
     '',
     `Backup Volumes:  ${status.volumeSnapshotsAttempted || status.csiVolumeSnapshotsAttempted ? `${(status.volumeSnapshotsCompleted ?? 0) + (status.csiVolumeSnapshotsCompleted ?? 0)} of ${(status.volumeSnapshotsAttempted ?? 0) + (status.csiVolumeSnapshotsAttempted ?? 0)} snapshots completed` : '<none>'}`,
+    ...volumeLines('File-system volume backups', nab.status?.fileSystemPodVolumeBackups),
+    ...volumeLines('Data mover uploads', nab.status?.dataMoverDataUploads),
     ...tail(nab, extras),
   );
   return `${lines.join('\n')}\n`;
@@ -225,6 +253,8 @@ export function describeRestore(nar: NonAdminRestore, extras: DescribeExtras = {
     `Phase:                       ${status.phase ?? `<no Velero Restore yet; request phase ${nar.status?.phase ?? 'none'}>`}`,
     `Total items to be restored:  ${orNone(progress?.totalItems)}`,
     `Items restored:              ${orNone(progress?.itemsRestored)}`,
+    ...volumeLines('File-system volume restores', nar.status?.fileSystemPodVolumeRestores),
+    ...volumeLines('Data mover downloads', nar.status?.dataMoverDataDownloads),
     '',
     ...requestLines(nar, 'Restore', velero),
     '',

@@ -352,7 +352,11 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
     progress(
       `NonAdminBackup with the volume completed: ${JSON.stringify(nab.status?.fileSystemPodVolumeBackups)}`,
     );
-    expect(nab.status?.fileSystemPodVolumeBackups).toMatchObject({ total: 1, completed: 1 });
+    // Counts and bytes from Velero's own PodVolumeBackup, as the tenant reads them.
+    const volumes = nab.status?.fileSystemPodVolumeBackups;
+    expect(volumes).toMatchObject({ total: 1, completed: 1, failed: 0 });
+    expect(volumes?.totalBytes).toBeGreaterThanOrEqual(64 * 2 ** 20);
+    expect(volumes?.bytesDone).toBe(volumes?.totalBytes);
 
     // The mistake: the Deployment and the claim deleted; the volume's folder goes with its PV.
     await user.delete(Resources.deployments, 'store', ns);
@@ -369,7 +373,8 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
       spec: { restoreSpec: { backupName: 'with-data' } },
     } as KubeObject);
     const nar = await completedRestore(cluster, ns, 'with-data');
-    expect(nar.status?.fileSystemPodVolumeRestores).toMatchObject({ total: 1, completed: 1 });
+    expect(nar.status?.fileSystemPodVolumeRestores).toMatchObject({ total: 1, completed: 1, failed: 0 });
+    expect(nar.status?.fileSystemPodVolumeRestores?.bytesDone).toBe(volumes?.totalBytes);
     const after = await checksums('the restored volume summed');
     expect(after.pod.metadata.uid).not.toBe(before.pod.metadata.uid);
     // Byte for byte: every file's checksum, the fill's marker too (so the data was restored, not refilled).

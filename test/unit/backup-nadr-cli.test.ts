@@ -193,9 +193,23 @@ describe('command line', () => {
             progress: { totalItems: 3, itemsBackedUp: 2 },
           },
         },
+        fileSystemPodVolumeBackups: {
+          total: 2,
+          new: 0,
+          inProgress: 0,
+          failed: 1,
+          completed: 1,
+          bytesDone: 3 * 2 ** 20,
+          totalBytes: 5 * 2 ** 20,
+          failures: [{ name: 'web-0/data', message: 'pod volume is not mounted' }],
+        },
       },
     } as NonAdminBackup;
     const brief = describeBackup(nab);
+    expect(brief).toContain(
+      'File-system volume backups:  1 of 2 completed, 1 failed, 3.0 of 5.0 MiB\n  failed web-0/data: pod volume is not mounted',
+    );
+    expect(brief).not.toContain('Data mover uploads');
     expect(brief).toContain('Phase:  PartiallyFailed');
     expect(brief).toContain('Errors:  1 (run');
     expect(brief).toContain('TTL:  720h0m0s');

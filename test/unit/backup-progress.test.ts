@@ -15,7 +15,14 @@ describe('progress counts', () => {
       obj('Completed'),
       obj('Failed'),
     ]);
-    expect(counts).toEqual({ total: 6, new: 2, inProgress: 1, completed: 2, failed: 1 });
+    expect(counts).toEqual({
+      total: 6,
+      new: 2,
+      inProgress: 1,
+      completed: 2,
+      failed: 1,
+      failures: [{ name: '?/?', message: 'Velero gave no reason' }],
+    });
     // Every field is there: a merge patch would otherwise keep a count that dropped to zero.
     expect(countPodVolumes([obj('Completed')])).toEqual({
       total: 1,
@@ -57,9 +64,45 @@ describe('progress counts', () => {
       canceled: 1,
       failed: 1,
       completed: 2,
+      failures: [{ name: '?', message: 'Velero gave no reason' }],
     });
     // An unknown phase (a newer Velero) is still counted in total.
     expect(countDataMovers([obj('Paused')])).toMatchObject({ total: 1, new: 0, completed: 0 });
+  });
+
+  it("sums the bytes Velero reported and names each failed volume with Velero's reason", () => {
+    const pvb = (phase: string, pod: string, done: unknown, total: unknown, message?: string) =>
+      ({
+        metadata: { name: pod },
+        spec: { pod: { name: pod, namespace: 'ns' }, volume: 'data' },
+        status: { phase, progress: { bytesDone: done, totalBytes: total }, ...(message ? { message } : {}) },
+      }) as KubeObject;
+    expect(
+      countPodVolumes([
+        pvb('Completed', 'a', 100, 100),
+        pvb('InProgress', 'b', 40, 250),
+        pvb('Failed', 'c', 5, 10, 'read /host_pods/x: permission denied'),
+        // A value that is no byte count (a status is written by others) counts as nothing.
+        pvb('InProgress', 'd', -7, 'lots'),
+      ]),
+    ).toEqual({
+      total: 4,
+      new: 0,
+      inProgress: 2,
+      failed: 1,
+      completed: 1,
+      bytesDone: 145,
+      totalBytes: 360,
+      failures: [{ name: 'c/data', message: 'read /host_pods/x: permission denied' }],
+    });
+    const upload = {
+      metadata: { name: 'u' },
+      spec: { sourcePVC: 'db' },
+      status: { phase: 'Failed', message: 'snapshot timed out' },
+    } as KubeObject;
+    expect(countDataMovers([upload])?.failures).toEqual([{ name: 'db', message: 'snapshot timed out' }]);
+    // Without a progress report from Velero there are no byte fields.
+    expect(countPodVolumes([obj('New')])).not.toHaveProperty('bytesDone');
   });
 
   it('gives nothing when there are no objects, so the status field is left out', () => {
