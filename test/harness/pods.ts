@@ -45,11 +45,12 @@ export function testPod(
   };
 }
 
-/** A Deployment of one replica whose Pods (label `app: name`) have `podSpec`. */
+/** A Deployment of one replica whose Pods (label `app: name`, and `annotations`) have `podSpec`. */
 export function testDeployment(
   namespace: string,
   name: string,
   podSpec: Record<string, unknown>,
+  annotations?: Record<string, string>,
 ): KubeObject {
   const labels = { app: name };
   return {
@@ -57,7 +58,7 @@ export function testDeployment(
     spec: {
       replicas: 1,
       selector: { matchLabels: labels },
-      template: { metadata: { labels }, spec: podSpec },
+      template: { metadata: { labels, ...(annotations ? { annotations } : {}) }, spec: podSpec },
     },
   } as KubeObject;
 }
