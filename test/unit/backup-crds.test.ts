@@ -178,12 +178,28 @@ const embedded: Record<string, [string, string, string][]> = {
  * Fields tenantkit adds to an OADP kind (clients ignore unknown status fields): OADP's
  * NonAdminDownloadRequest has no NACUUID reference in status, tenantkit's has one as every other kind.
  */
+const volumeCounts = {
+  NonAdminBackup: ['fileSystemPodVolumeBackups', 'dataMoverDataUploads'],
+  NonAdminRestore: ['fileSystemPodVolumeRestores', 'dataMoverDataDownloads'],
+};
+/** The volume counts' bytes moved and to move (OADP has the counts by phase only). */
+const bytesOf = (fields: string[]) =>
+  fields.flatMap((f) => [`.status.${f}.bytesDone`, `.status.${f}.totalBytes`]);
 const tenantkitExtras: Record<string, string[]> = {
   NonAdminDownloadRequest: ['.status.velero.nacuuid', '.status.velero.name', '.status.velero.namespace'],
+  NonAdminBackup: bytesOf(volumeCounts.NonAdminBackup),
+  NonAdminRestore: bytesOf(volumeCounts.NonAdminRestore),
 };
-/** Whole status subtrees tenantkit adds: the objects a restore left out because its requester may not write them. */
+/**
+ * Whole status subtrees tenantkit adds: the objects a restore left out because its requester may not
+ * write them, and why each failed volume failed.
+ */
 const tenantkitExtraTrees: Record<string, string[]> = {
-  NonAdminRestore: ['.status.refusedItems'],
+  NonAdminBackup: volumeCounts.NonAdminBackup.map((f) => `.status.${f}.failures`),
+  NonAdminRestore: [
+    '.status.refusedItems',
+    ...volumeCounts.NonAdminRestore.map((f) => `.status.${f}.failures`),
+  ],
 };
 const inExtraTree = (kind: string, path: string) =>
   (tenantkitExtraTrees[kind] ?? []).some(
