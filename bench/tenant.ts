@@ -2,7 +2,7 @@
 // ClusterRole granting `rules` cluster-wide. Applied by the admin client before a bench measures her.
 import { OrganizationCrd, TenancyConfigCrd } from '../src/api/tenancy.ts';
 import type { KubeClient } from '../src/kube/client.ts';
-import { type KubeObject, Resources } from '../src/kube/resources.ts';
+import { type KubeObject, Resources, type ResourceType } from '../src/kube/resources.ts';
 
 export const benchOrganization = 'bench-org';
 const apply = { fieldManager: 'bench', force: true };
@@ -13,36 +13,29 @@ export interface PolicyRule {
   verbs: string[];
 }
 
-/** The TenancyConfig `spec`, bench-org and alice's cluster-wide role. */
+/** The TenancyConfig `spec`, bench-org and alice's cluster-wide role, applied in this order. */
 export async function applyBenchTenant(
   admin: KubeClient,
   options: { config: Record<string, unknown>; rules: PolicyRule[] },
 ): Promise<void> {
-  await admin.apply(
-    TenancyConfigCrd.type,
-    { metadata: { name: 'cluster' }, spec: options.config } as KubeObject,
-    apply,
-  );
-  await admin.apply(
-    OrganizationCrd.type,
-    {
-      metadata: { name: benchOrganization },
-      spec: { members: { users: ['alice'] }, namespaceQuota: 100000 },
-    } as KubeObject,
-    apply,
-  );
-  await admin.apply(
-    Resources.clusterRoles,
-    { metadata: { name: 'bench-tenant' }, rules: options.rules } as KubeObject,
-    apply,
-  );
-  await admin.apply(
-    Resources.clusterRoleBindings,
-    {
-      metadata: { name: 'bench-tenant' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'bench-tenant' },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }],
-    } as KubeObject,
-    apply,
-  );
+  const objects: [ResourceType, object][] = [
+    [TenancyConfigCrd.type, { metadata: { name: 'cluster' }, spec: options.config }],
+    [
+      OrganizationCrd.type,
+      {
+        metadata: { name: benchOrganization },
+        spec: { members: { users: ['alice'] }, namespaceQuota: 100000 },
+      },
+    ],
+    [Resources.clusterRoles, { metadata: { name: 'bench-tenant' }, rules: options.rules }],
+    [
+      Resources.clusterRoleBindings,
+      {
+        metadata: { name: 'bench-tenant' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'bench-tenant' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }],
+      },
+    ],
+  ];
+  for (const [type, object] of objects) await admin.apply(type, object as KubeObject, apply);
 }
