@@ -2,8 +2,9 @@
 // a tenant namespace (src/backup/ownership.ts) and has no NonAdminBackup there gets one, carrying the sync
 // label, which the NAB controller then adopts (src/backup/adopt.ts). This brings back a NAB that was lost
 // (deleted without its finalizer, a namespace re-created) and the Backups Velero's own bucket sync found,
-// so the tenant can restore from them. Runs per Backup on its events and again every backupSyncPeriod of
-// NonAdminBackupConfig "cluster" (read live; 0 turns sync off).
+// so the tenant can restore from them. Runs per Backup on its events, for a namespace's Backups when the
+// namespace is made, and again every backupSyncPeriod of NonAdminBackupConfig "cluster" (read live; 0 turns
+// sync off).
 import { type NonAdminBackupConfig, type NonAdminSchedule, NonAdminScheduleCrd } from '../api/backup.ts';
 import { generationChanged } from '../kube/controller.ts';
 import type { Informer } from '../kube/informer.ts';
@@ -33,6 +34,17 @@ export function registerSyncController(manager: Manager): void {
     .for(VeleroResources.backups)
     // Turning sync on, changing its period or Velero's namespace: every Backup is looked at again.
     .watches(configType, () => o.backups.list().map((b) => objectKey(b.metadata)), generationChanged)
+    // A tenant namespace made (again, after it was deleted): its Backups get their NABs now, not at the
+    // next periodic look.
+    .watches(
+      Resources.namespaces,
+      (ns) =>
+        o.backups
+          .list()
+          .filter((b) => o.ownerOf(b).namespace === ns.metadata.name)
+          .map((b) => objectKey(b.metadata)),
+      (previous) => previous === undefined,
+    )
     .concurrency(2)
     .complete(async (key, ctx) => {
       const policy = currentPolicy(configs);

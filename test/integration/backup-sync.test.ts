@@ -141,6 +141,46 @@ describe('backup sync', { timeout: veleroQueueMs + 90_000 }, () => {
     expect(backup?.metadata.labels?.['velero.io/storage-location']).toBeDefined();
   });
 
+  it('gives a namespace made again its backups at once, not at the next periodic sync', async () => {
+    const { namespace: gone, tenant: owner } = await env.tenantNamespace('gone', 'gina');
+    await owner.create(nabType, {
+      metadata: { name: 'before', namespace: gone },
+      spec: { backupSpec: {} },
+    } as KubeObject);
+    const name = (await completedBackup(cluster, gone, 'before')).status!.veleroBackup!.name!;
+    // An hour between periodic passes: only the namespace's creation can bring the backup in now.
+    await env.setPolicy({ backupSyncPeriod: '1h' });
+    try {
+      // The namespace deleted with its NAB, whose controller removes the Velero Backup object; Velero's
+      // bucket sync brings it back while the namespace is gone, and tenantkit's sync has nowhere to put it.
+      await cluster.admin.delete(Resources.namespaces, gone);
+      await eventually(async () => !(await cluster.admin.get(Resources.namespaces, gone)), {
+        what: `namespace ${gone} gone`,
+        timeoutMs: 60_000,
+      });
+      await eventually(
+        async () => {
+          const b = await cluster.admin.get<KubeObject & { status?: { phase?: string } }>(
+            VeleroResources.backups,
+            name,
+            env.velero.namespace,
+          );
+          return b?.status?.phase === 'Completed' ? b : undefined;
+        },
+        { what: "Velero's bucket sync bringing the Backup back", timeoutMs: 60_000 },
+      );
+      // Its sync pass saw no namespace and waits an hour; the namespace's creation does not wait.
+      await new Promise((r) => setTimeout(r, 2_000));
+      await cluster.admin.create(Resources.namespaces, { metadata: { name: gone } } as KubeObject);
+      await eventually(async () => (await synced(name, gone)).length === 1, {
+        what: 'the NonAdminBackup in the namespace made again',
+        timeoutMs: 20_000,
+      });
+    } finally {
+      await env.setPolicy();
+    }
+  });
+
   it("refuses a sync label pointing at another tenant's backup, at admission and in the controller", async () => {
     const forged = {
       metadata: { name: 'stolen', namespace: otherNs, labels: { [Labels.syncedFrom]: nightlyBackup } },
