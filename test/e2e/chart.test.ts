@@ -4,19 +4,15 @@
 // process). Then what an admin does next: an upgrade with the webhooks answering throughout, losing the
 // leader, the webhooks gone (closed, not open), and an uninstall that leaves the CRDs only.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NonAdminBackupConfigCrd, NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/api/backup.ts';
-import {
-  ensurePostgresImage,
-  ensureTenantkitImage,
-  ensureVeleroImage,
-} from '../../src/controlplane/images.ts';
+import { NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/api/backup.ts';
 import type { LocalNode } from '../../src/controlplane/node-launch.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { applyBackupPolicy, completedBackup, completedRestore, tenantIn } from '../harness/backup.ts';
-import { type InstalledChart, imageValues, installChart } from '../harness/chart.ts';
+import { completedBackup, completedRestore, tenantIn } from '../harness/backup.ts';
+import type { InstalledChart } from '../harness/chart.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
-import { nodeSkipReason, startTestNode, stopTestNode } from '../harness/node.ts';
+import { type Installed, installTenantkit, stopInstalled } from '../harness/installed.ts';
+import { nodeSkipReason } from '../harness/node.ts';
 import {
   expectDefaultNodeSelector,
   expectRunOnceDeadline,
@@ -32,7 +28,6 @@ import {
   organizationNamespace,
   organizationTenant,
 } from '../harness/tenancy.ts';
-import { startTestVelero, type TestVelero } from '../harness/velero.ts';
 
 interface Deployment extends KubeObject {
   spec: { replicas?: number };
@@ -51,7 +46,7 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
   let cluster: TestCluster;
   let node: LocalNode;
   let chart: InstalledChart;
-  let velero: TestVelero;
+  let installed: Installed | undefined;
   let owner: OrganizationTenant;
   let tenant: KubeClient;
   let org = '';
@@ -82,42 +77,14 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
 
   beforeAll(async () => {
     cluster = await TestCluster.connect();
-    const image = await ensureTenantkitImage({ progress });
-    const postgres = await ensurePostgresImage({ progress });
-    const veleroImage = await ensureVeleroImage({ progress });
-    node = await startTestNode(cluster);
-    for (const built of [image, postgres, veleroImage]) await node.importImage(built);
-    const db = imageValues(postgres);
-    // Velero runs on the node as `velero install` runs it, its object store on the node's address. Its
-    // namespace exists before tenantkit is installed (the chart puts Roles there); it stops after the
-    // uninstall (cleanups run last-in first-out).
-    velero = await startTestVelero(cluster, {
-      onNode: { image: veleroImage.ref, address: node.ip, kubeletDir: node.kubeletDir },
-    });
-    cluster.defer(() => velero.stop());
-    const started = Date.now();
-    chart = await installChart(
-      cluster,
-      {
-        ...imageValues(image),
-        'backup.veleroNamespace': velero.namespace,
-        // One API replica is enough here (two cores run every Pod of the release); the rest as shipped.
-        'search.replicas': '1',
-        'search.database.bundled.image.repository': db['image.repository']!,
-        'search.database.bundled.image.tag': db['image.tag']!,
-      },
-      progress,
-    );
-    progress(`helm install --wait finished in ${Date.now() - started} ms`);
-
-    // The guardrails an admin sets once, and one tenant in one organization.
+    installed = await installTenantkit(cluster, progress);
+    ({ node, chart } = installed);
+    // One tenant in one organization, who may create namespaces in it.
     owner = await organizationTenant(cluster, { prefix: 'e2e-tenant', namespaceVerbs: ['create'] });
     ({ organization: org, client: tenant } = owner);
-    await applyBackupPolicy(cluster, { veleroNamespace: velero.namespace });
-    cluster.defer(() => cluster.admin.delete(NonAdminBackupConfigCrd.type, 'cluster'));
   }, 20 * 60_000);
 
-  afterAll(() => stopTestNode(cluster, node), 180_000);
+  afterAll(() => stopInstalled(cluster, installed), 180_000);
 
   it('installs with nothing else: every Deployment Ready, the webhooks on a certificate they made', async () => {
     for (const component of ['controllers', 'webhooks', 'search', 'search-collector']) {
@@ -298,107 +265,6 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
         (await cluster.admin.list(NonAdminRestoreCrd.type, { namespace: ns })).items.length === 0,
       { what: 'the NonAdminBackup and NonAdminRestore gone', timeoutMs: 120_000 },
     );
-  }, 600_000);
-
-  it("backs up a tenant's busy volume file by file and restores it byte for byte after the claim was deleted", async () => {
-    const ns = await cluster.namespace('e2e-volume');
-    const user = await tenantIn(cluster, ns, 'e2e-owner');
-    for (const plural of ['nonadminbackups', 'nonadminrestores']) await cluster.aggregated('admin', plural);
-    // A volume of the default StorageClass: known data in /data/known, filled once (8 files of 2 MiB and
-    // one of 48 MiB; the main container prints every file's SHA-256 when it starts), and a file that a
-    // second container rewrites every 5 ms, so the volume is busy while it is backed up.
-    await user.create(Resources.persistentVolumeClaims, {
-      metadata: { name: 'data', namespace: ns },
-      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
-    } as KubeObject);
-    const container = (name: string, args: string[]) => ({
-      name,
-      image: node.workloadImage,
-      imagePullPolicy: 'IfNotPresent',
-      args,
-      volumeMounts: [{ name: 'data', mountPath: '/data' }],
-    });
-    await user.create(
-      Resources.deployments,
-      testDeployment(
-        ns,
-        'store',
-        {
-          initContainers: [container('fill', ['fill', '/data/known', '8', '2', '48'])],
-          containers: [
-            container('main', ['sums', '/data/known', 'then', 'sleep', '3600']),
-            container('busy', ['churn', '/data/busy.txt']),
-          ],
-          volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }],
-          terminationGracePeriodSeconds: 1,
-        },
-        // Velero's opt-in form: this Pod's volume `data` is backed up file by file whatever the spec says.
-        { 'backup.velero.io/backup-volumes': 'data' },
-      ),
-    );
-    const checksums = (what: string) =>
-      eventually(
-        async () => {
-          const pods = await user.list<Pod>(Resources.pods, { namespace: ns, labelSelector: 'app=store' });
-          const pod = pods.items.find((p) => p.status?.phase === 'Running' && !p.metadata.deletionTimestamp);
-          if (!pod) return undefined;
-          const log = await user.request<string>(
-            'GET',
-            `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}/log?container=main`,
-            { text: true },
-          );
-          return /^\d+ files, \d+ bytes$/m.test(log) ? { pod, log } : undefined;
-        },
-        { what, timeoutMs: 120_000 },
-      );
-    const before = await checksums('the volume filled and summed');
-    expect(before.log).toMatch(/^10 files, 67108884 bytes$/m);
-
-    // The opt-in annotation alone (an empty backupSpec) backs the volume up file by file.
-    await user.create(NonAdminBackupCrd.type, {
-      metadata: { name: 'by-annotation', namespace: ns },
-      spec: { backupSpec: {} },
-    } as KubeObject);
-    const annotated = await completedBackup(cluster, ns, 'by-annotation');
-    expect(annotated.status?.fileSystemPodVolumeBackups).toMatchObject({ total: 1, completed: 1 });
-
-    await user.create(NonAdminBackupCrd.type, {
-      metadata: { name: 'with-data', namespace: ns },
-      spec: { backupSpec: { defaultVolumesToFsBackup: true } },
-    } as KubeObject);
-    const nab = await completedBackup(cluster, ns, 'with-data');
-    progress(
-      `NonAdminBackup with the volume completed: ${JSON.stringify(nab.status?.fileSystemPodVolumeBackups)}`,
-    );
-    // Counts and bytes from Velero's own PodVolumeBackup, as the tenant reads them.
-    const volumes = nab.status?.fileSystemPodVolumeBackups;
-    expect(volumes).toMatchObject({ total: 1, completed: 1, failed: 0 });
-    expect(volumes?.totalBytes).toBeGreaterThanOrEqual(64 * 2 ** 20);
-    expect(volumes?.bytesDone).toBe(volumes?.totalBytes);
-
-    // The mistake: the Deployment and the claim deleted; the volume's folder goes with its PV.
-    await user.delete(Resources.deployments, 'store', ns);
-    await user.delete(Resources.persistentVolumeClaims, 'data', ns);
-    await eventually(
-      async () =>
-        (await user.list(Resources.pods, { namespace: ns, labelSelector: 'app=store' })).items.length === 0 &&
-        (await user.list(Resources.persistentVolumeClaims, { namespace: ns })).items.length === 0,
-      { what: 'the Pods and the claim gone', timeoutMs: 60_000 },
-    );
-
-    await user.create(NonAdminRestoreCrd.type, {
-      metadata: { name: 'with-data', namespace: ns },
-      spec: { restoreSpec: { backupName: 'with-data' } },
-    } as KubeObject);
-    const nar = await completedRestore(cluster, ns, 'with-data');
-    expect(nar.status?.fileSystemPodVolumeRestores).toMatchObject({ total: 1, completed: 1, failed: 0 });
-    expect(nar.status?.fileSystemPodVolumeRestores?.bytesDone).toBe(volumes?.totalBytes);
-    const after = await checksums('the restored volume summed');
-    expect(after.pod.metadata.uid).not.toBe(before.pod.metadata.uid);
-    // Byte for byte: every file's checksum, the fill's marker too (so the data was restored, not refilled).
-    const files = (log: string) => log.split('\n').filter((l) => /^[0-9a-f]{64} {2}/.test(l));
-    expect(files(after.log)).toEqual(files(before.log));
-    expect(files(after.log)).toHaveLength(10);
   }, 600_000);
 
   it('keeps the webhooks answering through a rolling helm upgrade, and the injected CA with them', async () => {

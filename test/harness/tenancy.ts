@@ -57,9 +57,10 @@ export async function organizationTenant(
 export async function organizationNamespace(
   cluster: TestCluster,
   tenant: OrganizationTenant,
-  options: { prefix: string; annotations?: Record<string, string> },
+  /** `name` makes a namespace of that name (again: e.g. after it was deleted), else one from `prefix`. */
+  options: { prefix: string; name?: string; annotations?: Record<string, string> },
 ): Promise<string> {
-  const name = cluster.unique(options.prefix);
+  const name = options.name ?? cluster.unique(options.prefix);
   cluster.defer(() => cluster.admin.delete(Resources.namespaces, name));
   await eventually(
     async () =>
