@@ -1,0 +1,429 @@
+// Benchmark: tenants' volume data on the local node (root only), with Velero's node-agent and kopia.
+//  a. A file-system backup and restore of a volume of --mib MiB (default 1024: 8 files of 1/16 and one of
+//     half of it): a tenant's NonAdminBackup + NonAdminRestore against the admin's own Velero Backup +
+//     Restore, alternating which goes first, --rounds rounds (default 5); the median ratio of the totals.
+//     Each operation backs up a namespace of its own, so each has its own kopia repository (a second
+//     backup of the same data would upload nothing). Backup: from creating the object to Velero's
+//     `Completed` as the tenant's NonAdminBackup reports it (the admin: the Backup's own phase). Restore:
+//     from creating the object (the Deployment and its claim deleted before) to the restored Pod Running
+//     with every file's SHA-256 equal to the original's.
+//  b. --tenants tenants (default 3), with volumes of 1, 2, 3, … times --tenant-mib MiB (default 512), back up at once: how far each
+//     NonAdminBackup's status trails Velero (phase, bytes done of its PodVolumeBackup, queue position once
+//     the backup ahead finished), sampled every 100 ms; and that each reports its own volume's size only.
+// tenantkit's controllers run in this process (as in bench:backup); the bench writes the requester
+// annotation on its NonAdminRestores, as the admission webhook would for user `bench-tenant`.
+//   sudo node bench/volumes.ts [--mib 1024] [--rounds 5] [--tenants 3] [--tenant-mib 512]
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import {
+  type NonAdminBackup,
+  NonAdminBackupConfigCrd,
+  NonAdminBackupCrd,
+  type NonAdminRestore,
+  NonAdminRestoreCrd,
+} from '../src/api/backup.ts';
+import { allCrds } from '../src/api/index.ts';
+import { crdManifest } from '../src/api/schema.ts';
+import { backup } from '../src/backup/index.ts';
+import { RequesterAnnotation, requesterValue } from '../src/backup/requester.ts';
+import { ensureVeleroImage } from '../src/controlplane/images.ts';
+import { startControlPlane } from '../src/controlplane/launch.ts';
+import { nodeUnavailable, startNode } from '../src/controlplane/node-launch.ts';
+import { ensureNodeNetwork, nodeIP } from '../src/controlplane/node-network.ts';
+import { ensureVeleroBinaries } from '../src/controlplane/velero-build.ts';
+import { startVelero, veleroCrds } from '../src/controlplane/velero-launch.ts';
+import { KubeClient } from '../src/kube/client.ts';
+import { installCrds } from '../src/kube/crds.ts';
+import { silentLogger } from '../src/kube/log.ts';
+import { Manager } from '../src/kube/manager.ts';
+import { type KubeObject, Resources } from '../src/kube/resources.ts';
+import { finishedPhases, VeleroResources } from '../src/kube/velero.ts';
+
+const { values } = parseArgs({
+  options: {
+    mib: { type: 'string', default: '1024' },
+    rounds: { type: 'string', default: '5' },
+    tenants: { type: 'string', default: '3' },
+    'tenant-mib': { type: 'string', default: '512' },
+  },
+});
+const unavailable = nodeUnavailable();
+if (unavailable) {
+  console.error(`bench/volumes.ts needs the local node: ${unavailable}`);
+  process.exit(2);
+}
+const mib = Number(values.mib);
+const out: string[] = [];
+const say = (line: string) => {
+  out.push(line);
+  console.error(line);
+};
+const progress = (line: string) => console.error(line);
+const finished = finishedPhases as readonly string[];
+const veleroNs = 'velero';
+const tenant = { username: 'bench-tenant', groups: ['system:authenticated'] };
+
+const dir = await mkdtemp(join(tmpdir(), 'tenantkit-bench-volumes-'));
+const network = await ensureNodeNetwork();
+const veleroBinaries = await ensureVeleroBinaries(progress);
+const cp = await startControlPlane({
+  dir,
+  address: nodeIP,
+  unsafeNoFsync: true,
+  progress,
+  beforeControllers: async (kubeconfig) =>
+    installCrds(KubeClient.fromKubeconfig({ yaml: kubeconfig }), [
+      ...allCrds.map((d) => crdManifest(d) as unknown as KubeObject),
+      ...(await veleroCrds(veleroBinaries.velero)),
+    ]),
+});
+const admin = KubeClient.fromKubeconfig({ yaml: cp.adminKubeconfig });
+const node = await startNode(
+  { server: cp.server, caPem: cp.caPem, issue: cp.issue, admin },
+  { dir: join(dir, 'node'), progress },
+);
+
+async function poll<T>(probe: () => Promise<T | undefined>, pollMs = 100): Promise<T> {
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+/** The fill arguments for `size` MiB: 8 files of 1/16 of it and one of half of it. */
+const fillArgs = (size: number) => ['8', String(size / 16), String(size / 2)];
+
+/** A namespace the tenant administers, with a claim and a Deployment that fills it with `size` MiB. */
+async function dataNamespace(name: string, size: number) {
+  const objects: [typeof Resources.namespaces, KubeObject][] = [
+    [Resources.namespaces, { metadata: { name } }],
+    [
+      Resources.roleBindings,
+      {
+        metadata: { name: 'bench-tenant-admin', namespace: name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenant.username }],
+      } as KubeObject,
+    ],
+  ];
+  for (const [type, object] of objects) await admin.create(type, object);
+  await deployStore(name, size);
+  return sums(name);
+}
+
+async function deployStore(ns: string, size: number) {
+  await admin.create(Resources.persistentVolumeClaims, {
+    metadata: { name: 'data', namespace: ns },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: `${2 * size}Mi` } } },
+  } as KubeObject);
+  const container = (name: string, args: string[]) => ({
+    name,
+    image: node.workloadImage,
+    imagePullPolicy: 'IfNotPresent',
+    args,
+    volumeMounts: [{ name: 'data', mountPath: '/data' }],
+  });
+  await admin.create(Resources.deployments, {
+    metadata: { name: 'store', namespace: ns },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: 'store' } },
+      template: {
+        metadata: { labels: { app: 'store' } },
+        spec: {
+          initContainers: [container('fill', ['fill', '/data/known', ...fillArgs(size)])],
+          containers: [container('main', ['sums', '/data/known', 'then', 'sleep', '36000'])],
+          volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }],
+          terminationGracePeriodSeconds: 1,
+        },
+      },
+    },
+  } as KubeObject);
+}
+
+/** The checksum lines the store's Pod printed, once it is Running and printed them. */
+function sums(ns: string): Promise<string> {
+  return poll(async () => {
+    const pods = await admin.list<KubeObject & { status?: { phase?: string } }>(Resources.pods, {
+      namespace: ns,
+      labelSelector: 'app=store',
+    });
+    const pod = pods.items.find((p) => p.status?.phase === 'Running' && !p.metadata.deletionTimestamp);
+    if (!pod) return undefined;
+    const log = await admin
+      .request<string>('GET', `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}/log?container=main`, {
+        text: true,
+      })
+      .catch(() => '');
+    if (!/^\d+ files, \d+ bytes$/m.test(log)) return undefined;
+    return log
+      .split('\n')
+      .filter((l) => /^[0-9a-f]{64} {2}/.test(l))
+      .join('\n');
+  }, 250);
+}
+
+/** The mistake before each restore: the Deployment and its claim deleted, their Pod and volume gone. */
+async function loseData(ns: string) {
+  await admin.delete(Resources.deployments, 'store', ns);
+  await admin.delete(Resources.persistentVolumeClaims, 'data', ns);
+  await poll(async () =>
+    (await admin.list(Resources.pods, { namespace: ns })).items.length === 0 &&
+    (await admin.list(Resources.persistentVolumeClaims, { namespace: ns })).items.length === 0
+      ? true
+      : undefined,
+  );
+}
+
+interface VeleroBackup extends KubeObject {
+  status?: { phase?: string };
+}
+interface Pvb extends KubeObject {
+  status?: { progress?: { bytesDone?: number; totalBytes?: number } };
+}
+
+/**
+ * How long a value the tenant sees trails the value Velero has: each time Velero's value changes, the
+ * time until the tenant's equals it (or until Velero's changes again); `worst` is the longest.
+ */
+class Trail {
+  private want: string | undefined;
+  private since = 0;
+  private matched = true;
+  worst = 0;
+  /** How many values Velero's side took. */
+  values = 0;
+  observe(now: number, want: string, got: string) {
+    if (want !== this.want) {
+      if (!this.matched) this.worst = Math.max(this.worst, now - this.since);
+      this.values++;
+      this.want = want;
+      this.since = now;
+      this.matched = false;
+    }
+    if (!this.matched && got === want) {
+      this.matched = true;
+      this.worst = Math.max(this.worst, now - this.since);
+    }
+  }
+}
+
+const nabPhase = (n: NonAdminBackup | undefined) => n?.status?.veleroBackup?.status?.phase ?? '';
+const narPhase = (n: NonAdminRestore | undefined) => n?.status?.veleroRestore?.status?.phase ?? '';
+
+/** A tenant's backup and restore of `ns`; times in ms. */
+async function viaTenantkit(ns: string, original: string) {
+  let t = performance.now();
+  await admin.create(NonAdminBackupCrd.type, {
+    metadata: { name: 'bench', namespace: ns },
+    spec: { backupSpec: { defaultVolumesToFsBackup: true } },
+  } as KubeObject);
+  const nab = await poll(async () => {
+    const n = await admin.get<NonAdminBackup>(NonAdminBackupCrd.type, 'bench', ns);
+    return finished.includes(nabPhase(n)) ? n : undefined;
+  });
+  const backupMs = performance.now() - t;
+  await loseData(ns);
+  t = performance.now();
+  await admin.create(NonAdminRestoreCrd.type, {
+    metadata: {
+      name: 'bench',
+      namespace: ns,
+      annotations: { [RequesterAnnotation]: requesterValue(tenant) },
+    },
+    spec: { restoreSpec: { backupName: 'bench' } },
+  } as KubeObject);
+  const nar = await poll(async () => {
+    const n = await admin.get<NonAdminRestore>(NonAdminRestoreCrd.type, 'bench', ns);
+    return finished.includes(narPhase(n)) ? n : undefined;
+  });
+  const completedMs = performance.now() - t;
+  const same = (await sums(ns)) === original;
+  return {
+    backupMs,
+    backupPhase: nabPhase(nab),
+    restoreMs: performance.now() - t,
+    completedMs,
+    restorePhase: narPhase(nar),
+    same,
+  };
+}
+
+/** The admin's own Velero Backup and Restore of `ns`; times in ms. */
+async function direct(ns: string, original: string) {
+  const done = (type: typeof VeleroResources.backups) =>
+    poll(async () => {
+      const o = await admin.get<KubeObject & { status?: { phase?: string } }>(type, `direct-${ns}`, veleroNs);
+      return finished.includes(o?.status?.phase ?? '') ? o!.status!.phase! : undefined;
+    });
+  let t = performance.now();
+  await admin.create(VeleroResources.backups, {
+    metadata: { name: `direct-${ns}`, namespace: veleroNs },
+    spec: { includedNamespaces: [ns], defaultVolumesToFsBackup: true },
+  } as KubeObject);
+  const backupPhase = await done(VeleroResources.backups);
+  const backupMs = performance.now() - t;
+  await loseData(ns);
+  t = performance.now();
+  await admin.create(VeleroResources.restores, {
+    metadata: { name: `direct-${ns}`, namespace: veleroNs },
+    spec: { backupName: `direct-${ns}`, includedNamespaces: [ns] },
+  } as KubeObject);
+  const restorePhase = await done(VeleroResources.restores);
+  const completedMs = performance.now() - t;
+  const same = (await sums(ns)) === original;
+  return { backupMs, backupPhase, restoreMs: performance.now() - t, completedMs, restorePhase, same };
+}
+
+/** Part a: --rounds rounds of the tenant's and the admin's backup and restore of a volume of --mib MiB. */
+async function partA(rounds: number, veleroVersion: string) {
+  say(
+    `a. file-system backup + restore of ${mib} MiB (${fillArgs(mib).join(' ')} as files x MiB + MiB), Velero ${veleroVersion} with kopia, ${rounds} rounds`,
+  );
+  const ratios: number[] = [];
+  const tenantTimes: { backup: number; restore: number }[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const ours = `tk-${round}`;
+    const theirs = `direct-${round}`;
+    const originals = [await dataNamespace(ours, mib), await dataNamespace(theirs, mib)];
+    const first = round % 2 === 0 ? 'tenantkit' : 'admin';
+    const t = first === 'tenantkit' ? await viaTenantkit(ours, originals[0]!) : undefined;
+    const d = await direct(theirs, originals[1]!);
+    const tk = t ?? (await viaTenantkit(ours, originals[0]!));
+    const ratio = (tk.backupMs + tk.restoreMs) / (d.backupMs + d.restoreMs);
+    ratios.push(ratio);
+    tenantTimes.push({ backup: tk.backupMs, restore: tk.restoreMs });
+    say(
+      `   round ${round + 1} (${first} first): tenant backup ${s(tk.backupMs)} (${tk.backupPhase}), restore ${s(tk.completedMs)} to ${tk.restorePhase} / ${s(tk.restoreMs)} to data verified (${tk.same ? 'equal' : 'DIFFERENT'}); admin backup ${s(d.backupMs)} (${d.backupPhase}), restore ${s(d.completedMs)} / ${s(d.restoreMs)} (${d.same ? 'equal' : 'DIFFERENT'}); ratio ${ratio.toFixed(2)}`,
+    );
+    // Free the disk: the namespaces' volumes go (the kopia repositories stay in the bucket).
+    for (const ns of [ours, theirs]) await admin.delete(Resources.namespaces, ns);
+  }
+  const sorted = [...ratios].sort((x, y) => x - y);
+  say(
+    `   median ratio tenant/admin ${median(ratios).toFixed(2)} (target <= 1.1); min ${sorted[0]!.toFixed(2)}, max ${sorted.at(-1)!.toFixed(2)}`,
+  );
+  say(
+    `   tenant, median: NonAdminBackup created -> Completed ${s(median(tenantTimes.map((x) => x.backup)))} (${(mib / (median(tenantTimes.map((x) => x.backup)) / 1000)).toFixed(0)} MiB/s); NonAdminRestore created -> Pod Running with data verified ${s(median(tenantTimes.map((x) => x.restore)))}`,
+  );
+}
+
+const stopControllers = new AbortController();
+let controllers: Promise<void> | undefined;
+try {
+  const veleroImage = await ensureVeleroImage({ progress });
+  await node.importImage(veleroImage);
+  const velero = await startVelero({
+    kubeconfigPath: cp.adminKubeconfigPath,
+    namespace: veleroNs,
+    dir: join(dir, 'velero'),
+    progress,
+    onNode: { image: veleroImage.ref, address: node.ip, kubeletDir: node.kubeletDir },
+  });
+  try {
+    await admin.apply(
+      NonAdminBackupConfigCrd.type,
+      {
+        metadata: { name: 'cluster' },
+        spec: { nonAdmin: { enable: true, veleroNamespace: veleroNs, maxQueuedBackupsPerNamespace: 0 } },
+      } as KubeObject,
+      { fieldManager: 'bench', force: true },
+    );
+    const manager = new Manager({ client: admin, logger: silentLogger, component: 'bench' });
+    backup.controllers?.({ client: admin, manager, namespace: 'tenantkit-system' });
+    controllers = manager.start(stopControllers.signal);
+    await poll(async () => (manager.hasSynced() ? true : undefined));
+
+    // a. One volume, backed up and restored through tenantkit and directly (--rounds 0 skips it).
+    const rounds = Number(values.rounds);
+    if (rounds > 0) await partA(rounds, velero.binaries.veleroVersion);
+
+    // b. Tenants backing up at once, a second apart (so that Velero's queue order, by creation second,
+    // is known to the bench as well).
+    const count = Number(values.tenants);
+    const sizes = Array.from({ length: count }, (_, i) => Number(values['tenant-mib']) * (i + 1));
+    const spaces = sizes.map((_, i) => `tenant-${i}`);
+    for (const [i, ns] of spaces.entries()) await dataNamespace(ns, sizes[i]!);
+    say(
+      `b. ${count} tenants back up at once (${sizes.join(', ')} MiB), sampled every 100 ms: how long each NonAdminBackup's status differs from Velero's`,
+    );
+    const trails = spaces.map(() => ({ phase: new Trail(), bytes: new Trail(), position: new Trail() }));
+    for (const ns of spaces) {
+      await admin.create(NonAdminBackupCrd.type, {
+        metadata: { name: 'together', namespace: ns },
+        spec: { backupSpec: { defaultVolumesToFsBackup: true } },
+      } as KubeObject);
+      await new Promise((r) => setTimeout(r, 1_100));
+    }
+    let last: { nabs: (NonAdminBackup | undefined)[]; pvbs: Pvb[] } = { nabs: [], pvbs: [] };
+    for (;;) {
+      // The tenants' view first, then Velero's: a change of Velero's between the two reads counts as
+      // not yet seen by the tenant (until the next sample), so the figures never flatter tenantkit.
+      const nabs = await Promise.all(
+        spaces.map((ns) => admin.get<NonAdminBackup>(NonAdminBackupCrd.type, 'together', ns)),
+      );
+      const backups = (await admin.list<VeleroBackup>(VeleroResources.backups, { namespace: veleroNs }))
+        .items;
+      const pvbs = (await admin.list<Pvb>(VeleroResources.podVolumeBackups, { namespace: veleroNs })).items;
+      const now = performance.now();
+      for (const [i, nab] of nabs.entries()) {
+        const own = backups.find((b) => b.metadata.name === nab?.status?.veleroBackup?.name);
+        const phase = own?.status?.phase ?? '';
+        trails[i]!.phase.observe(now, phase, nabPhase(nab));
+        const mine = pvbs.filter((p) => p.metadata.labels?.['velero.io/backup-name'] === own?.metadata.name);
+        const done = mine.reduce((sum, p) => sum + (p.status?.progress?.bytesDone ?? 0), 0);
+        trails[i]!.bytes.observe(
+          now,
+          String(done),
+          String(nab?.status?.fileSystemPodVolumeBackups?.bytesDone ?? 0),
+        );
+        // Velero's queue: Backups not finished, created in an earlier second, are ahead of a waiting one.
+        const ahead =
+          ['', 'New', 'Queued'].includes(phase) && own
+            ? backups.filter(
+                (b) =>
+                  ['', 'New', 'Queued', 'ReadyToStart', 'InProgress'].includes(b.status?.phase ?? '') &&
+                  b.metadata.creationTimestamp! < own.metadata.creationTimestamp!,
+              ).length
+            : 0;
+        if (own)
+          trails[i]!.position.observe(
+            now,
+            String(ahead),
+            String(nab?.status?.queueInfo?.estimatedQueuePosition ?? 0),
+          );
+      }
+      last = { nabs, pvbs };
+      if (nabs.every((n) => finished.includes(nabPhase(n)))) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    for (const [i, ns] of spaces.entries()) {
+      const nab = last.nabs[i];
+      const own = last.pvbs.filter(
+        (p) => p.metadata.labels?.['velero.io/backup-name'] === nab?.status?.veleroBackup?.name,
+      );
+      const total = own.reduce((sum, p) => sum + (p.status?.progress?.totalBytes ?? 0), 0);
+      const reported = nab?.status?.fileSystemPodVolumeBackups?.totalBytes;
+      const t = trails[i]!;
+      say(
+        `   ${ns} (${sizes[i]} MiB): ${nabPhase(nab)}; status behind Velero at most: phase ${t.phase.worst.toFixed(0)} ms (${t.phase.values} values), bytes done ${t.bytes.worst.toFixed(0)} ms (${t.bytes.values} values), queue position ${t.position.worst.toFixed(0)} ms (${t.position.values} values) (target <= 2000); reports ${reported} bytes of its own volume's ${total} (${reported === total ? 'its own' : 'NOT ITS OWN'})`,
+      );
+    }
+  } finally {
+    stopControllers.abort();
+    await controllers;
+    await velero.stop();
+  }
+  console.log(out.join('\n'));
+} finally {
+  const left = await node.stop();
+  if (left.length > 0) console.error(`the node left behind: ${left.join(', ')}`);
+  await cp.stop();
+  await network.release();
+  await rm(dir, { recursive: true, force: true });
+}
