@@ -10,10 +10,11 @@ import { allCrds } from '../api/index.ts';
 import { crdManifest } from '../api/schema.ts';
 import { OrganizationCrd, TenantUserCrd } from '../api/tenancy.ts';
 import { backupUserClusterRoles } from '../backup/index.ts';
+import { ensureVeleroImage } from '../controlplane/images.ts';
 import { portIsFree, startControlPlane } from '../controlplane/launch.ts';
 import { type LocalNode, nodeUnavailable, startNode } from '../controlplane/node-launch.ts';
 import { ensureNodeNetwork, nodeIP } from '../controlplane/node-network.ts';
-import { startVelero } from '../controlplane/velero-launch.ts';
+import { startVelero, type VeleroOptions } from '../controlplane/velero-launch.ts';
 import { KubeClient } from '../kube/client.ts';
 import { installCrds } from '../kube/crds.ts';
 import { Manager } from '../kube/manager.ts';
@@ -114,19 +115,29 @@ async function seedTenants(client: KubeClient): Promise<void> {
 
 /**
  * Velero (built from testenv/velero on first use) writing to a local S3 store, non-admin backups enabled
- * for its namespace, and the tenant roles that let namespace admins use them.
+ * for its namespace, and the tenant roles that let namespace admins use them. With the local node, Velero
+ * runs there as `velero install` runs it, with its node-agent (file-system backups of tenants' volumes);
+ * otherwise as a process here (resources only).
  */
 async function startDevVelero(
   client: KubeClient,
   kubeconfigPath: string,
   dir: string,
+  node: LocalNode | undefined,
   say: (l: string) => void,
 ) {
+  let onNode: VeleroOptions['onNode'];
+  if (node) {
+    const image = await ensureVeleroImage({ progress: say });
+    await node.importImage(image);
+    onNode = { image: image.ref, address: node.ip, kubeletDir: node.kubeletDir };
+  }
   const velero = await startVelero({
     kubeconfigPath,
     namespace: 'velero',
     dir: join(dir, 'velero'),
     progress: say,
+    ...(onNode ? { onNode } : {}),
   });
   for (const role of backupUserClusterRoles()) {
     await client.apply(Resources.clusterRoles, role, { fieldManager, force: true });
@@ -222,7 +233,7 @@ export async function runDev(args: string[], stop: AbortController): Promise<voi
     await seedTenants(client);
 
     // A real Velero with an S3 store in dir/velero, before the controllers (they watch Velero's kinds).
-    const velero = await startDevVelero(client, controlPlane.adminKubeconfigPath, dir, say);
+    const velero = await startDevVelero(client, controlPlane.adminKubeconfigPath, dir, node, say);
     const stopVelero = () => velero.stop();
 
     // One process runs everything here, so there is nobody to elect: controllers start at once.
@@ -252,6 +263,9 @@ export async function runDev(args: string[], stop: AbortController): Promise<voi
           `  ${t.name} (namespace ${t.namespace}): export KUBECONFIG=${controlPlane.tokenKubeconfigPath(t.name)}`,
       )
       .join('\n');
+    const volumesHint = node
+      ? `\n  (with "defaultVolumesToFsBackup": true in backupSpec, Velero's node-agent on ${node.name} also backs up the Pods' volumes file by file)`
+      : '';
     say(`
 tenantkit dev is running (${capabilities.length} capabilities, webhooks on https://127.0.0.1:${port},
 search on ${search.url}/searchapi/graphql).
@@ -273,7 +287,7 @@ Try first:
   KUBECONFIG=${controlPlane.adminKubeconfigPath} kubectl get crds -l app.kubernetes.io/part-of=tenantkit
   KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} npx tenantkit search 'kind:ConfigMap'   # alice's objects only
   KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl apply -f - <<<'{"apiVersion":"oadp.openshift.io/v1alpha1","kind":"NonAdminBackup","metadata":{"name":"first"},"spec":{"backupSpec":{}}}'
-  KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl get nab first    # Velero-Phase Completed: a real backup in ${dir}/velero
+  KUBECONFIG=${controlPlane.tokenKubeconfigPath('alice')} kubectl get nab first    # Velero-Phase Completed: a real backup in ${dir}/velero${volumesHint}
   KUBECONFIG=${controlPlane.tokenKubeconfigPath('bob')} npx tenantkit search 'namespace:team-a'   # nothing: bob may not list there
 
 Logs: ${values['log-to-terminal'] ? 'JSON on this terminal' : `JSON in ${logFile}; warnings and errors show here (--log-to-terminal for all of it)`}.
