@@ -105,6 +105,7 @@ export const switchablePolicies = [
   'projectrequest-organization',
   'project-organization',
   'reserved-quota',
+  'claim-volume',
 ] as const;
 
 export const TenancyConfigCrd = defineCrd({

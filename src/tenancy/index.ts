@@ -5,6 +5,7 @@ import type { Capability } from '../capability.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
 import { allow, deny } from '../webhook/admission.ts';
 import type { WebhookDefinition } from '../webhook/registration.ts';
+import { setsVolumeName, validateClaimVolume } from './claim-volume.ts';
 import { configSource, unknownConfigKeys } from './config.ts';
 import { directory } from './directory.ts';
 import { privilegeChecker } from './identity.ts';
@@ -65,6 +66,8 @@ export const tenancy: Capability = {
     { apiGroups: ['user.openshift.io'], resources: ['users'], verbs: ['get', 'list', 'watch'] },
     // Fair-use advice reads what namespaces' quotas report as used.
     { apiGroups: [''], resources: ['resourcequotas'], verbs: ['get', 'list', 'watch'] },
+    // claim-volume reads the one volume a tenant's claim names, live.
+    { apiGroups: [''], resources: ['persistentvolumes'], verbs: ['get'] },
   ],
   // The namespace-quota ledger: one ConfigMap per organization, in tenantkit's namespace only.
   webhookNamespacedRules: [
@@ -193,6 +196,24 @@ export const tenancy: Capability = {
             'Invalid',
           );
         },
+      },
+      {
+        name: 'claim-volume',
+        type: 'validating',
+        // Fail closed: a volume another tenant's data is on is what a tenant would gain from an outage.
+        // Only claims that name a volume are sent (setsVolumeName), so the rest never wait for it.
+        failurePolicy: 'Fail',
+        timeoutSeconds: 5,
+        rules: [
+          {
+            operations: ['CREATE', 'UPDATE'],
+            apiGroups: [''],
+            apiVersions: ['v1'],
+            resources: ['persistentvolumeclaims'],
+          },
+        ],
+        matchConditions: [setsVolumeName],
+        handler: (req) => validateClaimVolume({ client, config, privileged }, req),
       },
       {
         name: 'reserved-quota',

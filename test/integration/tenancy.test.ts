@@ -377,6 +377,79 @@ describe('namespace ownership', () => {
     expect(await aliceClient.delete(Resources.resourceQuotas, 'mine', name)).toBe(true);
   });
 
+  it("lets a tenant's claim name only a volume reserved for it", async () => {
+    const name = track(cluster.unique('pvc'));
+    await createNamespace(aliceClient, name, { [orgLabel]: orgA });
+    await eventually(
+      () => cluster.admin.get(Resources.roleBindings, organizationBindingName('admin'), name),
+      { what: 'alice is admin' },
+    );
+    // Three volumes an admin made: one reserved for alice's claim "data", one Available to anyone,
+    // one reserved for a claim in another namespace.
+    const volume = (suffix: string, claimRef?: { namespace: string; name: string }) => {
+      const pv = `${name}-${suffix}`;
+      cluster.defer(() => cluster.admin.delete(Resources.persistentVolumes, pv));
+      return cluster.admin
+        .create(Resources.persistentVolumes, {
+          metadata: { name: pv },
+          spec: {
+            capacity: { storage: '1Gi' },
+            accessModes: ['ReadWriteOnce'],
+            persistentVolumeReclaimPolicy: 'Retain',
+            storageClassName: '',
+            hostPath: { path: `/tmp/${pv}` },
+            ...(claimRef ? { claimRef } : {}),
+          },
+        } as KubeObject)
+        .then(() => pv);
+    };
+    const reserved = await volume('reserved', { namespace: name, name: 'data' });
+    const available = await volume('available');
+    const elsewhere = await volume('elsewhere', { namespace: 'someone-else', name: 'data' });
+    const claim = (claimName: string, volumeName?: string) =>
+      aliceClient.create(Resources.persistentVolumeClaims, {
+        metadata: { name: claimName, namespace: name },
+        spec: {
+          accessModes: ['ReadWriteOnce'],
+          resources: { requests: { storage: '1Gi' } },
+          storageClassName: '',
+          ...(volumeName ? { volumeName } : {}),
+        },
+      } as KubeObject);
+    const notReserved = (claimName: string, pv: string) =>
+      `PersistentVolumeClaim ${name}/${claimName}: spec.volumeName "${pv}" names a PersistentVolume that is not reserved for this claim`;
+    await eventually(async () => (await rejection(claim('data', reserved))) === undefined, {
+      what: 'alice may create claims (RBAC) and the reserved volume is hers',
+    });
+    expect((await rejection(claim('grab', available)))?.message).toContain(notReserved('grab', available));
+    expect((await rejection(claim('data2', elsewhere)))?.message).toContain(notReserved('data2', elsewhere));
+    // A volume that does not exist gets the same answer: nothing is learnt about other volumes.
+    expect((await rejection(claim('ghost', `${name}-none`)))?.message).toContain(
+      notReserved('ghost', `${name}-none`),
+    );
+    // Filling in the name later is the same request.
+    await claim('later');
+    expect(
+      (
+        await rejection(
+          aliceClient.patch(Resources.persistentVolumeClaims, 'later', name, {
+            spec: { volumeName: available },
+          }),
+        )
+      )?.message,
+    ).toContain(notReserved('later', available));
+    // The admin may bind anything (privileged), and claims without a volume name are not asked about.
+    await cluster.admin.create(Resources.persistentVolumeClaims, {
+      metadata: { name: 'by-admin', namespace: name },
+      spec: {
+        accessModes: ['ReadWriteOnce'],
+        resources: { requests: { storage: '1Gi' } },
+        storageClassName: '',
+        volumeName: available,
+      },
+    } as KubeObject);
+  });
+
   it('applies configuration changes live and rejects unknown configuration keys', async () => {
     const name = track(cluster.unique('live'));
     await createNamespace(aliceClient, name, { [orgLabel]: orgA });

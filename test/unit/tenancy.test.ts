@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { TenancyConfig } from '../../src/api/tenancy.ts';
 import { parseQuantity } from '../../src/kube/quantity.ts';
+import { claimVolumeVerdict } from '../../src/tenancy/claim-volume.ts';
 import { defaults, effective, matchesAny, unknownConfigKeys, wildcard } from '../../src/tenancy/config.ts';
 import { serviceAccountNamespace } from '../../src/tenancy/identity.ts';
 import { parseSelector } from '../../src/tenancy/pod-policy.ts';
@@ -55,5 +56,33 @@ describe('pod policy parsing', () => {
     expect(parseSelector('')).toEqual({});
     expect(parseSelector('a=b=c')).toBe('"a=b=c" is not key=value');
     expect(parseSelector('flex')).toBe('"flex" is not key=value');
+  });
+});
+
+describe('claim volume', () => {
+  const volume = (claimRef?: { namespace?: string; name?: string }) => ({
+    metadata: { name: 'pv-1' },
+    spec: claimRef ? { claimRef } : {},
+  });
+  it('allows a volume reserved for exactly this claim', () => {
+    expect(claimVolumeVerdict('ns', 'data', 'pv-1', volume({ namespace: 'ns', name: 'data' })).allowed).toBe(
+      true,
+    );
+  });
+  it('refuses any other volume with one message, a missing one included', () => {
+    const refusals = [
+      volume(),
+      volume({ namespace: 'ns', name: 'other' }),
+      volume({ namespace: 'other', name: 'data' }),
+      volume({ name: 'data' }),
+      undefined,
+    ].map((v) => claimVolumeVerdict('ns', 'data', 'pv-1', v));
+    for (const verdict of refusals) {
+      expect(verdict.allowed).toBe(false);
+      expect(verdict.message).toBe(refusals[0]!.message);
+    }
+    expect(refusals[0]!.message).toContain(
+      'PersistentVolumeClaim ns/data: spec.volumeName "pv-1" names a PersistentVolume that is not reserved for this claim',
+    );
   });
 });
