@@ -8,7 +8,7 @@
 //  3. The memory of every tenantkit Pod (kubelet's summary: working set), idle and at its peak during a
 //     burst of concurrent tenant requests.
 //   sudo node bench/chart.ts [--creates 200] [--burst 400] [--concurrency 16] [--set key=value]...
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +26,7 @@ import { mapLimit } from '../src/kube/access.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { installCrds } from '../src/kube/crds.ts';
 import { type KubeObject, Resources } from '../src/kube/resources.ts';
+import { stopBenchNode } from './node.ts';
 import { applyBenchTenant } from './tenant.ts';
 
 const { values } = parseArgs({
@@ -412,9 +413,5 @@ try {
   }
   await uninstall();
 } finally {
-  const left = await node.stop();
-  if (left.length > 0) console.error(`the node left behind: ${left.join(', ')}`);
-  await cp.stop();
-  await network.release();
-  await rm(dir, { recursive: true, force: true });
+  await stopBenchNode(node, cp, network, dir);
 }

@@ -13,7 +13,7 @@
 // tenantkit's controllers run in this process (as in bench:backup); the bench writes the requester
 // annotation on its NonAdminRestores, as the admission webhook would for user `bench-tenant`.
 //   sudo node bench/volumes.ts [--mib 1024] [--rounds 5] [--tenants 3] [--tenant-mib 512]
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -40,6 +40,7 @@ import { silentLogger } from '../src/kube/log.ts';
 import { Manager } from '../src/kube/manager.ts';
 import { type KubeObject, Resources } from '../src/kube/resources.ts';
 import { finishedPhases, VeleroResources } from '../src/kube/velero.ts';
+import { stopBenchNode } from './node.ts';
 
 const { values } = parseArgs({
   options: {
@@ -421,9 +422,5 @@ try {
   }
   console.log(out.join('\n'));
 } finally {
-  const left = await node.stop();
-  if (left.length > 0) console.error(`the node left behind: ${left.join(', ')}`);
-  await cp.stop();
-  await network.release();
-  await rm(dir, { recursive: true, force: true });
+  await stopBenchNode(node, cp, network, dir);
 }
