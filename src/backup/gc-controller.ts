@@ -392,6 +392,8 @@ export interface GcDeps {
   namespaces: Cache;
   missingSince: Map<string, number>;
   record(regarding: KubeObject, reason: string, note: string): void;
+  /** The clock ages are judged by (default Date.now); tests move it to judge a day-old object now. */
+  now?: () => number;
 }
 
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
@@ -506,7 +508,7 @@ export class GarbageCollector {
   }
 
   private async other(target: TargetKind, object: Obj, veleroNamespace: string, result: PassResult) {
-    const pre = precheck(target, object, veleroNamespace, Date.now());
+    const pre = precheck(target, object, veleroNamespace, this.deps.now?.() ?? Date.now());
     if (pre.verdict === 'keep') return;
     if (pre.verdict === 'collect') {
       await this.remove(target, object, pre.reason, result);
