@@ -1,81 +1,75 @@
-// Transparency, as tenants through the real API server: a namespace's admins can `get` the Velero Backups
-// and Restores tenantkit made for that namespace, and nothing else in Velero's namespace (no other
-// tenant's, no list, no DownloadRequests); the grant follows the objects and the namespace's admins, and
-// nothing a tenant can write changes it. No Velero server is needed: the Velero objects are made here as
-// tenantkit makes them (labels and origin annotations).
+// Transparency, as tenants through the real API server, with the whole backup capability and a real
+// Velero: a namespace's admins can `get` the Velero Backups and Restores tenantkit made for that namespace
+// (for its NonAdminBackups, NonAdminRestores and NonAdminSchedules, run by Velero), and nothing else in
+// Velero's namespace (no other tenant's, no list, no DownloadRequests); the grant follows the objects and
+// the namespace's admins, and nothing a tenant can write changes it: not its objects' labels, and not the
+// contents of its own bucket, which Velero's bucket sync turns into Backups in Velero's namespace.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type NonAdminBackupConfig,
-  NonAdminBackupConfigCrd,
-  NonAdminBackupCrd,
-} from '../../src/api/backup.ts';
-import { backup, backupUserClusterRoles } from '../../src/backup/index.ts';
-import { Annotations, Labels, ManagedByValue, nacObjectName } from '../../src/backup/names.ts';
-import {
-  registerTransparencyController,
-  TenantNamespaceLabel,
-  viewObjectName,
-} from '../../src/backup/transparency-controller.ts';
-import type { Capability } from '../../src/capability.ts';
+import { type NonAdminBackup, NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/api/backup.ts';
+import { Origins } from '../../src/backup/gc-controller.ts';
+import { backup } from '../../src/backup/index.ts';
+import { Annotations, Labels, ManagedByValue } from '../../src/backup/names.ts';
+import { TenantNamespaceLabel, viewObjectName } from '../../src/backup/transparency-controller.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { VeleroResources } from '../../src/kube/velero.ts';
-import { veleroNamespaceValue } from '../harness/backup.ts';
+import {
+  type BackupEnvironment,
+  completedBackup,
+  settledRestore,
+  startBackupEnvironment,
+  veleroNamespaceValue,
+  veleroQueueMs,
+} from '../harness/backup.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
-import { grantControllerNamespace, runCapability } from '../harness/components.ts';
+import { grantControllerNamespace } from '../harness/components.ts';
+import { startTestVelero, type TestVelero, veleroStartTimeoutMs } from '../harness/velero.ts';
 
 const cluster = await TestCluster.connect();
-const apply = { fieldManager: 'backup-transparency-test', force: true };
+let env: BackupEnvironment;
 let veleroNs: string;
 let aliceNs: string;
 let bobNs: string;
 let alice: KubeClient;
 let bob: KubeClient;
 let aliceAdmin: string;
+/** Bob's own bucket on the test's S3 server. */
+const bobBucket = 'transparency-bob';
 
 type Role = KubeObject & { rules?: { resources?: string[]; verbs?: string[]; resourceNames?: string[] }[] };
 
-// Only the transparency controller runs, under the backup capability's exact rules (the chart's RBAC).
-const transparency: Capability = {
-  name: 'backup-transparency',
-  controllerRules: backup.controllerRules,
-  controllerNamespacedRules: backup.controllerNamespacedRules,
-  webhookRules: [],
-  controllers: ({ manager }) => registerTransparencyController(manager),
-};
-
-async function setVeleroNamespace(namespace: string) {
-  await cluster.admin.apply(
-    NonAdminBackupConfigCrd.type,
-    {
-      metadata: { name: 'cluster' },
-      spec: { nonAdmin: { enable: true, veleroNamespace: namespace } },
-    } as NonAdminBackupConfig,
-    apply,
-  );
+/** The tenant's NonAdminBackup `name`, once Velero completed it: the name of its Velero Backup. */
+async function backedUp(
+  client: KubeClient,
+  namespace: string,
+  name: string,
+  spec: Record<string, unknown> = {},
+) {
+  await client.create(NonAdminBackupCrd.type, {
+    metadata: { name, namespace },
+    spec: { backupSpec: spec },
+  } as KubeObject);
+  return (await completedBackup(cluster, namespace, name)).status!.veleroBackup!.name!;
 }
 
-/** A Velero Backup (or Restore) as tenantkit's controllers make one for `namespace`. */
-async function veleroObject(kind: 'backup' | 'restore', namespace: string, name: string, where = veleroNs) {
-  const objectName = nacObjectName(namespace, name);
-  const b = kind === 'backup';
-  await cluster.admin.create(b ? VeleroResources.backups : VeleroResources.restores, {
-    metadata: {
-      name: objectName,
-      namespace: where,
-      labels: {
-        [Labels.managedBy]: ManagedByValue,
-        [Labels.oadp]: 'True',
-        [b ? Labels.nabUuid : Labels.narUuid]: objectName,
-      },
-      annotations: {
-        [b ? Annotations.nabName : Annotations.narName]: name,
-        [b ? Annotations.nabNamespace : Annotations.narNamespace]: namespace,
-      },
-    },
-    spec: b ? { includedNamespaces: [namespace] } : { backupName: 'x' },
+/** The tenant's NonAdminRestore `name` of its backup `backupName`, once Velero ran it: its Restore's name. */
+async function restored(client: KubeClient, namespace: string, name: string, backupName: string) {
+  await client.create(NonAdminRestoreCrd.type, {
+    metadata: { name, namespace },
+    spec: { restoreSpec: { backupName } },
   } as KubeObject);
-  return objectName;
+  const done = await settledRestore(cluster, namespace, name);
+  expect(['Completed', 'PartiallyFailed']).toContain(done.status?.veleroRestore?.status?.phase);
+  return done.status!.veleroRestore!.name!;
+}
+
+/** The tenant deletes its NonAdminBackup with its data (Velero deletes the Backup and the bucket's copy). */
+async function deletedWithData(client: KubeClient, namespace: string, name: string) {
+  await client.patch(NonAdminBackupCrd.type, name, namespace, { spec: { deleteBackup: true } });
+  await eventually(async () => !(await cluster.admin.get(NonAdminBackupCrd.type, name, namespace)), {
+    timeoutMs: veleroQueueMs,
+    what: `NonAdminBackup ${namespace}/${name} and its data gone`,
+  });
 }
 
 const getBackup = (client: KubeClient, name: string, namespace = veleroNs) =>
@@ -96,36 +90,41 @@ const namesIn = (r: Role | undefined, resource: string) =>
   r?.rules?.find((x) => x.resources?.includes(resource))?.resourceNames ?? [];
 
 beforeAll(async () => {
-  for (const r of backupUserClusterRoles()) await cluster.admin.apply(Resources.clusterRoles, r, apply);
-  veleroNs = await cluster.namespace('velero');
-  await setVeleroNamespace(veleroNs);
-  cluster.defer(() => cluster.admin.delete(NonAdminBackupConfigCrd.type, 'cluster'));
-  aliceNs = await cluster.namespace('alice');
-  bobNs = await cluster.namespace('bob');
+  // Schedules may run every minute here, so that a test sees a run.
+  env = await startBackupEnvironment(cluster, { policy: { minimumScheduleInterval: '1m' } });
+  veleroNs = env.velero.namespace;
+  aliceNs = await env.namespace('alice');
+  ({ namespace: bobNs, tenant: bob } = await env.tenantNamespace('bob', 'bob'));
   alice = await cluster.user(cluster.unique('alice'));
-  bob = await cluster.user(cluster.unique('bob'));
+  // Alice's admin grant is her own binding, which a test takes away.
   aliceAdmin = cluster.unique('grant-admin');
   await cluster.admin.create(Resources.roleBindings, {
     metadata: { name: aliceAdmin, namespace: aliceNs },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' },
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: alice.userName }],
   } as KubeObject);
-  await cluster.grant({ kind: 'User', name: bob.userName }, { clusterRole: 'admin' }, bobNs);
-  await runCapability(cluster, transparency, { namespaces: { [veleroNamespaceValue]: veleroNs } });
-});
+  const made = await fetch(`${env.velero.s3Url}/${bobBucket}`, { method: 'PUT' });
+  expect(made.ok, await made.text()).toBe(true);
+}, veleroStartTimeoutMs);
 
-afterAll(async () => {
-  await cluster.cleanup();
-});
+afterAll(() => env?.stop());
 
-describe('Velero objects a tenant may read', () => {
+describe('Velero objects a tenant may read', { timeout: 2 * veleroQueueMs }, () => {
   let aliceBackup: string;
+  let aliceRestore: string;
   let bobBackup: string;
 
   it("lets a namespace's admin get its own Backups and Restores, and nothing else there", async () => {
-    aliceBackup = await veleroObject('backup', aliceNs, 'nightly');
-    const aliceRestore = await veleroObject('restore', aliceNs, 'first');
-    bobBackup = await veleroObject('backup', bobNs, 'nightly');
+    await eventually(async () => {
+      await alice.create(Resources.configMaps, {
+        metadata: { name: 'settings', namespace: aliceNs },
+        data: { a: '1' },
+      } as KubeObject);
+      return true;
+    });
+    aliceBackup = await backedUp(alice, aliceNs, 'nightly');
+    aliceRestore = await restored(alice, aliceNs, 'first', 'nightly');
+    bobBackup = await backedUp(bob, bobNs, 'nightly');
 
     await expectGet(alice, aliceBackup, 200);
     await expectGet(bob, bobBackup, 200);
@@ -165,9 +164,10 @@ describe('Velero objects a tenant may read', () => {
   });
 
   it("cannot be widened by anything a tenant writes: another tenant's backup stays out of reach", async () => {
-    // Forged claims on what the tenant can write: a NAB carrying bob's NACUUID and origin.
-    await eventually(async () => {
-      await alice.create(NonAdminBackupCrd.type, {
+    // Forged claims on what the tenant can write: a NAB carrying bob's NACUUID and origin. Admitted or
+    // not, it must not reach bob's backup (if admitted, Velero backs up alice's namespace under its own name).
+    const forged = await alice
+      .create(NonAdminBackupCrd.type, {
         metadata: {
           name: 'forged',
           namespace: aliceNs,
@@ -175,9 +175,11 @@ describe('Velero objects a tenant may read', () => {
           annotations: { [Annotations.nabNamespace]: bobNs, [Annotations.nabName]: 'nightly' },
         },
         spec: { backupSpec: {} },
-      } as KubeObject);
-      return true;
-    });
+      } as KubeObject)
+      .then(
+        () => true,
+        () => false,
+      );
     // Nor can the tenant write in Velero's namespace, to make or relabel a Velero object.
     expect(
       await status(
@@ -200,25 +202,32 @@ describe('Velero objects a tenant may read', () => {
       ),
     ).toBe(403);
     // A later change to alice's objects is processed after the forgeries, and still leaves bob's out.
-    const second = await veleroObject('backup', aliceNs, 'second');
+    const second = await backedUp(alice, aliceNs, 'second');
     await expectGet(alice, second, 200);
-    expect(namesIn(await role(aliceNs), 'backups')).toEqual([aliceBackup, second].sort());
+    const names = namesIn(await role(aliceNs), 'backups');
+    expect(names).toEqual(expect.arrayContaining([aliceBackup, second]));
+    expect(names).not.toContain(bobBackup);
     expect(await status(getBackup(alice, bobBackup))).toBe(403);
-    await cluster.admin.delete(VeleroResources.backups, second, veleroNs);
+    await deletedWithData(alice, aliceNs, 'second');
+    if (forged) {
+      await completedBackup(cluster, aliceNs, 'forged').catch(() => undefined);
+      await deletedWithData(alice, aliceNs, 'forged');
+    }
+    // Bob's backup is still there: the forged NAB's deletion did not reach it.
+    expect(await cluster.admin.get(VeleroResources.backups, bobBackup, veleroNs)).toBeDefined();
   });
 
-  it("removes a deleted backup's name, and the Role and binding once nothing is left", async () => {
-    await cluster.admin.delete(VeleroResources.backups, aliceBackup, veleroNs);
-    await eventually(async () => !namesIn(await role(aliceNs), 'backups').includes(aliceBackup), {
-      what: 'deleted backup out of the Role',
+  it("removes a deleted restore's and backup's names, and the Role and binding once nothing is left", async () => {
+    // The tenant deletes its restore: tenantkit removes the Velero Restore, and its name leaves the Role.
+    await alice.delete(NonAdminRestoreCrd.type, 'first', aliceNs);
+    await eventually(async () => namesIn(await role(aliceNs), 'restores').length === 0, {
+      what: 'deleted restore out of the Role',
     });
-    expect(namesIn(await role(aliceNs), 'restores')).toHaveLength(1);
+    expect(namesIn(await role(aliceNs), 'backups')).toEqual([aliceBackup]);
+    await expectGet(alice, aliceBackup, 200);
+    // Then its backup, with the data: Velero deletes the Backup, and the last name goes.
+    await deletedWithData(alice, aliceNs, 'nightly');
     await expectGet(alice, aliceBackup, 403);
-    await cluster.admin.delete(
-      VeleroResources.restores,
-      namesIn(await role(aliceNs), 'restores')[0]!,
-      veleroNs,
-    );
     await eventually(async () => (await role(aliceNs)) === undefined, { what: 'Role removed' });
     await eventually(
       async () =>
@@ -228,7 +237,7 @@ describe('Velero objects a tenant may read', () => {
   });
 
   it('follows the namespace admins: losing admin there loses the Velero view within seconds', async () => {
-    aliceBackup = await veleroObject('backup', aliceNs, 'third');
+    aliceBackup = await backedUp(alice, aliceNs, 'third');
     await expectGet(alice, aliceBackup, 200);
     await cluster.admin.delete(Resources.roleBindings, aliceAdmin, aliceNs);
     await eventually(async () => (await status(getBackup(alice, aliceBackup))) === 403, {
@@ -250,7 +259,9 @@ describe('Velero objects a tenant may read', () => {
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' },
       subjects: [{ kind: 'ServiceAccount', name: 'deployer' }],
     } as KubeObject);
-    const name = await veleroObject('backup', longNs, 'b'.repeat(200));
+    const longName = 'b'.repeat(200);
+    const name = await backedUp(cluster.admin, longNs, longName);
+    expect(name.length).toBeLessThanOrEqual(63);
     expect(viewObjectName(longNs).length).toBeLessThanOrEqual(63);
     const binding = await eventually(() =>
       cluster.admin.get<KubeObject & { subjects?: unknown[] }>(
@@ -261,78 +272,126 @@ describe('Velero objects a tenant may read', () => {
     );
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'deployer', namespace: longNs }]);
     expect(namesIn(await role(longNs), 'backups')).toEqual([name]);
-    await cluster.admin.delete(VeleroResources.backups, name, veleroNs);
+    await deletedWithData(cluster.admin, longNs, longName);
     await eventually(async () => (await role(longNs)) === undefined, { what: 'Role removed' });
   });
 
   it("lets a tenant read its schedule runs, and its own location's backups only, whatever they claim", async () => {
-    // A schedule run: Velero gives it the Schedule's labels and annotations (a NonAdminSchedule's origin).
-    const run = `${nacObjectName(aliceNs, 'daily').slice(0, 40)}-20260101030000`;
-    await cluster.admin.create(VeleroResources.backups, {
-      metadata: {
-        name: run,
-        namespace: veleroNs,
-        labels: { [Labels.managedBy]: ManagedByValue, [Labels.oadp]: 'True', [Labels.nasUuid]: 'x' },
-        annotations: { [Annotations.nasName]: 'daily', [Annotations.nasNamespace]: aliceNs },
-      },
-      spec: { includedNamespaces: [aliceNs] },
+    // A schedule run: Velero makes it from the Schedule (a minute after, at its next check), with the
+    // NonAdminSchedule's origin on it.
+    await alice.create(Origins.nas.type, {
+      metadata: { name: 'daily', namespace: aliceNs },
+      spec: { schedule: '@every 1m', template: { backupSpec: {} } },
     } as KubeObject);
+    const run = await eventually(
+      async () =>
+        (
+          await cluster.admin.list(VeleroResources.backups, {
+            namespace: veleroNs,
+            labelSelector: `${Labels.nasUuid}`,
+          })
+        ).items.find((b) => b.metadata.annotations?.[Annotations.nasNamespace] === aliceNs)?.metadata.name,
+      { timeoutMs: 150_000, what: "the schedule's first run" },
+    );
     await expectGet(alice, run, 200);
+    expect(namesIn(await role(aliceNs), 'backups')).toContain(run);
+    await alice.patch(Origins.nas.type, 'daily', aliceNs, { spec: { paused: true } });
 
-    // Bob's own storage location (as tenantkit makes one for a NonAdminBackupStorageLocation): bob writes
-    // that bucket, so a Backup synced from it may claim any origin, or carry no tenantkit label at all.
-    const location = cluster.unique('bob-location');
-    await cluster.admin.create(VeleroResources.backupStorageLocations, {
-      metadata: {
-        name: location,
-        namespace: veleroNs,
-        labels: { [Labels.nabslUuid]: location },
-        annotations: { [Annotations.nabslNamespace]: bobNs, [Annotations.nabslName]: 'mine' },
-      },
-      spec: { provider: 'aws', default: false, objectStorage: { bucket: 'bob' } },
+    // Bob's own storage location: bob writes that bucket, so Velero's bucket sync may bring in Backups
+    // that claim any origin, or carry no tenantkit label at all.
+    await bob.create(Resources.secrets, {
+      metadata: { name: 's3-creds', namespace: bobNs },
+      stringData: { cloud: '[default]\naws_access_key_id = bob\naws_secret_access_key = bob\n' },
     } as KubeObject);
+    await bob.create(Origins.nabsl.type, {
+      metadata: { name: 'own', namespace: bobNs },
+      spec: {
+        backupStorageLocationSpec: {
+          provider: 'aws',
+          objectStorage: { bucket: bobBucket },
+          credential: { name: 's3-creds', key: 'cloud' },
+          config: { region: 'minio', s3ForcePathStyle: 'true', s3Url: env.velero.s3Url },
+        },
+      },
+    } as KubeObject);
+    const location = await eventually(
+      async () => {
+        const nabsl = await cluster.admin.get<KubeObject & { status?: Record<string, { nacuuid?: string }> }>(
+          Origins.nabsl.type,
+          'own',
+          bobNs,
+        );
+        const uuid = nabsl?.status?.veleroBackupStorageLocation?.nacuuid;
+        const bsl = uuid
+          ? await cluster.admin.get<
+              KubeObject & { spec?: { objectStorage?: { prefix?: string } }; status?: { phase?: string } }
+            >(VeleroResources.backupStorageLocations, uuid, veleroNs)
+          : undefined;
+        return bsl?.status?.phase === 'Available' ? bsl : undefined;
+      },
+      { timeoutMs: 60_000, what: "bob's location Available" },
+    );
+    const own = await backedUp(bob, bobNs, 'in-own-bucket', { storageLocation: 'own' });
+    // Bob, as the bucket's owner, copies his backup's metadata under two new names: one claiming to be
+    // alice's (tenantkit's labels, alice's namespace), one with no tenantkit label at all.
+    const prefix = location.spec?.objectStorage?.prefix ?? '';
+    const key = (name: string) => `${prefix ? `${prefix}/` : ''}backups/${name}/velero-backup.json`;
+    const original = await fetch(`${env.velero.s3Url}/${bobBucket}/${key(own)}`);
+    expect(original.ok, `${key(own)}: ${original.status}`).toBe(true);
+    const metadata = (await original.json()) as NonAdminBackup & { spec: Record<string, unknown> };
     const claimed = cluster.unique('claims-alice');
     const bare = cluster.unique('bare');
     for (const [name, claims] of [
       [claimed, true],
       [bare, false],
     ] as const) {
-      await cluster.admin.create(VeleroResources.backups, {
-        metadata: {
-          name,
-          namespace: veleroNs,
-          ...(claims
-            ? {
-                labels: { [Labels.managedBy]: ManagedByValue, [Labels.oadp]: 'True', [Labels.nabUuid]: name },
-                annotations: { [Annotations.nabNamespace]: aliceNs, [Annotations.nabName]: 'nightly' },
-              }
-            : {}),
-        },
-        spec: { storageLocation: location, includedNamespaces: [claims ? aliceNs : bobNs] },
-      } as KubeObject);
+      const copy = structuredClone(metadata);
+      copy.metadata = {
+        name,
+        namespace: veleroNs,
+        ...(claims
+          ? {
+              labels: { [Labels.managedBy]: ManagedByValue, [Labels.oadp]: 'True', [Labels.nabUuid]: name },
+              annotations: { [Annotations.nabNamespace]: aliceNs, [Annotations.nabName]: 'nightly' },
+            }
+          : {}),
+      };
+      copy.spec = { ...copy.spec, includedNamespaces: [claims ? aliceNs : bobNs] };
+      const put = await fetch(`${env.velero.s3Url}/${bobBucket}/${key(name)}`, {
+        method: 'PUT',
+        body: JSON.stringify(copy),
+      });
+      expect(put.ok, await put.text()).toBe(true);
     }
+    // Velero's bucket sync makes both Backups in its namespace, on bob's location.
+    for (const name of [claimed, bare])
+      await eventually(() => cluster.admin.get(VeleroResources.backups, name, veleroNs), {
+        timeoutMs: 60_000,
+        what: `Backup ${name} synced from bob's bucket`,
+      });
     await expectGet(bob, claimed, 200);
     await expectGet(bob, bare, 200);
     expect(await status(getBackup(alice, claimed))).toBe(403);
-    expect(namesIn(await role(aliceNs), 'backups')).toContain(run);
     expect(namesIn(await role(aliceNs), 'backups')).not.toContain(claimed);
-    for (const name of [run, claimed, bare])
-      await cluster.admin.delete(VeleroResources.backups, name, veleroNs);
-    await cluster.admin.delete(VeleroResources.backupStorageLocations, location, veleroNs);
   });
 
   it("moves with Velero's namespace and cleans up the old one", async () => {
-    const next = await cluster.namespace('velero2');
-    // What the admin does with the chart: the controllers' Role in the new namespace (the old one stays
-    // until the move is done, so the old Roles can be removed).
-    await grantControllerNamespace(cluster, transparency, veleroNamespaceValue, next);
-    const moved = await veleroObject('backup', bobNs, 'moved', next);
-    await setVeleroNamespace(next);
-    await expectGet(bob, moved, 200, next);
-    await eventually(async () => (await role(bobNs)) === undefined && (await role(aliceNs)) === undefined, {
-      what: 'old Roles removed',
-    });
-    expect(await status(getBackup(bob, bobBackup))).toBe(403);
-    expect(namesIn(await role(bobNs, next), 'backups')).toEqual([moved]);
+    // A second Velero in a namespace of its own; the admin moves tenantkit there with the chart, which
+    // grants the controllers their Role in the new namespace first.
+    const next: TestVelero = await startTestVelero(cluster);
+    try {
+      await grantControllerNamespace(cluster, backup, veleroNamespaceValue, next.namespace);
+      await env.setPolicy({ veleroNamespace: next.namespace });
+      const moved = await backedUp(bob, bobNs, 'moved');
+      await expectGet(bob, moved, 200, next.namespace);
+      await eventually(async () => (await role(bobNs)) === undefined && (await role(aliceNs)) === undefined, {
+        what: 'old Roles removed',
+      });
+      expect(await status(getBackup(bob, bobBackup))).toBe(403);
+      expect(namesIn(await role(bobNs, next.namespace), 'backups')).toEqual([moved]);
+    } finally {
+      await env.setPolicy({ veleroNamespace: veleroNs });
+      await next.stop();
+    }
   });
 });
