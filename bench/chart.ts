@@ -1,32 +1,13 @@
-// Benchmark: tenantkit as admins run it, on its own control plane with the local node (root only).
-//  1. `helm install --wait` until every Deployment and the bundled database are Ready: cold (images first
-//     unpacked on the node, the database initialised) and warm (installed again after an uninstall).
-//  2. A tenant's namespace creates and Pod creates through the API server, without tenantkit and then
-//     through the chart's in-cluster webhooks (behind their Service, over kube-proxy), sequentially:
-//     mean/p50/p99 and the ratio; where the added time goes, from kube-apiserver's own metrics (each
-//     webhook's call duration as the API server saw it, and what the admission steps took in all).
-//  3. The memory of every tenantkit Pod (kubelet's summary: working set), idle and at its peak during a
-//     burst of concurrent tenant requests.
-//   sudo node bench/chart.ts [--creates 200] [--burst 400] [--concurrency 16] [--set key=value]...
-import { mkdtemp } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { allCrds } from '../src/api/index.ts';
-import { crdManifest } from '../src/api/schema.ts';
 import { helmFor } from '../src/controlplane/helm-build.ts';
 import { ensurePostgresImage, ensureTenantkitImage, repoRoot } from '../src/controlplane/images.ts';
-import { startControlPlane } from '../src/controlplane/launch.ts';
-import { nodeUnavailable, startNode } from '../src/controlplane/node-launch.ts';
-import { ensureNodeNetwork, nodeIP } from '../src/controlplane/node-network.ts';
-import { ensureVeleroBinaries } from '../src/controlplane/velero-build.ts';
-import { veleroCrds } from '../src/controlplane/velero-launch.ts';
+import { nodeUnavailable } from '../src/controlplane/node-launch.ts';
 import { mapLimit } from '../src/kube/access.ts';
 import { KubeClient } from '../src/kube/client.ts';
-import { installCrds } from '../src/kube/crds.ts';
-import { type KubeObject, Resources } from '../src/kube/resources.ts';
-import { stopBenchNode } from './node.ts';
+import { type KubeObject, Resources, type ResourceType } from '../src/kube/resources.ts';
+import { startBenchCluster } from './node.ts';
 import { applyBenchTenant } from './tenant.ts';
 
 const { values } = parseArgs({
@@ -162,25 +143,9 @@ async function podMemory(admin: KubeClient, node: string, namespace: string): Pr
   return found;
 }
 
-const dir = await mkdtemp(join(tmpdir(), 'tenantkit-bench-chart-'));
-const network = await ensureNodeNetwork();
-const veleroBinaries = await ensureVeleroBinaries(say);
-const crds = [
-  ...allCrds.map((d) => crdManifest(d) as unknown as KubeObject),
-  ...(await veleroCrds(veleroBinaries.velero)),
-];
-const cp = await startControlPlane({
-  dir,
-  address: nodeIP,
-  unsafeNoFsync: true,
-  progress: say,
-  beforeControllers: (kubeconfig) => installCrds(KubeClient.fromKubeconfig({ yaml: kubeconfig }), crds),
-});
-const admin = KubeClient.fromKubeconfig({ yaml: cp.adminKubeconfig });
-const node = await startNode(
-  { server: cp.server, caPem: cp.caPem, issue: cp.issue, admin },
-  { dir: join(dir, 'node'), progress: say },
-);
+const bench = await startBenchCluster({ node: true });
+const { admin, cp, dir } = bench;
+const node = bench.node!;
 try {
   const image = await ensureTenantkitImage({ progress: say });
   const postgres = await ensurePostgresImage({ progress: say });
@@ -347,6 +312,24 @@ try {
   const after = await scrape(admin, family);
   const stepsAfter = await scrape(admin, stepFamily);
   const handlersAfter = await scrapeWebhookPods(admin, namespace, release);
+  // The same release, its controllers, search collector and database running, but without its webhook
+  // configurations: the same background load as `withChart`, so the difference is the webhooks' alone.
+  const hookTypes = [Resources.validatingWebhookConfigurations, Resources.mutatingWebhookConfigurations];
+  const saved: [ResourceType, KubeObject][] = [];
+  for (const type of hookTypes) {
+    const page = await admin.list<KubeObject>(type, {
+      labelSelector: 'app.kubernetes.io/managed-by=tenantkit',
+    });
+    for (const hook of page.items) {
+      saved.push([type, hook]);
+      await admin.delete(type, hook.metadata.name!);
+    }
+  }
+  const unhooked = await round('unhooked');
+  for (const [type, hook] of saved) {
+    const { name, labels, annotations } = hook.metadata;
+    await admin.create(type, { ...hook, metadata: { name, labels, annotations } } as KubeObject);
+  }
 
   // A burst of concurrent tenant requests, memory sampled throughout.
   const peak = new Map<string, number>();
@@ -380,6 +363,17 @@ try {
   console.log(`  Pod create without tenantkit: ${fmt(without.pods)}`);
   console.log(`  Pod create, in-cluster webhooks: ${fmt(withChart.pods)}`);
   console.log(`  ratio (mean) ${(withChart.pods.mean / without.pods.mean).toFixed(2)}x`);
+  console.log(
+    `the same with the release installed and running, its ${saved.length} webhook configurations removed (same background load):`,
+  );
+  console.log(`  namespace create: ${fmt(unhooked.namespaces)}`);
+  console.log(
+    `  ratio (mean) webhooks / no webhooks ${(withChart.namespaces.mean / unhooked.namespaces.mean).toFixed(2)}x`,
+  );
+  console.log(`  Pod create: ${fmt(unhooked.pods)}`);
+  console.log(
+    `  ratio (mean) webhooks / no webhooks ${(withChart.pods.mean / unhooked.pods.mean).toFixed(2)}x`,
+  );
   console.log(`where it went (kube-apiserver's metrics over those requests, mean per call):`);
   for (const row of perCall(before, after, family, 'name')) {
     console.log(`  webhook ${row.name}: ${row.calls} calls, ${row.meanMs.toFixed(2)} ms`);
@@ -413,5 +407,5 @@ try {
   }
   await uninstall();
 } finally {
-  await stopBenchNode(node, cp, network, dir);
+  await bench.stop();
 }

@@ -1,17 +1,160 @@
-// The end of a bench that ran its own control plane with the local node: the node stopped (saying what it
-// could not put back on the machine), the control plane stopped, the bridge released, the directory gone.
-import { rm } from 'node:fs/promises';
-import type { LocalNode } from '../src/controlplane/node-launch.ts';
+// What the benches that need tenantkit's CRDs, Velero's and (as root) the local node share: a control
+// plane of their own with the CRDs installed, the node joined to it when it can run here, Velero on the
+// node with its node-agent, a tenant's store of known data on a claim, and the teardown that leaves the
+// machine as it was.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { allCrds } from '../src/api/index.ts';
+import { crdManifest } from '../src/api/schema.ts';
+import { ensureVeleroImage } from '../src/controlplane/images.ts';
+import { type ControlPlane, startControlPlane } from '../src/controlplane/launch.ts';
+import { type LocalNode, nodeUnavailable, startNode } from '../src/controlplane/node-launch.ts';
+import { ensureNodeNetwork, nodeIP } from '../src/controlplane/node-network.ts';
+import { ensureVeleroBinaries, type VeleroBinaries } from '../src/controlplane/velero-build.ts';
+import { startVelero, type Velero, veleroCrds } from '../src/controlplane/velero-launch.ts';
+import { KubeClient } from '../src/kube/client.ts';
+import { installCrds } from '../src/kube/crds.ts';
+import { type KubeObject, Resources } from '../src/kube/resources.ts';
 
-export async function stopBenchNode(
+const progress = (line: string) => console.error(line);
+
+export interface BenchCluster {
+  dir: string;
+  cp: ControlPlane;
+  admin: KubeClient;
+  veleroBinaries: VeleroBinaries;
+  /** The local node, when `node` was asked for and it can run here. */
+  node?: LocalNode;
+  /** Why there is no node (not asked for, or not possible here). */
+  noNode?: string;
+  /** Stops the node (saying what it could not put back), the control plane, the bridge; removes the dir. */
+  stop(): Promise<void>;
+}
+
+/** A control plane with tenantkit's and Velero's CRDs, and the local node if `node` and possible. */
+export async function startBenchCluster(options: { node: boolean }): Promise<BenchCluster> {
+  const noNode = options.node ? nodeUnavailable() : 'not asked for';
+  const dir = await mkdtemp(join(tmpdir(), 'tenantkit-bench-'));
+  const network = noNode ? undefined : await ensureNodeNetwork();
+  const veleroBinaries = await ensureVeleroBinaries(progress);
+  const cp = await startControlPlane({
+    dir,
+    ...(network ? { address: nodeIP } : {}),
+    unsafeNoFsync: true,
+    progress,
+    beforeControllers: async (kubeconfig) =>
+      installCrds(KubeClient.fromKubeconfig({ yaml: kubeconfig }), [
+        ...allCrds.map((d) => crdManifest(d) as unknown as KubeObject),
+        ...(await veleroCrds(veleroBinaries.velero)),
+      ]),
+  });
+  const admin = KubeClient.fromKubeconfig({ yaml: cp.adminKubeconfig });
+  const node = network
+    ? await startNode(
+        { server: cp.server, caPem: cp.caPem, issue: cp.issue, admin },
+        { dir: join(dir, 'node'), progress },
+      )
+    : undefined;
+  return {
+    dir,
+    cp,
+    admin,
+    veleroBinaries,
+    node,
+    noNode,
+    async stop() {
+      if (node) {
+        const left = await node.stop();
+        if (left.length > 0) console.error(`the node left behind: ${left.join(', ')}`);
+      }
+      await cp.stop();
+      await network?.release();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Velero in `namespace` with its node-agent on the node (the image built here and imported). */
+export async function startVeleroOnNode(
+  bench: BenchCluster,
   node: LocalNode,
-  controlPlane: { stop(): Promise<void> },
-  network: { release(): Promise<void> },
-  dir: string,
-): Promise<void> {
-  const left = await node.stop();
-  if (left.length > 0) console.error(`the node left behind: ${left.join(', ')}`);
-  await controlPlane.stop();
-  await network.release();
-  await rm(dir, { recursive: true, force: true });
+  namespace: string,
+): Promise<Velero> {
+  const image = await ensureVeleroImage({ progress });
+  await node.importImage(image);
+  return startVelero({
+    kubeconfigPath: bench.cp.adminKubeconfigPath,
+    namespace,
+    dir: join(bench.dir, `velero-${namespace}`),
+    progress,
+    onNode: { image: image.ref, address: node.ip, kubeletDir: node.kubeletDir },
+  });
+}
+
+export async function poll<T>(probe: () => Promise<T | undefined>, pollMs = 100): Promise<T> {
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+}
+
+/** The fill arguments for `size` MiB: 8 files of 1/16 of it and one of half of it. */
+export const fillArgs = (size: number) => ['8', String(size / 16), String(size / 2)];
+
+/**
+ * A Deployment `store` in `ns` whose init container fills a claim `data` with `size` MiB of known,
+ * incompressible bytes; its main container prints every file's SHA-256 (see {@link storeSums}).
+ */
+export async function deployStore(admin: KubeClient, node: LocalNode, ns: string, size: number) {
+  await admin.create(Resources.persistentVolumeClaims, {
+    metadata: { name: 'data', namespace: ns },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: `${2 * size}Mi` } } },
+  } as KubeObject);
+  const container = (name: string, args: string[]) => ({
+    name,
+    image: node.workloadImage,
+    imagePullPolicy: 'IfNotPresent',
+    args,
+    volumeMounts: [{ name: 'data', mountPath: '/data' }],
+  });
+  await admin.create(Resources.deployments, {
+    metadata: { name: 'store', namespace: ns },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: 'store' } },
+      template: {
+        metadata: { labels: { app: 'store' } },
+        spec: {
+          initContainers: [container('fill', ['fill', '/data/known', ...fillArgs(size)])],
+          containers: [container('main', ['sums', '/data/known', 'then', 'sleep', '36000'])],
+          volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }],
+          terminationGracePeriodSeconds: 1,
+        },
+      },
+    },
+  } as KubeObject);
+}
+
+/** The checksum lines the store's Pod in `ns` printed, once it is Running and printed them. */
+export function storeSums(admin: KubeClient, ns: string): Promise<string> {
+  return poll(async () => {
+    const pods = await admin.list<KubeObject & { status?: { phase?: string } }>(Resources.pods, {
+      namespace: ns,
+      labelSelector: 'app=store',
+    });
+    const pod = pods.items.find((p) => p.status?.phase === 'Running' && !p.metadata.deletionTimestamp);
+    if (!pod) return undefined;
+    const log = await admin
+      .request<string>('GET', `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}/log?container=main`, {
+        text: true,
+      })
+      .catch(() => '');
+    if (!/^\d+ files, \d+ bytes$/m.test(log)) return undefined;
+    return log
+      .split('\n')
+      .filter((l) => /^[0-9a-f]{64} {2}/.test(l))
+      .join('\n');
+  }, 250);
 }

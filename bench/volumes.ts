@@ -1,21 +1,3 @@
-// Benchmark: tenants' volume data on the local node (root only), with Velero's node-agent and kopia.
-//  a. A file-system backup and restore of a volume of --mib MiB (default 1024: 8 files of 1/16 and one of
-//     half of it): a tenant's NonAdminBackup + NonAdminRestore against the admin's own Velero Backup +
-//     Restore, alternating which goes first, --rounds rounds (default 5); the median ratio of the totals.
-//     Each operation backs up a namespace of its own, so each has its own kopia repository (a second
-//     backup of the same data would upload nothing). Backup: from creating the object to Velero's
-//     `Completed` as the tenant's NonAdminBackup reports it (the admin: the Backup's own phase). Restore:
-//     from creating the object (the Deployment and its claim deleted before) to the restored Pod Running
-//     with every file's SHA-256 equal to the original's.
-//  b. --tenants tenants (default 3), with volumes of 1, 2, 3, … times --tenant-mib MiB (default 512), back up at once: how far each
-//     NonAdminBackup's status trails Velero (phase, bytes done of its PodVolumeBackup, queue position once
-//     the backup ahead finished), sampled every 100 ms; and that each reports its own volume's size only.
-// tenantkit's controllers run in this process (as in bench:backup); the bench writes the requester
-// annotation on its NonAdminRestores, as the admission webhook would for user `bench-tenant`.
-//   sudo node bench/volumes.ts [--mib 1024] [--rounds 5] [--tenants 3] [--tenant-mib 512]
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   type NonAdminBackup,
@@ -24,23 +6,14 @@ import {
   type NonAdminRestore,
   NonAdminRestoreCrd,
 } from '../src/api/backup.ts';
-import { allCrds } from '../src/api/index.ts';
-import { crdManifest } from '../src/api/schema.ts';
 import { backup } from '../src/backup/index.ts';
 import { RequesterAnnotation, requesterValue } from '../src/backup/requester.ts';
-import { ensureVeleroImage } from '../src/controlplane/images.ts';
-import { startControlPlane } from '../src/controlplane/launch.ts';
-import { nodeUnavailable, startNode } from '../src/controlplane/node-launch.ts';
-import { ensureNodeNetwork, nodeIP } from '../src/controlplane/node-network.ts';
-import { ensureVeleroBinaries } from '../src/controlplane/velero-build.ts';
-import { startVelero, veleroCrds } from '../src/controlplane/velero-launch.ts';
-import { KubeClient } from '../src/kube/client.ts';
-import { installCrds } from '../src/kube/crds.ts';
+import { nodeUnavailable } from '../src/controlplane/node-launch.ts';
 import { silentLogger } from '../src/kube/log.ts';
 import { Manager } from '../src/kube/manager.ts';
 import { type KubeObject, Resources } from '../src/kube/resources.ts';
 import { finishedPhases, VeleroResources } from '../src/kube/velero.ts';
-import { stopBenchNode } from './node.ts';
+import { deployStore, fillArgs, poll, startBenchCluster, startVeleroOnNode, storeSums } from './node.ts';
 
 const { values } = parseArgs({
   options: {
@@ -50,54 +23,27 @@ const { values } = parseArgs({
     'tenant-mib': { type: 'string', default: '512' },
   },
 });
-const unavailable = nodeUnavailable();
-if (unavailable) {
-  console.error(`bench/volumes.ts needs the local node: ${unavailable}`);
-  process.exit(2);
-}
 const mib = Number(values.mib);
 const out: string[] = [];
 const say = (line: string) => {
   out.push(line);
   console.error(line);
 };
-const progress = (line: string) => console.error(line);
 const finished = finishedPhases as readonly string[];
 const veleroNs = 'velero';
 const tenant = { username: 'bench-tenant', groups: ['system:authenticated'] };
 
-const dir = await mkdtemp(join(tmpdir(), 'tenantkit-bench-volumes-'));
-const network = await ensureNodeNetwork();
-const veleroBinaries = await ensureVeleroBinaries(progress);
-const cp = await startControlPlane({
-  dir,
-  address: nodeIP,
-  unsafeNoFsync: true,
-  progress,
-  beforeControllers: async (kubeconfig) =>
-    installCrds(KubeClient.fromKubeconfig({ yaml: kubeconfig }), [
-      ...allCrds.map((d) => crdManifest(d) as unknown as KubeObject),
-      ...(await veleroCrds(veleroBinaries.velero)),
-    ]),
-});
-const admin = KubeClient.fromKubeconfig({ yaml: cp.adminKubeconfig });
-const node = await startNode(
-  { server: cp.server, caPem: cp.caPem, issue: cp.issue, admin },
-  { dir: join(dir, 'node'), progress },
-);
-
-async function poll<T>(probe: () => Promise<T | undefined>, pollMs = 100): Promise<T> {
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, pollMs));
-  }
+const unavailable = nodeUnavailable();
+if (unavailable) {
+  console.error(`bench/volumes.ts needs the local node: ${unavailable}`);
+  process.exit(2);
 }
+const bench = await startBenchCluster({ node: true });
+const { admin } = bench;
+const node = bench.node!;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
 const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-
-/** The fill arguments for `size` MiB: 8 files of 1/16 of it and one of half of it. */
-const fillArgs = (size: number) => ['8', String(size / 16), String(size / 2)];
+const sums = (ns: string) => storeSums(admin, ns);
 
 /** A namespace the tenant administers, with a claim and a Deployment that fills it with `size` MiB. */
 async function dataNamespace(name: string, size: number) {
@@ -113,60 +59,8 @@ async function dataNamespace(name: string, size: number) {
     ],
   ];
   for (const [type, object] of objects) await admin.create(type, object);
-  await deployStore(name, size);
+  await deployStore(admin, node, name, size);
   return sums(name);
-}
-
-async function deployStore(ns: string, size: number) {
-  await admin.create(Resources.persistentVolumeClaims, {
-    metadata: { name: 'data', namespace: ns },
-    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: `${2 * size}Mi` } } },
-  } as KubeObject);
-  const container = (name: string, args: string[]) => ({
-    name,
-    image: node.workloadImage,
-    imagePullPolicy: 'IfNotPresent',
-    args,
-    volumeMounts: [{ name: 'data', mountPath: '/data' }],
-  });
-  await admin.create(Resources.deployments, {
-    metadata: { name: 'store', namespace: ns },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { app: 'store' } },
-      template: {
-        metadata: { labels: { app: 'store' } },
-        spec: {
-          initContainers: [container('fill', ['fill', '/data/known', ...fillArgs(size)])],
-          containers: [container('main', ['sums', '/data/known', 'then', 'sleep', '36000'])],
-          volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }],
-          terminationGracePeriodSeconds: 1,
-        },
-      },
-    },
-  } as KubeObject);
-}
-
-/** The checksum lines the store's Pod printed, once it is Running and printed them. */
-function sums(ns: string): Promise<string> {
-  return poll(async () => {
-    const pods = await admin.list<KubeObject & { status?: { phase?: string } }>(Resources.pods, {
-      namespace: ns,
-      labelSelector: 'app=store',
-    });
-    const pod = pods.items.find((p) => p.status?.phase === 'Running' && !p.metadata.deletionTimestamp);
-    if (!pod) return undefined;
-    const log = await admin
-      .request<string>('GET', `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}/log?container=main`, {
-        text: true,
-      })
-      .catch(() => '');
-    if (!/^\d+ files, \d+ bytes$/m.test(log)) return undefined;
-    return log
-      .split('\n')
-      .filter((l) => /^[0-9a-f]{64} {2}/.test(l))
-      .join('\n');
-  }, 250);
 }
 
 /** The mistake before each restore: the Deployment and its claim deleted, their Pod and volume gone. */
@@ -317,15 +211,7 @@ async function partA(rounds: number, veleroVersion: string) {
 const stopControllers = new AbortController();
 let controllers: Promise<void> | undefined;
 try {
-  const veleroImage = await ensureVeleroImage({ progress });
-  await node.importImage(veleroImage);
-  const velero = await startVelero({
-    kubeconfigPath: cp.adminKubeconfigPath,
-    namespace: veleroNs,
-    dir: join(dir, 'velero'),
-    progress,
-    onNode: { image: veleroImage.ref, address: node.ip, kubeletDir: node.kubeletDir },
-  });
+  const velero = await startVeleroOnNode(bench, node, veleroNs);
   try {
     await admin.apply(
       NonAdminBackupConfigCrd.type,
@@ -422,5 +308,5 @@ try {
   }
   console.log(out.join('\n'));
 } finally {
-  await stopBenchNode(node, cp, network, dir);
+  await bench.stop();
 }
