@@ -316,14 +316,12 @@ try {
   // configurations: the same background load as `withChart`, so the difference is the webhooks' alone.
   const hookTypes = [Resources.validatingWebhookConfigurations, Resources.mutatingWebhookConfigurations];
   const saved: [ResourceType, KubeObject][] = [];
+  // The chart names both configurations after the release.
   for (const type of hookTypes) {
-    const page = await admin.list<KubeObject>(type, {
-      labelSelector: 'app.kubernetes.io/managed-by=tenantkit',
-    });
-    for (const hook of page.items) {
-      saved.push([type, hook]);
-      await admin.delete(type, hook.metadata.name!);
-    }
+    const hook = await admin.get<KubeObject>(type, release);
+    if (!hook) continue;
+    saved.push([type, hook]);
+    await admin.delete(type, release);
   }
   const unhooked = await round('unhooked');
   for (const [type, hook] of saved) {
