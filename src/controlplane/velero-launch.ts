@@ -206,6 +206,23 @@ export async function startVelero(options: VeleroOptions): Promise<Velero> {
       } as KubeObject,
       apply,
     );
+    // The kopia repositories' password. Velero makes this Secret with a password built into Velero
+    // (the same in every installation) when it is missing, so anyone who can read the bucket could
+    // decrypt the volume data; a random one, kept in `dir` so that a restart can still read the repositories.
+    const repoPasswordFile = join(dir, 'repository-password');
+    const repoPassword = existsSync(repoPasswordFile)
+      ? await readFile(repoPasswordFile, 'utf8')
+      : randomBytes(24).toString('base64url');
+    await writeFile(repoPasswordFile, repoPassword, { mode: 0o600 });
+    await client.apply(
+      Resources.secrets,
+      {
+        metadata: { name: 'velero-repo-credentials', namespace, labels: { component: 'velero' } },
+        type: 'Opaque',
+        data: { 'repository-password': Buffer.from(repoPassword).toString('base64') },
+      } as KubeObject,
+      apply,
+    );
     const serverArgs = [
       `--namespace=${namespace}`,
       // An empty address turns the pprof server off.

@@ -189,6 +189,16 @@ describe.skipIf(nodeSkipReason)("tenants' volume data, with tenantkit installed"
     expect(volumes).toMatchObject({ total: 1, completed: 1, failed: 0 });
     expect(volumes?.totalBytes).toBeGreaterThanOrEqual(64 * 2 ** 20);
     expect(volumes?.bytesDone).toBe(volumes?.totalBytes);
+    // The kopia repository is encrypted with this installation's own random password, not the one built
+    // into Velero (the same everywhere), which Velero would have used had the Secret been missing.
+    const repoSecret = await cluster.admin.get<KubeObject & { data?: Record<string, string> }>(
+      Resources.secrets,
+      'velero-repo-credentials',
+      veleroNamespace,
+    );
+    const repoPassword = Buffer.from(repoSecret?.data?.['repository-password'] ?? '', 'base64').toString();
+    expect(repoPassword.length).toBeGreaterThanOrEqual(32);
+    expect(repoPassword).not.toBe('static-passw0rd');
 
     // The mistake: the Deployment and the claim deleted; the volume's folder goes with its PV.
     await user.delete(Resources.deployments, 'store', ns);

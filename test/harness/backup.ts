@@ -291,3 +291,36 @@ export async function completedRestore(
   if (phase !== 'Completed') throw new Error(`NonAdminRestore ${namespace}/${name}: ${outcome(nar, phase)}`);
   return nar;
 }
+
+/**
+ * A tenant's own storage location `name` in `bucket` of the test's S3 server (made first if missing),
+ * with the credential Secret `s3-creds` the tenant writes for it (the S3 server takes any key).
+ */
+export async function ownLocation(
+  env: BackupEnvironment,
+  client: KubeClient,
+  namespace: string,
+  bucket: string,
+  name = 'own',
+): Promise<void> {
+  const made = await fetch(`${env.velero.s3Url}/${bucket}`, { method: 'PUT' });
+  if (!made.ok && made.status !== 409)
+    throw new Error(`bucket ${bucket}: ${made.status} ${await made.text()}`);
+  await client.create(Resources.secrets, {
+    metadata: { name: 's3-creds', namespace },
+    stringData: {
+      cloud: `[default]\naws_access_key_id = ${namespace}\naws_secret_access_key = ${namespace}\n`,
+    },
+  } as KubeObject);
+  await client.create(NonAdminBackupStorageLocationCrd.type, {
+    metadata: { name, namespace },
+    spec: {
+      backupStorageLocationSpec: {
+        provider: 'aws',
+        objectStorage: { bucket },
+        credential: { name: 's3-creds', key: 'cloud' },
+        config: { region: 'minio', s3ForcePathStyle: 'true', s3Url: env.velero.s3Url },
+      },
+    },
+  } as KubeObject);
+}

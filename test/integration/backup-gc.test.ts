@@ -28,6 +28,7 @@ import {
   type BackupEnvironment,
   completedBackup,
   condition,
+  ownLocation,
   settledRestore,
   startBackupEnvironment,
   veleroQueueMs,
@@ -111,21 +112,7 @@ async function veleroObjectsOf(t: Tenant): Promise<Record<string, string[]>> {
 async function tenantWithEverything(prefix: string): Promise<Tenant> {
   const { namespace: ns, tenant: client } = await env.tenantNamespace(prefix, `${prefix}-user`);
   const uuids = new Map<OriginKind, string>();
-  await client.create(Resources.secrets, {
-    metadata: { name: 's3-creds', namespace: ns },
-    stringData: { cloud: '[default]\naws_access_key_id = t\naws_secret_access_key = t\n' },
-  } as KubeObject);
-  await client.create(Origins.nabsl.type, {
-    metadata: { name: 'own', namespace: ns },
-    spec: {
-      backupStorageLocationSpec: {
-        provider: 'aws',
-        objectStorage: { bucket: tenantBucket },
-        credential: { name: 's3-creds', key: 'cloud' },
-        config: { region: 'minio', s3ForcePathStyle: 'true', s3Url: env.velero.s3Url },
-      },
-    },
-  } as KubeObject);
+  await ownLocation(env, client, ns, tenantBucket);
   // The admin approves the location's request in Velero's namespace.
   const locationUuid = await nacuuid(Origins.nabsl, ns, 'own');
   await eventually(() =>
@@ -213,8 +200,6 @@ beforeAll(async () => {
     // Tenants' own locations wait for an admin's approval: their requests are Velero-side objects too.
     policy: { garbageCollectionPeriod: '0', backupSyncPeriod: '1s', requireApprovalForBSL: true },
   });
-  const made = await fetch(`${env.velero.s3Url}/${tenantBucket}`, { method: 'PUT' });
-  expect(made.ok, await made.text()).toBe(true);
 }, veleroStartTimeoutMs);
 
 afterAll(() => env?.stop());

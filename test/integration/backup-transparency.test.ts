@@ -16,6 +16,7 @@ import { VeleroResources } from '../../src/kube/velero.ts';
 import {
   type BackupEnvironment,
   completedBackup,
+  ownLocation,
   settledRestore,
   startBackupEnvironment,
   veleroNamespaceValue,
@@ -103,8 +104,6 @@ beforeAll(async () => {
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' },
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: alice.userName }],
   } as KubeObject);
-  const made = await fetch(`${env.velero.s3Url}/${bobBucket}`, { method: 'PUT' });
-  expect(made.ok, await made.text()).toBe(true);
 }, veleroStartTimeoutMs);
 
 afterAll(() => env?.stop());
@@ -299,21 +298,7 @@ describe('Velero objects a tenant may read', { timeout: 2 * veleroQueueMs }, () 
 
     // Bob's own storage location: bob writes that bucket, so Velero's bucket sync may bring in Backups
     // that claim any origin, or carry no tenantkit label at all.
-    await bob.create(Resources.secrets, {
-      metadata: { name: 's3-creds', namespace: bobNs },
-      stringData: { cloud: '[default]\naws_access_key_id = bob\naws_secret_access_key = bob\n' },
-    } as KubeObject);
-    await bob.create(Origins.nabsl.type, {
-      metadata: { name: 'own', namespace: bobNs },
-      spec: {
-        backupStorageLocationSpec: {
-          provider: 'aws',
-          objectStorage: { bucket: bobBucket },
-          credential: { name: 's3-creds', key: 'cloud' },
-          config: { region: 'minio', s3ForcePathStyle: 'true', s3Url: env.velero.s3Url },
-        },
-      },
-    } as KubeObject);
+    await ownLocation(env, bob, bobNs, bobBucket);
     const location = await eventually(
       async () => {
         const nabsl = await cluster.admin.get<KubeObject & { status?: Record<string, { nacuuid?: string }> }>(
