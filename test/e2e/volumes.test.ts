@@ -16,6 +16,7 @@ import {
   completedBackup,
   completedRestore,
   type NonAdminPolicy,
+  settledRestore,
   tenantIn,
 } from '../harness/backup.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
@@ -219,6 +220,44 @@ describe.skipIf(nodeSkipReason)("tenants' volume data, with tenantkit installed"
     // Byte for byte: every file's checksum, the fill's marker too (so the data was restored, not refilled).
     expect(files(after.log)).toEqual(files(before.log));
     expect(files(after.log)).toHaveLength(10);
+  }, 600_000);
+
+  it('writes volume data only into claims the restore creates, never into one the tenant kept in place', async () => {
+    // Velero writes a Pod's file-system backup as root, with kubelet's whole pods directory mounted,
+    // following symlinks already in the target volume: a claim the tenant kept (and could have prepared)
+    // must not receive it.
+    const ns = await cluster.namespace('e2e-kept-claim');
+    const user = await tenantIn(cluster, ns, 'e2e-keeper');
+    await claim(user, ns, 'data');
+    await dataStore(user, ns, 'store', ['2', '1', '1']);
+    const before = await checksums(user, ns, 'store', 'the volume filled and summed');
+    await backUp(user, ns, 'kept', { defaultVolumesToFsBackup: true });
+    const nab = await completedBackup(cluster, ns, 'kept');
+    expect(nab.status?.fileSystemPodVolumeBackups).toMatchObject({ total: 1, completed: 1 });
+    // The Deployment goes; the claim stays.
+    await user.delete(Resources.deployments, 'store', ns);
+    await eventually(
+      async () =>
+        (await user.list(Resources.pods, { namespace: ns, labelSelector: 'app=store' })).items.length === 0,
+      { what: 'the Pods gone', timeoutMs: 60_000 },
+    );
+    await restore(user, ns, 'into-kept', 'kept');
+    const nar = await settledRestore(cluster, ns, 'into-kept');
+    const refusals = new Map(
+      (nar.status?.refusedItems?.items ?? []).map((i) => [`${i.kind}/${i.name}`, i] as const),
+    );
+    const refusal = refusals.get(`Pod/${before.pod.metadata.name}`);
+    expect(refusal, JSON.stringify(nar.status)).toMatchObject({ reason: 'ExistingClaim' });
+    expect(refusal?.message).toContain('claim data, which this restore did not create');
+    // Velero wrote nothing into any volume for this restore.
+    const pvrs = await cluster.admin.list(VeleroResources.podVolumeRestores, {
+      namespace: veleroNamespace,
+      labelSelector: `velero.io/restore-name=${nar.status?.veleroRestore?.name}`,
+    });
+    expect(pvrs.items).toEqual([]);
+    // The Deployment came back and its Pod runs on the kept claim, whose files are as they were.
+    const after = await checksums(user, ns, 'store', 'the kept volume summed again');
+    expect(files(after.log)).toEqual(files(before.log));
   }, 600_000);
 
   it('brings a deleted namespace back with its volume data: the backup comes back to the namespace made again', async () => {

@@ -110,6 +110,10 @@ type guard struct {
 	mapper  meta.RESTMapper
 	mu      sync.Mutex
 	clients map[string]dynamic.Interface
+	// created holds the claims (restore UID/namespace/name) this restore creates: absent when their item
+	// passed the check. Velero writes a Pod's file-system backup into the claims its volumes mount, as
+	// root on the node, following any symlink already there; only claims in here may receive it.
+	created map[string]bool
 }
 
 func newGuard(logger logrus.FieldLogger) (*guard, error) {
@@ -136,7 +140,7 @@ func newGuard(logger logrus.FieldLogger) (*guard, error) {
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	return &guard{
 		log: logger, config: config, admin: admin, core: core, mapper: mapper,
-		clients: map[string]dynamic.Interface{},
+		clients: map[string]dynamic.Interface{}, created: map[string]bool{},
 	}, nil
 }
 
@@ -156,6 +160,9 @@ func (g *guard) Execute(input *velero.RestoreItemActionExecuteInput) (*velero.Re
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	verb, reason, message := g.check(ctx, restore, item, input.ItemFromBackup)
+	if reason == "" {
+		verb, reason, message = g.checkVolumes(ctx, restore, item)
+	}
 	if reason == "" {
 		return velero.NewRestoreItemActionExecuteOutput(item), nil
 	}
@@ -272,6 +279,96 @@ func (g *guard) check(ctx context.Context, restore *velerov1.Restore, item *unst
 		}
 	}
 	return "", "", ""
+}
+
+var (
+	claimsResource           = corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")
+	podVolumeBackupsResource = velerov1.SchemeGroupVersion.WithResource("podvolumebackups")
+	podGroupKind             = schema.GroupKind{Kind: "Pod"}
+	claimGroupKind           = schema.GroupKind{Kind: "PersistentVolumeClaim"}
+)
+
+func claimKey(restore *velerov1.Restore, namespace, name string) string {
+	return string(restore.UID) + "/" + namespace + "/" + name
+}
+
+// checkVolumes keeps Velero's file-system restore out of claims this restore did not create. At a claim's
+// item: whether it exists now (Velero then leaves it as it is). At a Pod's item: every claim that a volume
+// Velero restores file by file mounts must be one this restore creates, and carry this restore's label
+// (Velero made it, not the tenant in between). Otherwise Velero would write the backup's files, as root
+// with kubelet's whole pods directory mounted, into a volume the tenant prepared, following a symlink
+// planted there into another Pod's volume. A plugin process restarted mid-restore forgets: fail closed.
+func (g *guard) checkVolumes(ctx context.Context, restore *velerov1.Restore, item *unstructured.Unstructured) (verb, reason, message string) {
+	switch item.GroupVersionKind().GroupKind() {
+	case claimGroupKind:
+		_, err := g.admin.Resource(claimsResource).Namespace(item.GetNamespace()).Get(ctx, item.GetName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			g.mu.Lock()
+			g.created[claimKey(restore, item.GetNamespace(), item.GetName())] = true
+			g.mu.Unlock()
+		case err != nil:
+			return "create", "CheckFailed", fmt.Sprintf("could not read claim %s: %v", item.GetName(), err)
+		}
+		return "", "", ""
+	case podGroupKind:
+	default:
+		return "", "", ""
+	}
+	volumes, err := g.fileSystemVolumes(ctx, restore, item.GetNamespace(), item.GetName())
+	if err != nil {
+		return "create", "CheckFailed", err.Error()
+	}
+	if len(volumes) == 0 {
+		return "", "", ""
+	}
+	specVolumes, _, _ := unstructured.NestedSlice(item.Object, "spec", "volumes")
+	for _, v := range specVolumes {
+		volume, _ := v.(map[string]any)
+		name, _ := volume["name"].(string)
+		claim, _, _ := unstructured.NestedString(volume, "persistentVolumeClaim", "claimName")
+		if !volumes[name] || claim == "" {
+			continue // not restored file by file, or a volume the new Pod gets empty (emptyDir)
+		}
+		g.mu.Lock()
+		created := g.created[claimKey(restore, item.GetNamespace(), claim)]
+		g.mu.Unlock()
+		if created {
+			live, err := g.admin.Resource(claimsResource).Namespace(item.GetNamespace()).Get(ctx, claim, metav1.GetOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return "create", "CheckFailed", fmt.Sprintf("could not read claim %s: %v", claim, err)
+			}
+			created = err == nil && live.GetLabels()[velerov1.RestoreNameLabel] == shortLabel(restore.Name)
+		}
+		if !created {
+			return "create", "ExistingClaim", fmt.Sprintf(
+				"Pod %s would get its file-system backup of volume %s written into claim %s, which this restore did not create "+
+					"(Velero writes into an existing volume as root): delete claim %s, or leave it out of the restore, and restore again",
+				item.GetName(), name, claim, claim)
+		}
+	}
+	return "", "", ""
+}
+
+// fileSystemVolumes names the volumes of Pod namespace/name that the restore's backup holds file by file
+// (its PodVolumeBackups in Velero's namespace), which Velero restores into the new Pod.
+func (g *guard) fileSystemVolumes(ctx context.Context, restore *velerov1.Restore, namespace, name string) (map[string]bool, error) {
+	list, err := g.admin.Resource(podVolumeBackupsResource).Namespace(restore.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: velerov1.BackupNameLabel + "=" + shortLabel(restore.Spec.BackupName),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("could not list the backup's PodVolumeBackups: %w", err)
+	}
+	volumes := map[string]bool{}
+	for _, pvb := range list.Items {
+		podNs, _, _ := unstructured.NestedString(pvb.Object, "spec", "pod", "namespace")
+		podName, _, _ := unstructured.NestedString(pvb.Object, "spec", "pod", "name")
+		volume, _, _ := unstructured.NestedString(pvb.Object, "spec", "volume")
+		if podNs == namespace && podName == name && volume != "" {
+			volumes[volume] = true
+		}
+	}
+	return volumes, nil
 }
 
 func requesterOf(restore *velerov1.Restore) (requester, error) {
