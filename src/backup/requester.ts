@@ -4,7 +4,8 @@
 // the controller onto the Velero Restore (Velero's namespace: tenants cannot write there). Velero's
 // restore guard plugin (testenv/velero/cmd/tenantkit-restore-guard) then checks every item as that user.
 import type { NonAdminRestore } from '../api/backup.ts';
-import { type AdmissionRequest, deny, mutate, type UserInfo, type Verdict } from '../webhook/admission.ts';
+import type { UserInfo } from '../kube/access.ts';
+import { type AdmissionRequest, deny, mutate, type Verdict } from '../webhook/admission.ts';
 
 /** On the NonAdminRestore and on its Velero Restore: the requester's UserInfo as JSON. */
 export const RequesterAnnotation = 'backup.tenantkit.io/requester';

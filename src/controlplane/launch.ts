@@ -5,7 +5,6 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, openSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import {
   type CertificateAuthority,
@@ -15,6 +14,7 @@ import {
   type KeyPair,
   loadCA,
 } from '../pki/certs.ts';
+import { freePort, portIsFree } from '../ports.ts';
 import { ensureControlPlaneBinary, type Progress } from './build.ts';
 import { renderKubeconfig } from './kubeconfig.ts';
 
@@ -63,29 +63,6 @@ export interface ControlPlane {
   userKubeconfig(user: string, groups?: string[], namespace?: string): Promise<string>;
   /** Stops every process; resolves once they exited. */
   stop(): Promise<void>;
-}
-
-/** A TCP port on 127.0.0.1 that nothing listens on right now. */
-export async function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', fail);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? done(address.port) : fail(new Error('no port')),
-      );
-    });
-  });
-}
-
-export async function portIsFree(port: number): Promise<boolean> {
-  return new Promise((done) => {
-    const server = createServer();
-    server.once('error', () => done(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => done(true)));
-  });
 }
 
 interface Ports {

@@ -3,8 +3,8 @@
 // the controller-manager loops Pods need. Everything is written under the node's folder.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { freePort } from '../ports.ts';
 import { renderKubeconfig } from './kubeconfig.ts';
-import { freePort } from './launch.ts';
 import { clusterDNS, clusterDomain } from './node-addons.ts';
 import type { NodeBinaries } from './node-build.ts';
 import type { NodeClusterAccess } from './node-launch.ts';

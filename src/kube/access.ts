@@ -1,8 +1,15 @@
 // Asks the API server's authorizer what a user may do (SubjectAccessReview), so tenantkit's checks agree
 // with RBAC (and any other authorizer) case for case instead of re-implementing it.
-import type { UserInfo } from '../webhook/admission.ts';
 import type { KubeClient } from './client.ts';
 import { type KubeObject, Resources } from './resources.ts';
+
+/** A user as the API server authenticated it (the `userInfo` of reviews and admission requests). */
+export interface UserInfo {
+  username: string;
+  uid?: string;
+  groups?: string[];
+  extra?: Record<string, string[]>;
+}
 
 export interface ResourceAttributes {
   namespace?: string;

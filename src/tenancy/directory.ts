@@ -7,10 +7,10 @@ import {
   type UsageProfile,
   UsageProfileCrd,
 } from '../api/tenancy.ts';
+import type { UserInfo } from '../kube/access.ts';
 import { ByLabel, type Informer } from '../kube/informer.ts';
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, Resources, type ResourceType } from '../kube/resources.ts';
-import type { UserInfo } from '../webhook/admission.ts';
 
 export interface Namespace extends KubeObject {
   status?: { phase?: string };

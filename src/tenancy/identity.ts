@@ -1,10 +1,11 @@
 // Who is asking: privileged principals bypass the namespace policies. A ClusterRole grants bypass only
 // through a ClusterRoleBinding: a tenant who may create RoleBindings in their namespace must not gain
 // bypass by binding a privileged role to themself there. Answered from caches, never an API call.
+
+import type { UserInfo } from '../kube/access.ts';
 import type { Informer } from '../kube/informer.ts';
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
-import type { UserInfo } from '../webhook/admission.ts';
 import { type EffectiveConfig, matchesAny } from './config.ts';
 
 interface ClusterRoleBinding extends KubeObject {

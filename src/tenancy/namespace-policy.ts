@@ -6,15 +6,9 @@
 // - changing the organization label transfers the namespace and needs membership in both;
 // - an organization owns at most its quota of namespaces, checked on create and on transfer.
 import type { Organization } from '../api/tenancy.ts';
+import type { UserInfo } from '../kube/access.ts';
 import type { KubeObject } from '../kube/resources.ts';
-import {
-  type AdmissionRequest,
-  allow,
-  deny,
-  mutate,
-  type UserInfo,
-  type Verdict,
-} from '../webhook/admission.ts';
+import { type AdmissionRequest, allow, deny, mutate, type Verdict } from '../webhook/admission.ts';
 import { type ConfigSource, type EffectiveConfig, matchesAny } from './config.ts';
 import type { Directory } from './directory.ts';
 import { type PrivilegeCheck, serviceAccountNamespace } from './identity.ts';

@@ -1,15 +1,9 @@
 // AdmissionReview v1 types and the verdict helpers handlers return.
+import type { UserInfo } from '../kube/access.ts';
 import type { KubeObject } from '../kube/resources.ts';
 import { diff, type JsonPatchOp } from './jsonpatch.ts';
 
 export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
-
-export interface UserInfo {
-  username: string;
-  uid?: string;
-  groups?: string[];
-  extra?: Record<string, string[]>;
-}
 
 export interface AdmissionRequest<T extends KubeObject = KubeObject> {
   uid: string;

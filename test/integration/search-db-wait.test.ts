@@ -2,7 +2,7 @@
 // beside it) instead of crash-looping, and fails at once on anything else.
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/controlplane/launch.ts';
+import { freePort } from '../../src/ports.ts';
 import { connect, type Database } from '../../src/search/db/postgres.ts';
 import { startTestDatabase } from '../harness/postgres.ts';
 

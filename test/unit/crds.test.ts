@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { describe, expect, it } from 'vitest';
-import { staleCrdFiles } from '../../src/api/generate.ts';
 import { Nullable, toStructural } from '../../src/api/schema.ts';
+import { staleCrdFiles } from '../../src/cli/generate.ts';
 
 describe('CRD generation', () => {
   it('has config/crd/ up to date with src/api (run `npm run generate` if this fails)', async () => {

@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import pg from 'pg';
-import { freePort } from '../../controlplane/launch.ts';
+import { freePort } from '../../ports.ts';
 
 export interface Database {
   pool: pg.Pool;

@@ -3,9 +3,9 @@ import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
-import { renderRbac, renderWebhookConfigurations } from '../cli/manifests.ts';
-import { allCrds } from './index.ts';
-import { crdManifest } from './schema.ts';
+import { allCrds } from '../api/index.ts';
+import { crdManifest } from '../api/schema.ts';
+import { renderRbac, renderWebhookConfigurations } from './manifests.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /** Where generated CRDs go: the plain manifests and the Helm chart's crds/ folder. */
