@@ -29,9 +29,10 @@ import {
   type NonAdminRestore,
   NonAdminRestoreCrd,
 } from '../src/api/backup.ts';
-import { registerNabController } from '../src/backup/nab-controller.ts';
-import { registerNarController } from '../src/backup/nar-controller.ts';
-import { RequesterAnnotation, requesterValue } from '../src/backup/requester.ts';
+import { type Backup, finishedPhases, type Restore, VeleroResources } from '../src/api/velero.ts';
+import { RequesterAnnotation, requesterValue } from '../src/backup/admission/requester.ts';
+import { registerNabController } from '../src/backup/controllers/nab.ts';
+import { registerNarController } from '../src/backup/controllers/nar.ts';
 import type { LocalNode } from '../src/controlplane/node-launch.ts';
 import { startVelero } from '../src/controlplane/velero-launch.ts';
 import { mapLimit } from '../src/kube/access.ts';
@@ -39,7 +40,6 @@ import { KubeClient } from '../src/kube/client.ts';
 import { silentLogger } from '../src/kube/log.ts';
 import { Manager } from '../src/kube/manager.ts';
 import { type KubeObject, Resources, resourcePath } from '../src/kube/resources.ts';
-import { type Backup, finishedPhases, type Restore, VeleroResources } from '../src/kube/velero.ts';
 import { deployStore, startBenchCluster, startVeleroOnNode, storeSums } from './node.ts';
 
 const { values } = parseArgs({

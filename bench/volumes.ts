@@ -6,13 +6,13 @@ import {
   type NonAdminRestore,
   NonAdminRestoreCrd,
 } from '../src/api/backup.ts';
+import { finishedPhases, VeleroResources } from '../src/api/velero.ts';
+import { RequesterAnnotation, requesterValue } from '../src/backup/admission/requester.ts';
 import { backup } from '../src/backup/index.ts';
-import { RequesterAnnotation, requesterValue } from '../src/backup/requester.ts';
 import { nodeUnavailable } from '../src/controlplane/node-launch.ts';
 import { silentLogger } from '../src/kube/log.ts';
 import { Manager } from '../src/kube/manager.ts';
 import { type KubeObject, Resources } from '../src/kube/resources.ts';
-import { finishedPhases, VeleroResources } from '../src/kube/velero.ts';
 import { deployStore, fillArgs, poll, startBenchCluster, startVeleroOnNode, storeSums } from './node.ts';
 
 const { values } = parseArgs({

@@ -446,7 +446,7 @@ const period = (description: string, fallback: string) =>
 
 /**
  * CEL rules that refuse, at admission, the fields the backup capability never lets an admin enforce
- * (backup-policy.ts keeps the list and the reasons; src/backup/enforce.ts reports the same messages).
+ * (backup-policy.ts keeps the list and the reasons; src/backup/policy/enforce.ts reports the same messages).
  */
 const refuseUnenforceable = (kind: EnforcedKind, configPath: string) =>
   Object.entries(unenforceable[kind]).map(([field, reason]) => ({

@@ -1,9 +1,10 @@
 // Velero's API shapes (velero.io/v1, as of Velero v1.18) as reusable TypeBox schemas, for tenantkit APIs
 // that embed them: NonAdminBackup carries a BackupSpec, NonAdminRestore a RestoreSpec, and so on.
-// Velero owns its own CRDs (see src/kube/velero.ts); these definitions describe the same JSON so that
+// Velero owns its own CRDs (see the resource types at the end of this file); these definitions describe the same JSON so that
 // what a tenant writes is exactly what tenantkit can hand on to Velero. Field names, types, required
 // fields, nullability and list/map markers follow Velero's Go types as controller-gen renders them.
 import { type Static, type TUnknown, Type } from '@sinclair/typebox';
+import type { KubeObject, ResourceType } from '../kube/resources.ts';
 import { Nullable } from './schema.ts';
 
 // ---- Kubernetes types embedded by Velero -------------------------------------------------------------
@@ -481,3 +482,72 @@ export type BackupStorageLocationSpec = Static<typeof BackupStorageLocationSpecS
 export type BackupStorageLocationStatus = Static<typeof BackupStorageLocationStatusSchema>;
 export type DownloadTarget = Static<typeof DownloadTargetSchema>;
 export type KubeLabelSelector = Static<typeof KubeLabelSelectorSchema>;
+
+// The resource types tenantkit reads and writes in Velero's namespace, and the fields it reads from them.
+// Velero owns these schemas; its CRDs come from the Velero binary (see src/controlplane/velero-launch.ts).
+const velero = (plural: string, kind: string): ResourceType => ({
+  group: 'velero.io',
+  version: 'v1',
+  plural,
+  kind,
+  namespaced: true,
+});
+
+export const VeleroResources = {
+  backups: velero('backups', 'Backup'),
+  restores: velero('restores', 'Restore'),
+  backupStorageLocations: velero('backupstoragelocations', 'BackupStorageLocation'),
+  deleteBackupRequests: velero('deletebackuprequests', 'DeleteBackupRequest'),
+  downloadRequests: velero('downloadrequests', 'DownloadRequest'),
+  schedules: velero('schedules', 'Schedule'),
+  serverStatusRequests: velero('serverstatusrequests', 'ServerStatusRequest'),
+  podVolumeBackups: velero('podvolumebackups', 'PodVolumeBackup'),
+  podVolumeRestores: velero('podvolumerestores', 'PodVolumeRestore'),
+  dataUploads: { ...velero('datauploads', 'DataUpload'), version: 'v2alpha1' },
+  dataDownloads: { ...velero('datadownloads', 'DataDownload'), version: 'v2alpha1' },
+} satisfies Record<string, ResourceType>;
+
+export interface BackupStorageLocation extends KubeObject {
+  spec: {
+    provider: string;
+    objectStorage: { bucket: string; prefix?: string };
+    config?: Record<string, string>;
+    credential?: { name: string; key: string };
+    default?: boolean;
+    accessMode?: 'ReadWrite' | 'ReadOnly';
+  };
+  status?: { phase?: 'Available' | 'Unavailable'; message?: string; lastValidationTime?: string };
+}
+
+/** The phases a Backup or Restore ends in; any other phase means Velero is still at work. */
+export const finishedPhases = ['Completed', 'PartiallyFailed', 'Failed', 'FailedValidation'] as const;
+
+/** What Backups and Restores both report. */
+interface OperationStatus {
+  phase?: string;
+  errors?: number;
+  warnings?: number;
+  failureReason?: string;
+  validationErrors?: string[];
+}
+
+export interface Backup extends KubeObject {
+  spec: {
+    includedNamespaces?: string[];
+    excludedResources?: string[];
+    storageLocation?: string;
+    snapshotVolumes?: boolean;
+    defaultVolumesToFsBackup?: boolean;
+    ttl?: string;
+  };
+  status?: OperationStatus & { progress?: { itemsBackedUp?: number; totalItems?: number } };
+}
+
+export interface Restore extends KubeObject {
+  spec: {
+    backupName: string;
+    includedNamespaces?: string[];
+    existingResourcePolicy?: 'none' | 'update';
+  };
+  status?: OperationStatus & { progress?: { itemsRestored?: number; totalItems?: number } };
+}

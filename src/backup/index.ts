@@ -18,20 +18,20 @@ import {
 import type { Capability } from '../capability.ts';
 import type { KubeObject } from '../kube/resources.ts';
 import type { AdmissionRequest } from '../webhook/admission.ts';
-import { reviewNonAdminBackup, reviewNonAdminRestore } from './admission.ts';
-import { ownerships, reviewSyncedFrom } from './adopt.ts';
-import { registerGarbageCollector } from './gc-controller.ts';
-import { registerNabController } from './nab-controller.ts';
-import { reviewNonAdminBackupStorageLocation } from './nabsl-admission.ts';
-import { NabslType, registerNabslController } from './nabsl-controller.ts';
-import { reviewNonAdminDownloadRequest } from './nadr-admission.ts';
-import { registerNadrController } from './nadr-controller.ts';
-import { registerNarController } from './nar-controller.ts';
-import { recordRequester, requesterUnchanged } from './requester.ts';
-import { reviewNonAdminSchedule } from './schedule-admission.ts';
-import { registerScheduleController } from './schedule-controller.ts';
-import { registerSyncController } from './sync-controller.ts';
-import { registerTransparencyController } from './transparency-controller.ts';
+import { reviewNonAdminBackup, reviewNonAdminRestore } from './admission/backup-restore.ts';
+import { reviewNonAdminDownloadRequest } from './admission/download.ts';
+import { reviewNonAdminBackupStorageLocation } from './admission/location.ts';
+import { recordRequester, requesterUnchanged } from './admission/requester.ts';
+import { reviewNonAdminSchedule } from './admission/schedule.ts';
+import { ownerships, reviewSyncedFrom } from './controllers/adopt.ts';
+import { registerGarbageCollector } from './controllers/gc.ts';
+import { registerNabController } from './controllers/nab.ts';
+import { NabslType, registerNabslController } from './controllers/nabsl.ts';
+import { registerNadrController } from './controllers/nadr.ts';
+import { registerNarController } from './controllers/nar.ts';
+import { registerScheduleController } from './controllers/schedule.ts';
+import { registerSyncController } from './controllers/sync.ts';
+import { registerTransparencyController } from './controllers/transparency.ts';
 
 const nab = NonAdminBackupCrd.type;
 const config = NonAdminBackupConfigCrd.type;
@@ -124,7 +124,7 @@ export const backup: Capability = {
           resources: ['backupstoragelocations', 'schedules'],
           verbs: ['create', 'update', 'patch', 'delete'],
         },
-        // The restore guard: asking Velero which plugins it runs (restore-guard.ts), and reading the
+        // The restore guard: asking Velero which plugins it runs (controllers/restore-guard.ts), and reading the
         // refusals the plugin recorded for a finished tenant Restore (by name, never listed).
         { apiGroups: ['velero.io'], resources: ['serverstatusrequests'], verbs: ['create', 'get'] },
         { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] },
@@ -156,7 +156,7 @@ export const backup: Capability = {
     { apiGroups: [config.group], resources: [config.plural], verbs: ['get', 'list', 'watch'] },
     // NonAdminBackups may name a NonAdminBackupStorageLocation of their namespace: it must exist.
     { apiGroups: [nab.group], resources: [NabslType.plural], verbs: ['get', 'list', 'watch'] },
-    // The sync label of a NonAdminBackup may only name a Velero Backup its namespace owns (adopt.ts).
+    // The sync label of a NonAdminBackup may only name a Velero Backup its namespace owns (controllers/adopt.ts).
     {
       apiGroups: ['velero.io'],
       resources: ['backups', 'backupstoragelocations'],
@@ -227,7 +227,7 @@ export const backup: Capability = {
         handler: (request) => reviewNonAdminBackupStorageLocation(configs, request),
       },
       {
-        // Who asked: the restore writes only what this user could write (requester.ts). Fail closed: a
+        // Who asked: the restore writes only what this user could write (admission/requester.ts). Fail closed: a
         // NonAdminRestore without a trusted requester is refused by the controller anyway.
         name: 'nonadminrestores-requester',
         type: 'mutating',

@@ -45,9 +45,9 @@ async function main(argv: string[]): Promise<void> {
     case 'search':
       return (await import('./search.ts')).searchCommand(rest, () => shutdownSignal().signal);
     case 'backup':
-      return (await import('./backup.ts')).backupCommand(rest);
+      return (await import('../backup/client/backup.ts')).backupCommand(rest);
     case 'restore':
-      return (await import('./restore.ts')).restoreCommand(rest);
+      return (await import('../backup/client/restore.ts')).restoreCommand(rest);
     case 'check':
       return (await import('./check.ts')).checkCommand(rest);
     case 'crds': {

@@ -9,10 +9,10 @@ import { copyFile, link, mkdir, readdir, readFile, writeFile } from 'node:fs/pro
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { type BackupStorageLocation, VeleroResources } from '../api/velero.ts';
 import { KubeClient } from '../kube/client.ts';
 import { installCrds } from '../kube/crds.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
-import { type BackupStorageLocation, VeleroResources } from '../kube/velero.ts';
 import { freePort } from '../ports.ts';
 import type { Progress } from './build.ts';
 import { type GroupProcess, spawnGroup } from './process-group.ts';

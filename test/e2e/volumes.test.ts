@@ -7,10 +7,10 @@
 // in the test process).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type NonAdminBackup, NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/api/backup.ts';
-import { Labels } from '../../src/backup/names.ts';
+import { VeleroResources } from '../../src/api/velero.ts';
+import { Labels } from '../../src/backup/velero/names.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources, resourcePath } from '../../src/kube/resources.ts';
-import { VeleroResources } from '../../src/kube/velero.ts';
 import {
   applyBackupPolicy,
   completedBackup,

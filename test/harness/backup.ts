@@ -13,11 +13,11 @@ import {
   NonAdminRestoreCrd,
   NonAdminScheduleCrd,
 } from '../../src/api/backup.ts';
+import { finishedPhases } from '../../src/api/velero.ts';
 import { backup, backupUserClusterRoles } from '../../src/backup/index.ts';
 import type { Capability } from '../../src/capability.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources, type ResourceType, resourcePath } from '../../src/kube/resources.ts';
-import { finishedPhases } from '../../src/kube/velero.ts';
 import { eventually, type TestCluster } from './cluster.ts';
 import { type RunningCapability, runCapability } from './components.ts';
 import { startTestVelero, type TestVelero } from './velero.ts';

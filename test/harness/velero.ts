@@ -6,9 +6,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inject } from 'vitest';
+import { type Backup, finishedPhases, type Restore, VeleroResources } from '../../src/api/velero.ts';
 import { startVelero, type Velero, type VeleroOptions } from '../../src/controlplane/velero-launch.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../src/kube/resources.ts';
-import { type Backup, finishedPhases, type Restore, VeleroResources } from '../../src/kube/velero.ts';
 import { eventually, type TestCluster } from './cluster.ts';
 
 /**

@@ -14,7 +14,7 @@ import {
   type NonAdminSchedule,
   NonAdminScheduleCrd,
 } from '../../src/api/backup.ts';
-import { type EnforcedKind, policyProblems, unenforceable } from '../../src/backup/enforce.ts';
+import { type EnforcedKind, policyProblems, unenforceable } from '../../src/backup/policy/enforce.ts';
 import { ApiError } from '../../src/kube/client.ts';
 import type { KubeObject } from '../../src/kube/resources.ts';
 import { TestCluster } from '../harness/cluster.ts';
@@ -440,7 +440,7 @@ describe('NonAdminBackupConfig', () => {
       }),
     ).toBe('ok');
 
-    // A sample value for each field src/backup/enforce.ts refuses; presence is what counts.
+    // A sample value for each field src/backup/policy/enforce.ts refuses; presence is what counts.
     const samples: Record<string, unknown> = {
       includedNamespaces: ['x'],
       excludedNamespaces: [],

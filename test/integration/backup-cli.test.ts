@@ -17,9 +17,9 @@ import {
   NonAdminDownloadRequestCrd,
   NonAdminRestoreCrd,
 } from '../../src/api/backup.ts';
+import { VeleroResources } from '../../src/api/velero.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { VeleroResources } from '../../src/kube/velero.ts';
 import { type BackupEnvironment, startBackupEnvironment, veleroQueueMs } from '../harness/backup.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { veleroStartTimeoutMs } from '../harness/velero.ts';

@@ -6,6 +6,7 @@
 // phases are written here as admin on purpose: these tests judge the rules on each state; the ones made by
 // a real Velero are in backup-gc.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { VeleroResources } from '../../src/api/velero.ts';
 import {
   type Cache,
   GarbageCollector,
@@ -14,14 +15,13 @@ import {
   Origins,
   type PassResult,
   processedDeleteRequestMaxAgeMs,
-} from '../../src/backup/gc-controller.ts';
+} from '../../src/backup/controllers/gc.ts';
 import { backup } from '../../src/backup/index.ts';
-import { Labels, managedLabels } from '../../src/backup/names.ts';
+import { Labels, managedLabels } from '../../src/backup/velero/names.ts';
 import { baseControllerRules } from '../../src/cli/capabilities.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../src/kube/resources.ts';
-import { VeleroResources } from '../../src/kube/velero.ts';
 import { veleroNamespaceValue } from '../harness/backup.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { componentKubeconfig, grantControllerNamespace } from '../harness/components.ts';

@@ -13,17 +13,17 @@ import {
   NonAdminBackupStorageLocationRequestCrd,
   NonAdminRestoreCrd,
 } from '../../src/api/backup.ts';
+import { VeleroResources } from '../../src/api/velero.ts';
 import {
   GarbageCollectedCondition,
   type OriginKind,
   Origins,
   Targets,
-} from '../../src/backup/gc-controller.ts';
-import { Labels, managedLabels } from '../../src/backup/names.ts';
+} from '../../src/backup/controllers/gc.ts';
+import { Labels, managedLabels } from '../../src/backup/velero/names.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { registry } from '../../src/kube/metrics.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../src/kube/resources.ts';
-import { VeleroResources } from '../../src/kube/velero.ts';
 import {
   type BackupEnvironment,
   completedBackup,

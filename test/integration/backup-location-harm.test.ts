@@ -11,10 +11,10 @@ import {
   type NonAdminBackupStorageLocation,
   NonAdminBackupStorageLocationCrd,
 } from '../../src/api/backup.ts';
-import { Annotations } from '../../src/backup/names.ts';
+import { type Backup, finishedPhases, VeleroResources } from '../../src/api/velero.ts';
+import { Annotations } from '../../src/backup/velero/names.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { type Backup, finishedPhases, VeleroResources } from '../../src/kube/velero.ts';
 import {
   type BackupEnvironment,
   condition,

@@ -10,12 +10,12 @@ import {
   NonAdminBackupConfigCrd,
   NonAdminBackupCrd,
 } from '../../src/api/backup.ts';
+import { VeleroResources } from '../../src/api/velero.ts';
+import { NabFinalizer } from '../../src/backup/controllers/nab.ts';
 import { backup, backupUserClusterRoles } from '../../src/backup/index.ts';
-import { NabFinalizer } from '../../src/backup/nab-controller.ts';
-import { Labels, nacObjectName } from '../../src/backup/names.ts';
+import { Labels, nacObjectName } from '../../src/backup/velero/names.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { VeleroResources } from '../../src/kube/velero.ts';
 import { veleroNamespaceValue, veleroQueueMs } from '../harness/backup.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { grantControllerNamespace, type RunningCapability, runCapability } from '../harness/components.ts';

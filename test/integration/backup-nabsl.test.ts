@@ -15,12 +15,12 @@ import {
   type NonAdminRestore,
   NonAdminRestoreCrd,
 } from '../../src/api/backup.ts';
-import { NabslFinalizer } from '../../src/backup/nabsl-controller.ts';
-import { Annotations, Labels, managedLabels, nacObjectName } from '../../src/backup/names.ts';
+import { type BackupStorageLocation, VeleroResources } from '../../src/api/velero.ts';
+import { NabslFinalizer } from '../../src/backup/controllers/nabsl.ts';
+import { Annotations, Labels, managedLabels, nacObjectName } from '../../src/backup/velero/names.ts';
 import { listObjects } from '../../src/controlplane/s3-list.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { type BackupStorageLocation, VeleroResources } from '../../src/kube/velero.ts';
 import { appendToTarGz } from '../fixtures/tar.ts';
 import {
   type BackupEnvironment,

@@ -12,11 +12,11 @@ import {
   NonAdminDownloadRequestCrd,
   NonAdminRestoreCrd,
 } from '../../src/api/backup.ts';
-import { NadrFinalizer } from '../../src/backup/nadr-controller.ts';
-import { Annotations, Labels, nacObjectName } from '../../src/backup/names.ts';
+import { VeleroResources } from '../../src/api/velero.ts';
+import { NadrFinalizer } from '../../src/backup/controllers/nadr.ts';
+import { Annotations, Labels, nacObjectName } from '../../src/backup/velero/names.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { VeleroResources } from '../../src/kube/velero.ts';
 import {
   type BackupEnvironment,
   condition,

@@ -13,15 +13,15 @@ import {
   type NonAdminRestore,
   NonAdminRestoreCrd,
 } from '../../src/api/backup.ts';
+import { finishedPhases, VeleroResources } from '../../src/api/velero.ts';
+import { NarFinalizer, registerNarController } from '../../src/backup/controllers/nar.ts';
 import { backup, backupUserClusterRoles } from '../../src/backup/index.ts';
-import { Annotations, Labels, managedLabels } from '../../src/backup/names.ts';
-import { NarFinalizer, registerNarController } from '../../src/backup/nar-controller.ts';
-import { nonAdminKinds, rbacKinds } from '../../src/backup/velero-filters.ts';
+import { nonAdminKinds, rbacKinds } from '../../src/backup/policy/velero-filters.ts';
+import { Annotations, Labels, managedLabels } from '../../src/backup/velero/names.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { Manager } from '../../src/kube/manager.ts';
 import { type KubeObject, Resources, resourcePath, resourceType } from '../../src/kube/resources.ts';
-import { finishedPhases, VeleroResources } from '../../src/kube/velero.ts';
 import { createShopApp, deleteShopApp, expectShopApp } from '../fixtures/shop-app.ts';
 import { veleroNamespaceValue, veleroQueueMs } from '../harness/backup.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';

@@ -6,8 +6,9 @@
 // object by object, the set the same user's own `kubectl create --dry-run=server` accepts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NonAdminBackupCrd, type NonAdminRestore, NonAdminRestoreCrd } from '../../src/api/backup.ts';
+import { VeleroResources } from '../../src/api/velero.ts';
+import { RequesterAnnotation } from '../../src/backup/admission/requester.ts';
 import { backup } from '../../src/backup/index.ts';
-import { RequesterAnnotation } from '../../src/backup/requester.ts';
 import { isAlreadyExists, type KubeClient, PatchType } from '../../src/kube/client.ts';
 import {
   type KubeObject,
@@ -16,7 +17,6 @@ import {
   resourcePath,
   resourceType,
 } from '../../src/kube/resources.ts';
-import { VeleroResources } from '../../src/kube/velero.ts';
 import {
   type BackupEnvironment,
   completedBackup,

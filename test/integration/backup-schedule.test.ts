@@ -12,11 +12,11 @@ import {
   type NonAdminSchedule,
   NonAdminScheduleCrd,
 } from '../../src/api/backup.ts';
-import { parseCron } from '../../src/backup/cron.ts';
-import { Annotations, Labels } from '../../src/backup/names.ts';
+import { VeleroResources } from '../../src/api/velero.ts';
+import { parseCron } from '../../src/backup/policy/cron.ts';
+import { Annotations, Labels } from '../../src/backup/velero/names.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { VeleroResources } from '../../src/kube/velero.ts';
 import {
   type BackupEnvironment,
   condition,

@@ -6,13 +6,13 @@
 // contents of its own bucket, which Velero's bucket sync turns into Backups in Velero's namespace.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type NonAdminBackup, NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/api/backup.ts';
-import { Origins } from '../../src/backup/gc-controller.ts';
+import { VeleroResources } from '../../src/api/velero.ts';
+import { Origins } from '../../src/backup/controllers/gc.ts';
+import { TenantNamespaceLabel, viewObjectName } from '../../src/backup/controllers/transparency.ts';
 import { backup } from '../../src/backup/index.ts';
-import { Annotations, Labels, ManagedByValue } from '../../src/backup/names.ts';
-import { TenantNamespaceLabel, viewObjectName } from '../../src/backup/transparency-controller.ts';
+import { Annotations, Labels, ManagedByValue } from '../../src/backup/velero/names.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { VeleroResources } from '../../src/kube/velero.ts';
 import {
   type BackupEnvironment,
   completedBackup,

@@ -19,7 +19,7 @@ import {
 } from '../../src/api/backup.ts';
 import { allCrds } from '../../src/api/index.ts';
 import { type CrdDefinition, crdManifest } from '../../src/api/schema.ts';
-import { type EnforcedKind, policyProblems, unenforceable } from '../../src/backup/enforce.ts';
+import { type EnforcedKind, policyProblems, unenforceable } from '../../src/backup/policy/enforce.ts';
 import type { KubeObject } from '../../src/kube/resources.ts';
 import { loadYamlObjects, referenceDir } from '../harness/reference.ts';
 

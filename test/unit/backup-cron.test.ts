@@ -1,7 +1,7 @@
 // The cron dialect of Velero's Schedule (robfig/cron v3 ParseStandard): next runs and parse errors.
 import { describe, expect, it } from 'vitest';
-import { parseCron, shortestGapMs } from '../../src/backup/cron.ts';
-import { scheduleProblems } from '../../src/backup/schedule-controller.ts';
+import { parseCron, shortestGapMs } from '../../src/backup/policy/cron.ts';
+import { scheduleProblems } from '../../src/backup/policy/schedule.ts';
 
 const next = (spec: string, after: string) => {
   const parsed = parseCron(spec);

@@ -6,8 +6,8 @@ import {
   policyProblems,
   violations,
   withEnforced,
-} from '../../src/backup/enforce.ts';
-import { nacObjectName } from '../../src/backup/names.ts';
+} from '../../src/backup/policy/enforce.ts';
+import { nacObjectName } from '../../src/backup/velero/names.ts';
 
 const uuid = '0b6d2a3c-8c1e-4f4e-9a1b-3f1d2e4c5b6a';
 

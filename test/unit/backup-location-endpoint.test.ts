@@ -4,9 +4,9 @@
 import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { probeEndpoint } from '../../src/backup/bsl-probe.ts';
-import { bslSpecProblems, endpointAllowed, endpointProblems } from '../../src/backup/bsl-validate.ts';
-import type { JsonObject } from '../../src/backup/enforce.ts';
+import { probeEndpoint } from '../../src/backup/controllers/bsl-probe.ts';
+import { bslSpecProblems, endpointAllowed, endpointProblems } from '../../src/backup/policy/bsl-validate.ts';
+import type { JsonObject } from '../../src/backup/policy/enforce.ts';
 
 const spec = (s3Url?: string): JsonObject => ({
   provider: 'aws',

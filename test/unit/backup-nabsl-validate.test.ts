@@ -1,6 +1,7 @@
 // What a tenant may ask of a NonAdminBackupStorageLocation, and what its credential file may hold: pure
 // rules, tested on their own (the integration test runs them through the API server and Velero).
 import { describe, expect, it } from 'vitest';
+import { isMadeFor, isNacuuidOf } from '../../src/backup/controllers/nabsl.ts';
 import {
   bslSpecProblems,
   credentialProblems,
@@ -10,11 +11,10 @@ import {
   readCredentials,
   renderCredentials,
   veleroBslSpec,
-} from '../../src/backup/bsl-validate.ts';
-import type { JsonObject } from '../../src/backup/enforce.ts';
-import { isMadeFor, isNacuuidOf } from '../../src/backup/nabsl-controller.ts';
-import { Annotations, Labels, managedLabels, nacObjectName } from '../../src/backup/names.ts';
-import { backupSpecProblems } from '../../src/backup/validate.ts';
+} from '../../src/backup/policy/bsl-validate.ts';
+import type { JsonObject } from '../../src/backup/policy/enforce.ts';
+import { backupSpecProblems } from '../../src/backup/policy/validate.ts';
+import { Annotations, Labels, managedLabels, nacObjectName } from '../../src/backup/velero/names.ts';
 
 const ns = 'shop';
 const good: JsonObject = {

@@ -4,23 +4,23 @@ import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { NonAdminBackup, NonAdminDownloadRequest, NonAdminRestore } from '../../src/api/backup.ts';
 import { downloadTargetKinds } from '../../src/api/velero.ts';
-import { reviewNonAdminDownloadRequest } from '../../src/backup/nadr-admission.ts';
-import { type Caches, resolveTarget } from '../../src/backup/nadr-controller.ts';
-import { msUntilExpiry, targetOwner, targetProblems } from '../../src/backup/nadr-target.ts';
-import { Annotations, Labels } from '../../src/backup/names.ts';
-import { backupCommand, backupKind } from '../../src/cli/backup.ts';
-import { describeBackup, describeRestore } from '../../src/cli/backup-describe.ts';
-import { maybeGunzip } from '../../src/cli/backup-download.ts';
-import { explain, renderRows } from '../../src/cli/backup-shared.ts';
+import { reviewNonAdminDownloadRequest } from '../../src/backup/admission/download.ts';
+import { backupCommand, backupKind } from '../../src/backup/client/backup.ts';
+import { describeBackup, describeRestore } from '../../src/backup/client/describe.ts';
+import { maybeGunzip } from '../../src/backup/client/download.ts';
+import { restoreCommand, restoreKind } from '../../src/backup/client/restore.ts';
+import { explain, renderRows } from '../../src/backup/client/shared.ts';
 import {
   backupSpecFromFlags,
   formatSelector,
   normalizeOptionalBooleans,
   parseSelector,
   restoreSpecFromFlags,
-} from '../../src/cli/backup-spec.ts';
-import { operationTable } from '../../src/cli/backup-verbs.ts';
-import { restoreCommand, restoreKind } from '../../src/cli/restore.ts';
+} from '../../src/backup/client/spec.ts';
+import { operationTable } from '../../src/backup/client/verbs.ts';
+import { type Caches, resolveTarget } from '../../src/backup/controllers/nadr.ts';
+import { msUntilExpiry, targetOwner, targetProblems } from '../../src/backup/policy/nadr-target.ts';
+import { Annotations, Labels } from '../../src/backup/velero/names.ts';
 import { ApiError } from '../../src/kube/client.ts';
 import type { Informer } from '../../src/kube/informer.ts';
 import type { KubeObject } from '../../src/kube/resources.ts';

@@ -2,15 +2,15 @@
 // admin locations need tenantkit's own records; everything else belongs to nobody.
 import { describe, expect, it } from 'vitest';
 import type { NonAdminBackup, NonAdminBackupConfig } from '../../src/api/backup.ts';
-import { type Ownerships, reviewSyncedFrom, syncedNabName } from '../../src/backup/adopt.ts';
-import { Annotations, Labels, managedLabels } from '../../src/backup/names.ts';
+import { type Ownerships, reviewSyncedFrom, syncedNabName } from '../../src/backup/controllers/adopt.ts';
+import { scheduleObjectName } from '../../src/backup/controllers/schedule.ts';
+import { Annotations, Labels, managedLabels } from '../../src/backup/velero/names.ts';
 import {
   backupOwner,
   defaultLocationOf,
   type Location,
   type OwnedBackup,
-} from '../../src/backup/ownership.ts';
-import { scheduleObjectName } from '../../src/backup/schedule-controller.ts';
+} from '../../src/backup/velero/ownership.ts';
 import type { Informer } from '../../src/kube/informer.ts';
 
 const adminBsl: Location = { metadata: { name: 'default' }, spec: { default: true } };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { countDataMovers, countPodVolumes, withProgress } from '../../src/backup/progress.ts';
+import { countDataMovers, countPodVolumes, withProgress } from '../../src/backup/controllers/progress.ts';
 import type { KubeObject } from '../../src/kube/resources.ts';
 
 const obj = (phase?: string) =>

@@ -4,7 +4,7 @@ import {
   CreatedAtAnnotation,
   changedFields,
   QueueTracker,
-} from '../../src/backup/queue.ts';
+} from '../../src/backup/controllers/queue.ts';
 import type { KubeObject } from '../../src/kube/resources.ts';
 
 const backup = (name: string, created: string, phase?: string, namespace = 'velero') =>

@@ -2,8 +2,12 @@
 // string or an object, or a spec that is a list, is refused with the field, never read as "nothing set"
 // (the API server's CRD schema refuses these first today; an admin can edit a CRD).
 import { describe, expect, it } from 'vitest';
-import type { JsonObject } from '../../src/backup/enforce.ts';
-import { backupSpecProblems, restoreSpecProblems, specShapeProblems } from '../../src/backup/validate.ts';
+import type { JsonObject } from '../../src/backup/policy/enforce.ts';
+import {
+  backupSpecProblems,
+  restoreSpecProblems,
+  specShapeProblems,
+} from '../../src/backup/policy/validate.ts';
 
 const ns = 'team-a';
 

@@ -1,14 +1,14 @@
 // What tenantkit forces into the Velero objects it makes, and the tenant fields that could stall or steer
 // Velero for everyone (hooks, long timeouts, Velero-namespace ConfigMaps): pure rules, tested on their own.
 import { describe, expect, it } from 'vitest';
-import { isNacObjectName, nacObjectName } from '../../src/backup/names.ts';
-import { backupSpecProblems, restoreSpecProblems } from '../../src/backup/validate.ts';
+import { backupSpecProblems, restoreSpecProblems } from '../../src/backup/policy/validate.ts';
 import {
   nonAdminKinds,
   restoreExclusions,
   withForcedBackupFields,
   withForcedRestoreFields,
-} from '../../src/backup/velero-filters.ts';
+} from '../../src/backup/policy/velero-filters.ts';
+import { isNacObjectName, nacObjectName } from '../../src/backup/velero/names.ts';
 
 const ns = 'shop';
 const backup = (spec: Record<string, unknown>, enforced: Record<string, unknown> = {}) =>

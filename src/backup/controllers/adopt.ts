@@ -1,0 +1,304 @@
+// NonAdminBackups for Velero Backups that already exist: a schedule's runs and backups that backup sync
+// found without a NonAdminBackup. Such a NAB carries the label `Labels.syncedFrom` (value: the Velero
+// Backup's name, which for a NonAdminBackup's own Backup is also its NACUUID) and no status; the NAB
+// controller then adopts that Backup instead of making one, but only when tenantkit's own records say the
+// Backup belongs to the NAB's namespace (src/backup/velero/ownership.ts). Tenants can write labels, so the label
+// is only a request: the admission webhook and the controller both check it, and a NAB carrying it never
+// makes a Velero Backup of its own (that would duplicate the one it names).
+import { type NonAdminBackup, NonAdminBackupCrd } from '../../api/backup.ts';
+import { VeleroResources } from '../../api/velero.ts';
+import { isAlreadyExists, isForbidden, isNotFound } from '../../kube/client.ts';
+import type { Condition } from '../../kube/conditions.ts';
+import type { ReconcileContext } from '../../kube/controller.ts';
+import { ensureFinalizer } from '../../kube/finalizers.ts';
+import { ByNamespace, type Informer } from '../../kube/informer.ts';
+import type { Manager } from '../../kube/manager.ts';
+import type { KubeObject, OwnerReference } from '../../kube/resources.ts';
+import { type AdmissionRequest, deny, type Verdict } from '../../webhook/admission.ts';
+import { type BackupPolicy, currentPolicy } from '../policy/config.ts';
+import type { JsonObject } from '../policy/enforce.ts';
+import { Annotations, Labels } from '../velero/names.ts';
+import { backupOwner, defaultLocationOf, type Location, type Ownership } from '../velero/ownership.ts';
+
+export type VeleroBackup = KubeObject & { spec?: JsonObject; status?: JsonObject };
+type Bsl = KubeObject & Location;
+type Status = NonNullable<NonAdminBackup['status']>;
+
+/** NABs by `<namespace>/<Velero Backup name>`: the one their status names and the one their label asks for. */
+export const ByBackupRef = 'backup/nab-backup-ref';
+const refsOf = (nab: NonAdminBackup): string[] => {
+  const ns = nab.metadata.namespace;
+  const refs = new Set<string>();
+  const status = nab.status?.veleroBackup?.name;
+  if (status) refs.add(`${ns}/${status}`);
+  const label = nab.metadata.labels?.[Labels.syncedFrom];
+  if (label) refs.add(`${ns}/${label}`);
+  return [...refs];
+};
+
+export const syncedFromOf = (o: KubeObject): string | undefined => o.metadata.labels?.[Labels.syncedFrom];
+
+/** Label values are at most 63 characters; a longer Backup name cannot be named by the label. */
+const maxLabelValue = 63;
+
+export interface Ownerships {
+  /** Every Velero Backup (not only tenantkit's: a tenant's bucket may hold Backups without its labels). */
+  backups: Informer<VeleroBackup>;
+  nabs: Informer<NonAdminBackup>;
+  backup(veleroNamespace: string, name: string): VeleroBackup | undefined;
+  ownerOf(backup: VeleroBackup): Ownership;
+  /** NABs of `namespace` that name `backupName` in their status or their sync label. */
+  nabsFor(namespace: string, backupName: string): NonAdminBackup[];
+}
+
+/**
+ * The caches the ownership rules read, from `manager` (shared with every controller that asks). The
+ * webhook passes `nabs: false`: it needs no NonAdminBackup cache (nor the right to list them).
+ */
+export function ownerships(manager: Manager, options: { nabs?: boolean } = {}): Ownerships {
+  const backups = manager.informer<VeleroBackup>(VeleroResources.backups);
+  const bsls = manager.informer<Bsl>(VeleroResources.backupStorageLocations);
+  const cache = options.nabs === false ? undefined : manager.informer<NonAdminBackup>(NonAdminBackupCrd.type);
+  cache?.addIndex(ByBackupRef, refsOf);
+  const nabs = () => {
+    if (!cache) throw new Error('ownerships() was made without the NonAdminBackup cache');
+    return cache;
+  };
+  return {
+    backups,
+    get nabs() {
+      return nabs();
+    },
+    backup: (ns, name) => backups.get(`${ns}/${name}`),
+    ownerOf(backup) {
+      const ns = backup.metadata.namespace!;
+      return backupOwner(
+        backup,
+        (name) => bsls.get(`${ns}/${name}`),
+        () => defaultLocationOf(bsls.byIndex(ByNamespace, ns)),
+      );
+    },
+    nabsFor: (namespace, backupName) => nabs().byIndex(ByBackupRef, `${namespace}/${backupName}`),
+  };
+}
+
+/**
+ * Why `namespace` may not have a NAB for Velero Backup `name`, or undefined when it may. The one check the
+ * webhook and the controller share.
+ */
+export function adoptionProblem(
+  o: Ownerships,
+  policy: BackupPolicy,
+  namespace: string,
+  name: string,
+): string | undefined {
+  const label = `label ${Labels.syncedFrom}=${name}`;
+  const fix = 'only tenantkit sets this label; remove it (or delete this NonAdminBackup)';
+  const backup = o.backup(policy.veleroNamespace, name);
+  // One message for "missing" and "someone else's": a tenant learns nothing about other tenants' backups.
+  if (!backup || o.ownerOf(backup).namespace !== namespace) {
+    return `${label} names a Velero Backup that does not exist or does not belong to namespace ${namespace}; ${fix}`;
+  }
+  return undefined;
+}
+
+/**
+ * Admission: a tenant may not point the sync label at a backup that is not its namespace's, nor change or
+ * remove it once set (tenantkit's own NABs always name their namespace's backups, so they pass).
+ */
+export function reviewSyncedFrom(
+  o: Ownerships,
+  configs: Parameters<typeof currentPolicy>[0],
+  request: AdmissionRequest<NonAdminBackup>,
+): Verdict | undefined {
+  const nab = request.object;
+  if (!nab || request.operation === 'DELETE') return undefined;
+  const now = syncedFromOf(nab);
+  const before = request.oldObject ? syncedFromOf(request.oldObject) : undefined;
+  const invalid = (message: string): Verdict => deny(message, 422, 'Invalid');
+  if (request.operation === 'UPDATE' && request.oldObject && before !== now) {
+    if (before !== undefined || request.oldObject.status?.veleroBackup?.nacuuid) {
+      return invalid(
+        `label ${Labels.syncedFrom} cannot be added, changed or removed on an existing NonAdminBackup; create a new NonAdminBackup instead`,
+      );
+    }
+  }
+  if (now === undefined || now === before) return undefined;
+  const namespace = request.namespace ?? nab.metadata.namespace ?? '';
+  const problem = adoptionProblem(o, currentPolicy(configs), namespace, now);
+  return problem ? invalid(problem) : undefined;
+}
+
+/**
+ * The Velero Backup an adopted NAB mirrors (by the name in its status), while it still belongs to the
+ * NAB's namespace; undefined for other NABs. Looked up in Velero's namespace (the admin's config), never
+ * in the namespace the status names: a status is only as trustworthy as whoever wrote it last.
+ */
+export function adoptedBackup(
+  o: Ownerships,
+  nab: NonAdminBackup,
+  veleroNamespace: string,
+): VeleroBackup | undefined {
+  if (syncedFromOf(nab) === undefined) return undefined;
+  const ref = nab.status?.veleroBackup;
+  if (!ref?.name) return undefined;
+  const backup = o.backup(veleroNamespace, ref.name);
+  return backup && o.ownerOf(backup).namespace === nab.metadata.namespace ? backup : undefined;
+}
+
+/** The NABs to revisit when `backup` changes: those in its owner's namespace that name it. */
+export function nabKeysFor(o: Ownerships, backup: KubeObject): string[] {
+  const owner = o.ownerOf(backup as VeleroBackup).namespace;
+  if (!owner) return [];
+  return o.nabsFor(owner, backup.metadata.name!).map((n) => `${n.metadata.namespace}/${n.metadata.name}`);
+}
+
+interface AdoptHelpers {
+  policy: BackupPolicy;
+  writeStatus(status: Status): Promise<void>;
+  condition(status: Status, c: Omit<Condition, 'lastTransitionTime'>): Condition[];
+}
+
+/**
+ * A NAB with the sync label whose Backup is not (or no longer) found: adopt the Backup the label names,
+ * or back off saying why. Never creates a Velero Backup.
+ */
+export async function reconcileAdoption(
+  o: Ownerships,
+  nab: NonAdminBackup,
+  ctx: ReconcileContext,
+  { policy, writeStatus, condition }: AdoptHelpers,
+): Promise<undefined> {
+  const ns = nab.metadata.namespace!;
+  const name = syncedFromOf(nab)!;
+  const base: Status = { ...(nab.status ?? {}) };
+  const backOff = async (reason: string, message: string): Promise<undefined> => {
+    const before = base.conditions?.find((c) => c.type === 'Accepted');
+    if (before?.reason !== reason || before.message !== message) {
+      ctx.events.record(nab, 'Warning', reason, 'Adopt', message);
+    }
+    await writeStatus({
+      ...base,
+      phase: 'BackingOff',
+      conditions: condition(base, { type: 'Accepted', status: 'False', reason, message }),
+    });
+    return undefined;
+  };
+  if (name.length > maxLabelValue) return backOff('NotAdoptable', `label ${Labels.syncedFrom} is too long`);
+  const backup = o.backup(policy.veleroNamespace, name);
+  if (!backup && base.veleroBackup?.name === name) {
+    return backOff(
+      'BackupNotFound',
+      `Velero Backup ${name} no longer exists (expired or deleted); if its data is still in object storage, Velero's sync brings it back and this NonAdminBackup follows it again; otherwise delete this NonAdminBackup`,
+    );
+  }
+  const problem = adoptionProblem(o, policy, ns, name);
+  if (problem) {
+    ctx.logger.info({ nab: `${ns}/${nab.metadata.name}`, backup: name }, 'refused to adopt a Velero Backup');
+    return backOff('NotAdoptable', problem);
+  }
+  const other = o
+    .nabsFor(ns, name)
+    .find((n) => n.metadata.name !== nab.metadata.name && n.status?.veleroBackup?.name === name);
+  if (other) {
+    return backOff(
+      'AlreadyAdopted',
+      `Velero Backup ${name} is already NonAdminBackup ${other.metadata.name}'s; delete this NonAdminBackup`,
+    );
+  }
+  // NabFinalizer (nab.ts, which imports this file): deleting the NAB removes the Backup object.
+  await ensureFinalizer(ctx.client, NonAdminBackupCrd.type, nab, 'tenantkit.io/nonadminbackup');
+  ctx.events.record(nab, 'Normal', 'BackupAdopted', 'Adopt', `follows existing Velero Backup ${name}`);
+  await writeStatus({
+    ...base,
+    phase: 'Created',
+    veleroBackup: { nacuuid: name, name, namespace: policy.veleroNamespace },
+    conditions: condition(base, {
+      type: 'Accepted',
+      status: 'True',
+      reason: 'BackupAdopted',
+      message: `adopted existing Velero Backup ${name}, which belongs to namespace ${ns}`,
+    }),
+  });
+  return undefined;
+}
+
+const runSuffix = /-([0-9]{14})$/;
+const maxName = 253;
+
+/**
+ * The NAB name for a backup of `namespace`, first free one of: for a schedule run `<schedule>-<timestamp>`,
+ * for a NonAdminBackup's Backup its original name; then the Backup's name, then `synced-<Backup name>`.
+ * Deterministic, so two passes (or the schedule controller and sync) pick the same name.
+ */
+export function syncedNabName(
+  backup: KubeObject,
+  namespace: string,
+  taken: (name: string) => boolean,
+): string {
+  const a = backup.metadata.annotations ?? {};
+  const name = backup.metadata.name!;
+  const candidates: string[] = [];
+  const run = runSuffix.exec(name);
+  const nas = a[Annotations.nasName];
+  if (a[Annotations.nasNamespace] === namespace && nas && run) {
+    candidates.push(`${nas.slice(0, maxName - 15).replace(/[-.]+$/, '')}-${run[1]}`);
+  }
+  const nab = a[Annotations.nabName];
+  if (a[Annotations.nabNamespace] === namespace && nab) candidates.push(nab);
+  candidates.push(name, `synced-${name}`.slice(0, maxName));
+  return candidates.find((c) => !taken(c)) ?? candidates[candidates.length - 1]!;
+}
+
+/**
+ * Makes the NAB of `namespace` for an existing Velero Backup, unless one exists. Safe to repeat and to
+ * crash in: the Backup is read live (a NAB being deleted may just have removed it), NABs already naming
+ * it are listed live by label just before the create, and the name is deterministic. The caller must
+ * serialize calls per Backup (one controller key).
+ */
+export async function ensureSyncedNab(
+  o: Ownerships,
+  ctx: ReconcileContext,
+  backup: VeleroBackup,
+  namespace: string,
+  ownerReferences?: OwnerReference[],
+): Promise<NonAdminBackup | undefined> {
+  const name = backup.metadata.name!;
+  if (name.length > maxLabelValue) {
+    ctx.logger.info({ backup: name }, 'backup name too long for the sync label; not synced');
+    return undefined;
+  }
+  if (o.nabsFor(namespace, name).length > 0) return undefined;
+  const live = await ctx.client.get<VeleroBackup>(VeleroResources.backups, name, backup.metadata.namespace);
+  if (!live || live.metadata.deletionTimestamp) return undefined;
+  const type = NonAdminBackupCrd.type;
+  const existing = await ctx.client.list<NonAdminBackup>(type, {
+    namespace,
+    labelSelector: `${Labels.syncedFrom}=${name}`,
+  });
+  if (existing.items.length > 0) return undefined;
+  const nabName = syncedNabName(backup, namespace, (n) => o.nabs.get(`${namespace}/${n}`) !== undefined);
+  try {
+    const nab = await ctx.client.create<NonAdminBackup>(type, {
+      metadata: {
+        name: nabName,
+        namespace,
+        labels: { [Labels.syncedFrom]: name },
+        ...(ownerReferences ? { ownerReferences } : {}),
+      },
+      // Empty: the Backup exists already; status.veleroBackup.spec shows what it did.
+      spec: { backupSpec: {} },
+    } as NonAdminBackup);
+    ctx.events.record(nab, 'Normal', 'BackupSynced', 'Sync', `made for existing Velero Backup ${name}`);
+    return nab;
+  } catch (err) {
+    // Taken by a NAB our cache had not seen yet: the next pass sees it and picks the next name.
+    if (isAlreadyExists(err)) throw new Error(`NonAdminBackup ${namespace}/${nabName} exists; retrying`);
+    // The namespace is going away: nothing to sync into.
+    if (isForbidden(err) || isNotFound(err)) {
+      ctx.logger.info({ namespace, backup: name, err: String(err) }, 'could not make a NonAdminBackup');
+      return undefined;
+    }
+    throw err;
+  }
+}
