@@ -52,9 +52,16 @@ export class Informer<T extends KubeObject> {
     for (const name of this.indexFuncs.keys()) this.indexes.set(name, new Map());
   }
 
-  /** Adds a custom index. Indexes added after start are built from the current contents. */
+  /**
+   * Adds a custom index. Indexes added after start are built from the current contents. Adding the same
+   * function under a name again does nothing; another function under a known name throws (like
+   * client-go's AddIndexers): two callers would each read the other's index as their own.
+   */
   addIndex(name: string, fn: IndexFunc<T>): void {
-    if (this.indexFuncs.has(name)) return;
+    const known = this.indexFuncs.get(name);
+    if (known === fn) return;
+    if (known)
+      throw new Error(`informer ${this.type.plural}: index ${name} already exists with another function`);
     this.indexFuncs.set(name, fn);
     this.indexes.set(name, new Map());
     for (const [key, object] of this.store) this.indexOne(name, fn, key, object, 'add');

@@ -17,6 +17,7 @@ import {
   ByListedNamespace,
   BySelector,
   ByTemplate,
+  IndexFunctions,
   scopedClusterRoleBindings,
   scopedClusterRoles,
   scopedRoleBindings,
@@ -43,9 +44,9 @@ export function registerInstanceController(manager: Manager): void {
   const roles = manager.informer<ClusterRole>(scopedClusterRoles);
   const roleBindings = manager.informer<Binding>(scopedRoleBindings);
   const clusterRoleBindings = manager.informer<Binding>(scopedClusterRoleBindings);
-  instances.addIndex(ByTemplate, (i) => [i.spec.scopeTemplateName]);
-  instances.addIndex(ByListedNamespace, (i) => i.spec.namespaces ?? []);
-  instances.addIndex(BySelector, (i) => (isEmptySelector(i.spec.namespaceSelector) ? [] : ['yes']));
+  instances.addIndex(ByTemplate, IndexFunctions.template);
+  instances.addIndex(ByListedNamespace, IndexFunctions.listedNamespace);
+  instances.addIndex(BySelector, IndexFunctions.selector);
 
   const instancesOfTemplate = (template: string) =>
     instances.byIndex(ByTemplate, template).map((i) => i.metadata.name!);

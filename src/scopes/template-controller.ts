@@ -14,6 +14,7 @@ import {
   ByRoleRef,
   ByTemplate,
   boundBindings,
+  IndexFunctions,
   scopedBindingTypes,
   scopedClusterRoles,
   templateOf,
@@ -24,8 +25,8 @@ export function registerTemplateController(manager: Manager): void {
   const instances = manager.informer<ScopeInstance>(ScopeInstanceCrd.type);
   const roles = manager.informer<ClusterRole>(scopedClusterRoles);
   const bindingInformers = scopedBindingTypes.map((t) => manager.informer<Binding>(t));
-  instances.addIndex(ByTemplate, (i) => [i.spec.scopeTemplateName]);
-  for (const b of bindingInformers) b.addIndex(ByRoleRef, (o) => [o.roleRef.name]);
+  instances.addIndex(ByTemplate, IndexFunctions.template);
+  for (const b of bindingInformers) b.addIndex(ByRoleRef, IndexFunctions.roleRef);
 
   const byAnnotation = (o: KubeObject) => {
     const t = o.metadata.annotations?.[templateAnnotation];

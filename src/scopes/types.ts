@@ -3,6 +3,7 @@
 import type { ScopeInstance } from '../api/scopes.ts';
 import type { Informer } from '../kube/informer.ts';
 import { type KubeObject, Resources, type ResourceType } from '../kube/resources.ts';
+import { isEmptySelector } from '../kube/selectors.ts';
 import type { Binding } from './desired.ts';
 import { managedBy, managedByLabel } from './names.ts';
 
@@ -20,6 +21,14 @@ export const ByTemplate = 'scopes.template';
 export const ByRoleRef = 'scopes.roleRef';
 export const ByListedNamespace = 'scopes.listedNamespace';
 export const BySelector = 'scopes.hasSelector';
+
+/** The functions behind those indexes (one each: the informer refuses another under a known name). */
+export const IndexFunctions = {
+  template: (i: ScopeInstance) => [i.spec.scopeTemplateName],
+  roleRef: (b: Binding) => [b.roleRef.name],
+  listedNamespace: (i: ScopeInstance) => i.spec.namespaces ?? [],
+  selector: (i: ScopeInstance) => (isEmptySelector(i.spec.namespaceSelector) ? [] : ['yes']),
+};
 
 export const templateOf = (o: KubeObject): string => (o as ScopeInstance).spec?.scopeTemplateName ?? '';
 

@@ -45,6 +45,8 @@ export interface Directory {
   profileFor(organization: Organization, active: string): UsageProfile | undefined;
 }
 
+const usernameOf = (u: TenantUser) => [u.spec.username];
+
 export function directory(manager: Manager): Directory {
   // Only where the cluster serves OpenShift's User API: an informer for an API that does not exist
   // would never sync. Until discovery answers, TenantUsers alone decide (and a missing default fails
@@ -60,7 +62,7 @@ export function directory(manager: Manager): Directory {
   const users = manager.informer<TenantUser>(TenantUserCrd.type);
   const namespaces = manager.informer<Namespace>(Resources.namespaces);
   const profiles = manager.informer<UsageProfile>(UsageProfileCrd.type);
-  users.addIndex(ByUsername, (u) => [u.spec.username]);
+  users.addIndex(ByUsername, usernameOf);
   return {
     organization: (name) => organizations.get(name),
     currentOrganization: async (name) =>

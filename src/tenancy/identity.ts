@@ -18,15 +18,16 @@ const serviceAccountPrefix = 'system:serviceaccount:';
 
 export type PrivilegeCheck = (user: UserInfo, config: EffectiveConfig) => boolean;
 
+const subjectKeys = (b: ClusterRoleBinding) =>
+  (b.subjects ?? []).map((s) =>
+    s.kind === 'ServiceAccount'
+      ? `User:${serviceAccountPrefix}${s.namespace}:${s.name}`
+      : `${s.kind}:${s.name}`,
+  );
+
 export function privilegeChecker(manager: Manager): PrivilegeCheck {
   const bindings: Informer<ClusterRoleBinding> = manager.informer(Resources.clusterRoleBindings);
-  bindings.addIndex(BySubject, (b) =>
-    (b.subjects ?? []).map((s) =>
-      s.kind === 'ServiceAccount'
-        ? `User:${serviceAccountPrefix}${s.namespace}:${s.name}`
-        : `${s.kind}:${s.name}`,
-    ),
-  );
+  bindings.addIndex(BySubject, subjectKeys);
   return (user, config) => {
     if (matchesAny(config.privilegedUsers, user.username)) return true;
     const groups = user.groups ?? [];

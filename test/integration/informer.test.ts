@@ -71,6 +71,38 @@ describe('informer', () => {
     stop.abort();
     await run;
   });
+
+  it('builds an index added after sync from what it holds, and refuses a second function under its name', async () => {
+    const ns = await cluster.namespace('inf-index');
+    for (const [name, team] of [
+      ['a', 'red'],
+      ['b', 'blue'],
+    ]) {
+      await cluster.admin.create(Resources.configMaps, { metadata: { name, namespace: ns }, data: { team } });
+    }
+    const informer = new Informer<KubeObject & { data?: Record<string, string> }>(
+      cluster.admin,
+      Resources.configMaps,
+      { namespace: ns },
+    );
+    const stop = new AbortController();
+    const run = informer.run(stop.signal);
+    await informer.waitForSync();
+    const teamOf = (o: KubeObject & { data?: Record<string, string> }) => (o.data?.team ? [o.data.team] : []);
+    informer.addIndex('team', teamOf);
+    expect(informer.byIndex('team', 'red').map((o) => o.metadata.name)).toEqual(['a']);
+    // The same function again (a second controller declaring the shared index) changes nothing.
+    informer.addIndex('team', teamOf);
+    expect(informer.byIndex('team', 'blue').map((o) => o.metadata.name)).toEqual(['b']);
+    // Another function under that name would make one caller read the other's index: refused.
+    expect(() => informer.addIndex('team', (o) => [o.metadata.name!])).toThrow(
+      /index team already exists with another function/,
+    );
+    expect(() => informer.addIndex(ByNamespace, (o) => [o.metadata.name!])).toThrow(/already exists/);
+    expect(informer.byIndex('team', 'red').map((o) => o.metadata.name)).toEqual(['a']);
+    stop.abort();
+    await run;
+  });
 });
 
 describe('finalizer helpers', () => {

@@ -51,8 +51,9 @@ import type { Manager } from '../../kube/manager.ts';
 import { registry } from '../../kube/metrics.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
 import { ConfigName, configType, currentPolicy } from '../policy/config.ts';
-import { Annotations, Labels, ManagedByValue, managedLabels, managedSelector } from '../velero/names.ts';
+import { Annotations, Labels, managedLabels, managedSelector } from '../velero/names.ts';
 import { backupOwner, defaultLocationOf, type Location, type OwnedBackup } from '../velero/ownership.ts';
+import { isManaged } from './caches.ts';
 
 /** Field manager of the config's GarbageCollected condition. */
 export const GcFieldManager = 'tenantkit-backup-gc';
@@ -170,9 +171,6 @@ export function veleroLabelValue(name: string): string {
   return `${name.slice(0, 57)}${createHash('sha256').update(name).digest('hex').slice(0, 6)}`;
 }
 
-const isManagedObject = (o: KubeObject) =>
-  o.metadata.labels?.[Labels.managedBy] === ManagedByValue && o.metadata.labels?.[Labels.oadp] === 'True';
-
 const ageMs = (time: unknown, now: number) =>
   typeof time === 'string' && !Number.isNaN(Date.parse(time)) ? now - Date.parse(time) : undefined;
 
@@ -186,7 +184,7 @@ export function precheck(
   veleroNamespace: string,
   now: number,
 ): { verdict: 'collect' | 'keep' | 'origin'; reason: string } {
-  if (!isManagedObject(object)) return { verdict: 'keep', reason: 'not made by tenantkit' };
+  if (!isManaged(object)) return { verdict: 'keep', reason: 'not made by tenantkit' };
   if (object.metadata.namespace !== veleroNamespace)
     return { verdict: 'keep', reason: "not in Velero's namespace" };
   if (object.metadata.deletionTimestamp) return { verdict: 'keep', reason: 'already being deleted' };
@@ -535,7 +533,7 @@ export class GarbageCollector {
     seenMissing: Set<string>,
     result: PassResult,
   ) {
-    if (!isManagedObject(object) || object.metadata.namespace !== veleroNamespace) return;
+    if (!isManaged(object) || object.metadata.namespace !== veleroNamespace) return;
     if (object.metadata.deletionTimestamp) return;
     // Whose backup this is, by the rules backup sync uses (velero/ownership.ts). A backup in a tenant's own
     // storage location is never GC's: that location goes with its namespace, and the data is in the

@@ -7,16 +7,11 @@
 import { finishedPhases, VeleroResources } from '../../api/velero.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
-import type { KubeObject, ResourceType } from '../../kube/resources.ts';
-import type { JsonObject } from '../policy/enforce.ts';
-import { managedSelector } from '../velero/names.ts';
-
-type VeleroObject = KubeObject & { spec?: JsonObject; status?: JsonObject };
-
-/** Velero Backups tenantkit made, only: the caches never hold anyone else's Backups. */
-export const managedBackups: ResourceType = { ...VeleroResources.backups, labelSelector: managedSelector };
+import { managedCache, type VeleroObject } from './caches.ts';
 
 const ByStorageLocation = 'backup/storage-location';
+const storageLocationOf = (b: VeleroObject) =>
+  typeof b.spec?.storageLocation === 'string' ? [`${b.metadata.namespace}/${b.spec.storageLocation}`] : [];
 /** Velero's name for the location a Backup without spec.storageLocation would use, failing all else. */
 const ServerDefaultLocation = 'default';
 
@@ -34,10 +29,8 @@ export interface LocationUse {
 }
 
 export function locationUse(manager: Manager): LocationUse {
-  const backups = manager.informer<VeleroObject>(managedBackups);
-  backups.addIndex(ByStorageLocation, (b) =>
-    typeof b.spec?.storageLocation === 'string' ? [`${b.metadata.namespace}/${b.spec.storageLocation}`] : [],
-  );
+  const backups = managedCache(manager, 'backups');
+  backups.addIndex(ByStorageLocation, storageLocationOf);
   const locations = manager.informer<VeleroObject>(VeleroResources.backupStorageLocations);
   return {
     unfinishedBackups: (veleroNs, name) =>

@@ -2,43 +2,32 @@
 // tenant's namespace, with the admin's enforced fields filled in; the Backup's progress is mirrored back.
 // Crash safety: the NACUUID goes into status before any Velero object exists, the Backup is named by it
 // and found by its label, so a controller killed at any step neither duplicates nor orphans anything.
-import { type NonAdminBackup, type NonAdminBackupConfig, NonAdminBackupCrd } from '../../api/backup.ts';
+import {
+  type NonAdminBackup,
+  type NonAdminBackupConfig,
+  NonAdminBackupCrd,
+  NonAdminBackupStorageLocationCrd,
+} from '../../api/backup.ts';
 import { finishedPhases, VeleroResources } from '../../api/velero.ts';
 import { isAlreadyExists, PatchType } from '../../kube/client.ts';
 import { type Condition, findCondition, setCondition } from '../../kube/conditions.ts';
 import { generationChanged, type ReconcileContext } from '../../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
 import type { Manager } from '../../kube/manager.ts';
-import { type KubeObject, objectKey, type ResourceType } from '../../kube/resources.ts';
+import { type KubeObject, objectKey } from '../../kube/resources.ts';
 import { type BackupPolicy, configType, currentPolicy } from '../policy/config.ts';
 import { type JsonObject, jsonEqual, withEnforced } from '../policy/enforce.ts';
 import { backupSpecProblems } from '../policy/validate.ts';
 import { withForcedBackupFields } from '../policy/velero-filters.ts';
-import {
-  Annotations,
-  isNacObjectName,
-  Labels,
-  ManagedByValue,
-  managedSelector,
-  nacObjectName,
-} from '../velero/names.ts';
+import { Annotations, isNacObjectName, Labels, ManagedByValue, nacObjectName } from '../velero/names.ts';
 import { adoptedBackup, nabKeysFor, ownerships, reconcileAdoption, syncedFromOf } from './adopt.ts';
-import { locationUse, managedBackups } from './location-use.ts';
-import { NabslType, storageLocationLookup } from './nabsl.ts';
+import { Index, isManaged, ManagedTypes, managedCache, type VeleroObject } from './caches.ts';
+import { storageLocationLookup } from './location-lookup.ts';
+import { locationUse } from './location-use.ts';
 import { backupProgress, withProgress } from './progress.ts';
 import { backupQueuePhases, CreatedAtAnnotation, changedFields, QueueTracker } from './queue.ts';
 
 export const NabFinalizer = 'tenantkit.io/nonadminbackup';
-export const ByNabUuid = 'backup/nab-nacuuid';
-const managed = managedSelector;
-
-export { managedBackups };
-export const managedDeleteRequests: ResourceType = {
-  ...VeleroResources.deleteBackupRequests,
-  labelSelector: managed,
-};
-
-type VeleroObject = KubeObject & { spec?: JsonObject; status?: JsonObject };
 type Status = NonNullable<NonAdminBackup['status']>;
 
 /** The NAB a Velero object was made for, from the annotations tenantkit wrote (tenants cannot write there). */
@@ -47,10 +36,6 @@ const originOf = (o: KubeObject): string[] => {
   const name = o.metadata.annotations?.[Annotations.nabName];
   return ns && name ? [`${ns}/${name}`] : [];
 };
-
-/** True for Velero objects tenantkit made (by their labels; only admins write in Velero's namespace). */
-export const isManaged = (o: KubeObject): boolean =>
-  o.metadata.labels?.[Labels.oadp] === 'True' && o.metadata.labels?.[Labels.managedBy] === ManagedByValue;
 
 export function registerNabController(manager: Manager): void {
   // Velero's queue: every Backup in Velero's namespace counts, not only tenantkit's, so this informer
@@ -62,21 +47,15 @@ export function registerNabController(manager: Manager): void {
   });
   manager.informer(VeleroResources.backups).addHandlers(queue.handlers());
   const nabs = manager.informer<NonAdminBackup>(NonAdminBackupCrd.type);
-  const backups = manager.informer<VeleroObject>(managedBackups);
-  const deleteRequests = manager.informer<VeleroObject>(managedDeleteRequests);
+  const backups = managedCache(manager, 'backups');
+  const deleteRequests = managedCache(manager, 'deleteBackupRequests');
   const configs = manager.informer<NonAdminBackupConfig>(configType);
   const locations = storageLocationLookup(manager);
   const use = locationUse(manager);
-  const uuidOf = (o: KubeObject) => {
-    const v = o.metadata.labels?.[Labels.nabUuid];
-    return v ? [v] : [];
-  };
-  backups.addIndex(ByNabUuid, uuidOf);
-  deleteRequests.addIndex(ByNabUuid, uuidOf);
   /** The Velero Backup tenantkit made under `nab`'s NACUUID, if any (for counting, not acting on). */
   const veleroBackupOf = (nab: NonAdminBackup): VeleroObject | undefined => {
     const uuid = nab.status?.veleroBackup?.nacuuid;
-    return uuid ? backups.byIndex(ByNabUuid, uuid).find((b) => b.metadata.name === uuid) : undefined;
+    return uuid ? backups.byIndex(Index.nabUuid, uuid).find((b) => b.metadata.name === uuid) : undefined;
   };
   // Counted objects map to the NAB by the Backup's annotations, or to the NAB that adopted it.
   const progress = backupProgress(manager, (b) => nabKeysFor(adoption, b));
@@ -86,13 +65,13 @@ export function registerNabController(manager: Manager): void {
   manager
     .controller('nonadminbackup')
     .for(NonAdminBackupCrd.type)
-    .watches(managedBackups, originOf)
-    .watches(managedDeleteRequests, originOf)
+    .watches(ManagedTypes.backups, originOf)
+    .watches(ManagedTypes.deleteBackupRequests, originOf)
     .watches(VeleroResources.backups, () => queue.drain())
     .watches(VeleroResources.backups, (b) => nabKeysFor(adoption, b))
     // NABs waiting for Velero: a location's phase moved, or a backup of their namespace finished.
     .watches(VeleroResources.backupStorageLocations, () => waiting(nabs.list()))
-    .watches(managedBackups, (b) =>
+    .watches(ManagedTypes.backups, (b) =>
       waiting(nabs.list(), b.metadata.annotations?.[Annotations.nabNamespace] ?? ''),
     )
     // Progress counts: a PodVolumeBackup or DataUpload of a tenant's Backup moved.
@@ -101,7 +80,7 @@ export function registerNabController(manager: Manager): void {
     // A policy change applies live: every NAB is checked again.
     .watches(configType, () => nabs.list().map((n) => objectKey(n.metadata)), generationChanged)
     // A NAB naming a tenant storage location goes on when that location is ready (or refuses it when gone).
-    .watches(NabslType, (l) =>
+    .watches(NonAdminBackupStorageLocationCrd.type, (l) =>
       nabs
         .list()
         .filter(
@@ -124,7 +103,7 @@ export function registerNabController(manager: Manager): void {
       // tenant's bucket may carry anyone's NACUUID label), and made for this very NAB.
       const backup = uuid
         ? (backups
-            .byIndex(ByNabUuid, uuid)
+            .byIndex(Index.nabUuid, uuid)
             .find(
               (b) =>
                 b.metadata.name === uuid &&
@@ -180,7 +159,7 @@ export function registerNabController(manager: Manager): void {
       if (spec(nab).deleteBackup === true) {
         const request = uuid
           ? deleteRequests
-              .byIndex(ByNabUuid, uuid)
+              .byIndex(Index.nabUuid, uuid)
               .find((r) => r.metadata.name === uuid && r.metadata.namespace === backup?.metadata.namespace)
           : undefined;
         return deleteBackup(nab, backup, uuid, request, ctx, writeStatus, condition);

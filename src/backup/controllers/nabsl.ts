@@ -32,12 +32,13 @@ import {
 } from '../policy/bsl-validate.ts';
 import { configType, currentPolicy } from '../policy/config.ts';
 import { type Json, type JsonObject, jsonEqual } from '../policy/enforce.ts';
-import { Annotations, Labels, managedLabels, managedSelector, nacObjectName } from '../velero/names.ts';
+import { Annotations, Labels, managedLabels, nacObjectName } from '../velero/names.ts';
 import { EndpointProbeTimeoutMs, probeEndpoint } from './bsl-probe.ts';
-import { locationUse, managedBackups } from './location-use.ts';
+import { Index, ManagedTypes, managedCache, type VeleroObject } from './caches.ts';
+import { isMadeFor, isNacuuidOf } from './location-lookup.ts';
+import { locationUse } from './location-use.ts';
 
 export const NabslFinalizer = 'tenantkit.io/nonadminbackupstoragelocation';
-export const ByNabslUuid = 'backup/nabsl-nacuuid';
 /**
  * How often an approved location's credential Secret is read again (tenantkit does not watch Secrets:
  * that would need list/watch on every Secret of the cluster). A change to the NABSL applies at once.
@@ -47,15 +48,6 @@ export const SecretResyncMs = 30_000;
 export const NabslType = NonAdminBackupStorageLocationCrd.type;
 const nabslType = NabslType;
 const requestType = NonAdminBackupStorageLocationRequestCrd.type;
-/** BackupStorageLocations tenantkit made, only: the cache never holds the admin's own. */
-export const managedBsls: ResourceType = {
-  ...VeleroResources.backupStorageLocations,
-  labelSelector: managedSelector,
-};
-/** Requests tenantkit made (admins could create others; they mean nothing to tenantkit). */
-const managedRequests: ResourceType = { ...requestType, labelSelector: managedSelector };
-
-type VeleroObject = KubeObject & { spec?: JsonObject; status?: JsonObject };
 type Secret = KubeObject & { type?: string; data?: Record<string, string> };
 type Status = NonNullable<NonAdminBackupStorageLocation['status']>;
 type Request = NonAdminBackupStorageLocationRequest;
@@ -67,36 +59,6 @@ const originOf = (o: KubeObject): string[] => {
   return ns && name ? [`${ns}/${name}`] : [];
 };
 
-const uuidLabel = (o: KubeObject) => {
-  const v = o.metadata.labels?.[Labels.nabslUuid];
-  return v ? [v] : [];
-};
-
-/** A v4 UUID as randomUUID() writes it. */
-const uuidV4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-
-/** Whether `nacuuid` is a name tenantkit could have given location `namespace/name` (nacObjectName). */
-export function isNacuuidOf(nacuuid: string, namespace: string, name: string): boolean {
-  const tail = nacuuid.slice(-36);
-  return uuidV4.test(tail) && nacObjectName(namespace, name, tail) === nacuuid;
-}
-
-/**
- * Whether tenantkit made `o` for location `namespace/name` under `nacuuid`: its labels and origin
- * annotations (only admins and tenantkit write in Velero's namespace). Nothing else is replaced or
- * deleted, whatever a location's status names.
- */
-export function isMadeFor(o: KubeObject, nacuuid: string, namespace: string, name: string): boolean {
-  const labels = o.metadata.labels ?? {};
-  const annotations = o.metadata.annotations ?? {};
-  return (
-    Object.entries(managedLabels).every(([k, v]) => labels[k] === v) &&
-    labels[Labels.nabslUuid] === nacuuid &&
-    annotations[Annotations.nabslNamespace] === namespace &&
-    annotations[Annotations.nabslName] === name
-  );
-}
-
 /** An object under the location's NACUUID that tenantkit did not make for it: left alone. */
 class ForeignObject extends Error {
   readonly kind: string;
@@ -106,66 +68,11 @@ class ForeignObject extends Error {
   }
 }
 
-/**
- * Where a tenant's location stands, for NonAdminBackups that name it: the Velero BSL's name once the
- * location is approved and its BSL exists (made by tenantkit for exactly this NABSL), or why not yet.
- */
-export interface StorageLocationLookup {
-  /** The NABSL `name` of `namespace`, if any. */
-  find(namespace: string, name: string): NonAdminBackupStorageLocation | undefined;
-  /** The Velero BSL to use, or a message saying what the backup waits for. */
-  resolve(namespace: string, name: string): { bsl: string } | { waiting: string };
-}
-
-export function storageLocationLookup(manager: Manager): StorageLocationLookup {
-  const nabsls = manager.informer<NonAdminBackupStorageLocation>(nabslType);
-  const bsls = manager.informer<VeleroObject>(managedBsls);
-  bsls.addIndex(ByNabslUuid, uuidLabel);
-  const find = (namespace: string, name: string) => nabsls.get(`${namespace}/${name}`);
-  return {
-    find,
-    resolve(namespace, name) {
-      const field = `spec.backupSpec.storageLocation "${name}"`;
-      const nabsl = find(namespace, name);
-      if (!nabsl || nabsl.metadata.deletionTimestamp) {
-        return {
-          waiting: `${field}: NonAdminBackupStorageLocation ${name} does not exist in namespace ${namespace} (any more); create it, or make a new NonAdminBackup without storageLocation`,
-        };
-      }
-      const uuid = nabsl.status?.veleroBackupStorageLocation?.nacuuid;
-      // Only a BSL tenantkit made for this very NABSL counts: status alone is not proof.
-      const bsl =
-        uuid && isNacuuidOf(uuid, namespace, name)
-          ? bsls
-              .byIndex(ByNabslUuid, uuid)
-              .find((b) => isMadeFor(b, uuid, namespace, name) && !b.metadata.deletionTimestamp)
-          : undefined;
-      const approved = nabsl.status?.conditions?.find((c) => c.type === 'ClusterAdminApproved');
-      const reachable = nabsl.status?.conditions?.find((c) => c.type === 'EndpointReachable');
-      if (reachable?.status === 'False') {
-        return {
-          waiting: `${field}: NonAdminBackupStorageLocation ${name} is not used: ${reachable.message}`,
-        };
-      }
-      if (bsl && approved?.status === 'True') return { bsl: bsl.metadata.name! };
-      const why =
-        approved?.status === 'False'
-          ? `it was not approved (${approved.message})`
-          : approved?.status === 'True'
-            ? 'its Velero BackupStorageLocation is being set up'
-            : 'it waits for approval or set-up (kubectl get nabsl shows its state)';
-      return { waiting: `${field}: NonAdminBackupStorageLocation ${name} is not ready: ${why}` };
-    },
-  };
-}
-
 export function registerNabslController(manager: Manager): void {
   const nabsls = manager.informer<NonAdminBackupStorageLocation>(nabslType);
-  const bsls = manager.informer<VeleroObject>(managedBsls);
-  const requests = manager.informer<Request>(managedRequests);
+  const bsls = managedCache(manager, 'backupStorageLocations');
+  const requests = managedCache<Request>(manager, 'locationRequests');
   const configs = manager.informer<NonAdminBackupConfig>(configType);
-  bsls.addIndex(ByNabslUuid, uuidLabel);
-  requests.addIndex(ByNabslUuid, uuidLabel);
   const use = locationUse(manager);
   /** The location whose BSL a tenantkit Backup writes to (a deletion may wait for that Backup). */
   const locationOfBackup = (b: KubeObject & { spec?: JsonObject }) => {
@@ -176,9 +83,9 @@ export function registerNabslController(manager: Manager): void {
   manager
     .controller('nonadminbackupstoragelocation')
     .for(nabslType)
-    .watches(managedBsls, originOf)
-    .watches(managedRequests, originOf)
-    .watches(managedBackups, locationOfBackup)
+    .watches(ManagedTypes.backupStorageLocations, originOf)
+    .watches(ManagedTypes.locationRequests, originOf)
+    .watches(ManagedTypes.backups, locationOfBackup)
     // A policy change (enforced fields, approval on or off) applies live.
     .watches(configType, () => nabsls.list().map((n) => objectKey(n.metadata)), generationChanged)
     .concurrency(4)
@@ -208,7 +115,7 @@ export function registerNabslController(manager: Manager): void {
         await ctx.client.patch(nabslType, name, ns, body, PatchType.merge, 'status');
       };
       const ours = (o: KubeObject) => uuid !== undefined && isMadeFor(o, uuid, ns, name);
-      const made = { bsls: uuid ? bsls.byIndex(ByNabslUuid, uuid).filter(ours) : [] };
+      const made = { bsls: uuid ? bsls.byIndex(Index.nabslUuid, uuid).filter(ours) : [] };
       /**
        * Removes the BSL and the Secret copy (and, when `all`, the request): nothing may outlive approval.
        * Only objects carrying this location's marks, each deleted by UID; others are left alone (Event).

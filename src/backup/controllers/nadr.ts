@@ -25,20 +25,22 @@ import { generationChanged } from '../../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
-import { type KubeObject, objectKey, type ResourceType } from '../../kube/resources.ts';
+import { type KubeObject, objectKey } from '../../kube/resources.ts';
 import { configType, currentPolicy } from '../policy/config.ts';
 import { type JsonObject, jsonEqual } from '../policy/enforce.ts';
 import { msUntilExpiry, type TargetOwner, targetOwner, targetProblems } from '../policy/nadr-target.ts';
-import { Annotations, Labels, managedLabels, managedSelector, nacObjectName } from '../velero/names.ts';
-import { ByNabUuid, managedBackups } from './nab.ts';
-import { managedRestores } from './nar.ts';
+import { Annotations, Labels, managedLabels, nacObjectName } from '../velero/names.ts';
+import { Index, ManagedTypes, managedCache, type VeleroObject } from './caches.ts';
 import { changedFields } from './queue.ts';
 
 export const NadrFinalizer = 'tenantkit.io/nonadmindownloadrequest';
-const ByNadrUuid = 'backup/nadr-nacuuid';
-const ByNarUuidForNadr = 'backup/nar-nacuuid';
 /** NADRs by what they target, as `namespace/Kind/name`. */
 const ByTarget = 'backup/nadr-target';
+const targetOf = (o: NonAdminDownloadRequest): string[] => {
+  const owner = targetOwner(o.spec?.target?.kind);
+  const name = o.spec?.target?.name;
+  return owner && name ? [`${o.metadata.namespace}/${owner}/${name}`] : [];
+};
 /** How long Velero may leave a DownloadRequest unprocessed before the tenant is told something is wrong. */
 export const unprocessedAfterMs = 60_000;
 
@@ -46,13 +48,6 @@ export const unprocessedAfterMs = 60_000;
 export const nacuuidOf = (nadr: NonAdminDownloadRequest): string =>
   nacObjectName(nadr.metadata.namespace!, nadr.metadata.name!, nadr.metadata.uid!);
 
-/** Velero DownloadRequests tenantkit made, only. */
-export const managedDownloadRequests: ResourceType = {
-  ...VeleroResources.downloadRequests,
-  labelSelector: managedSelector,
-};
-
-type VeleroObject = KubeObject & { spec?: JsonObject; status?: JsonObject };
 type DownloadRequestStatus = { phase?: string; downloadURL?: string; expiration?: string | null };
 type VeleroDownloadRequest = KubeObject & { status?: DownloadRequestStatus };
 type Status = NonNullable<NonAdminDownloadRequest['status']>;
@@ -80,23 +75,11 @@ export function registerNadrController(manager: Manager): void {
   const nadrs = manager.informer<NonAdminDownloadRequest>(NonAdminDownloadRequestCrd.type);
   const nabs = manager.informer<NonAdminBackup>(NonAdminBackupCrd.type);
   const nars = manager.informer<NonAdminRestore>(NonAdminRestoreCrd.type);
-  const requests = manager.informer<VeleroDownloadRequest>(managedDownloadRequests);
-  const backups = manager.informer<VeleroObject>(managedBackups);
-  const restores = manager.informer<VeleroObject>(managedRestores);
+  const requests = managedCache<VeleroDownloadRequest>(manager, 'downloadRequests');
+  const backups = managedCache(manager, 'backups');
+  const restores = managedCache(manager, 'restores');
   const configs = manager.informer<NonAdminBackupConfig>(configType);
-  const label = (name: string) => (o: KubeObject) => {
-    const v = o.metadata.labels?.[name];
-    return v ? [v] : [];
-  };
-  requests.addIndex(ByNadrUuid, label(Labels.nadrUuid));
-  // The NAB and NAR controllers add the same indexes when they run in this manager; adding twice is harmless.
-  backups.addIndex(ByNabUuid, label(Labels.nabUuid));
-  restores.addIndex(ByNarUuidForNadr, label(Labels.narUuid));
-  nadrs.addIndex(ByTarget, (o) => {
-    const owner = targetOwner(o.spec?.target?.kind);
-    const name = o.spec?.target?.name;
-    return owner && name ? [`${o.metadata.namespace}/${owner}/${name}`] : [];
-  });
+  nadrs.addIndex(ByTarget, targetOf);
   const targeting = (owner: TargetOwner) => (keys: string[]) =>
     keys.flatMap((key) => {
       const [ns, name] = key.split('/');
@@ -108,12 +91,12 @@ export function registerNadrController(manager: Manager): void {
   manager
     .controller('nonadmindownloadrequest')
     .for(NonAdminDownloadRequestCrd.type)
-    .watches(managedDownloadRequests, nadrOrigin)
+    .watches(ManagedTypes.downloadRequests, nadrOrigin)
     // A request waiting for its backup or restore to finish goes on when it does.
     .watches(NonAdminBackupCrd.type, (o) => ofBackup([objectKey(o.metadata)]))
     .watches(NonAdminRestoreCrd.type, (o) => ofRestore([objectKey(o.metadata)]))
-    .watches(managedBackups, (o) => ofBackup(nabOrigin(o)))
-    .watches(managedRestores, (o) => ofRestore(narOrigin(o)))
+    .watches(ManagedTypes.backups, (o) => ofBackup(nabOrigin(o)))
+    .watches(ManagedTypes.restores, (o) => ofRestore(narOrigin(o)))
     .watches(configType, () => nadrs.list().map((n) => objectKey(n.metadata)), generationChanged)
     .concurrency(2)
     .complete(async (key, ctx) => {
@@ -128,7 +111,9 @@ export function registerNadrController(manager: Manager): void {
       const uuid = nacuuidOf(nadr);
       // The config's namespace, never the one status names; only DownloadRequests found there count.
       const ref = { nacuuid: uuid, name: uuid, namespace: policy.veleroNamespace };
-      const found = requests.byIndex(ByNadrUuid, uuid).filter((r) => r.metadata.namespace === ref.namespace);
+      const found = requests
+        .byIndex(Index.nadrUuid, uuid)
+        .filter((r) => r.metadata.namespace === ref.namespace);
       const request = found[0];
 
       const writeStatus = async (status: Status) => {
@@ -351,7 +336,7 @@ export function resolveTarget(ns: string, kind: string, name: string, caches: Ca
     : (object as NonAdminRestore).status?.veleroRestore;
   const veleroKind = isBackup ? 'Backup' : 'Restore';
   const cache = isBackup ? caches.backups : caches.restores;
-  const index = isBackup ? ByNabUuid : ByNarUuidForNadr;
+  const index = isBackup ? Index.nabUuid : Index.narUuid;
   const [nameKey, nsKey] = isBackup
     ? [Annotations.nabName, Annotations.nabNamespace]
     : [Annotations.narName, Annotations.narNamespace];

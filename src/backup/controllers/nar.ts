@@ -18,7 +18,7 @@ import { type Condition, findCondition, isTrue, setCondition } from '../../kube/
 import { generationChanged } from '../../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
 import type { Manager } from '../../kube/manager.ts';
-import { type KubeObject, objectKey, type ResourceType } from '../../kube/resources.ts';
+import { type KubeObject, objectKey } from '../../kube/resources.ts';
 import { RequesterAnnotation, requesterOf, requesterValue } from '../admission/requester.ts';
 import { configType, currentPolicy } from '../policy/config.ts';
 import { type JsonObject, jsonEqual, withEnforced } from '../policy/enforce.ts';
@@ -26,23 +26,18 @@ import { enforceableRestoreSpec, restoreSpecProblems } from '../policy/validate.
 import { withForcedRestoreFields } from '../policy/velero-filters.ts';
 import { Annotations, isNacObjectName, Labels, ManagedByValue, nacObjectName } from '../velero/names.ts';
 import { adoptedBackup, ownerships } from './adopt.ts';
-import { ByNabUuid, isManaged, managedBackups } from './nab.ts';
+import { Index, isManaged, ManagedTypes, managedCache } from './caches.ts';
 import { restoreProgress, withProgress } from './progress.ts';
 import { CreatedAtAnnotation, changedFields, QueueTracker, restoreQueuePhases } from './queue.ts';
 import { RestoreGuardPresence, readRefusals, refusalSummary } from './restore-guard.ts';
 
 export const NarFinalizer = 'tenantkit.io/nonadminrestore';
-const ByNarUuid = 'backup/nar-nacuuid';
 /** NARs by the NonAdminBackup they restore from, as `namespace/name`. */
 const ByBackupRef = 'backup/nar-backup';
-
-/** Velero Restores tenantkit made, only: the cache never holds anyone else's. */
-export const managedRestores: ResourceType = {
-  ...VeleroResources.restores,
-  labelSelector: managedBackups.labelSelector!,
+const backupRefOf = (nar: NonAdminRestore): string[] => {
+  const name = nar.spec?.restoreSpec?.backupName;
+  return name ? [`${nar.metadata.namespace}/${name}`] : [];
 };
-
-type VeleroObject = KubeObject & { spec?: JsonObject; status?: JsonObject };
 type Status = NonNullable<NonAdminRestore['status']>;
 
 /** The NAR a Velero Restore was made for, from the annotations tenantkit wrote (tenants cannot write there). */
@@ -65,27 +60,18 @@ export function registerNarController(manager: Manager): void {
   manager.informer(VeleroResources.restores).addHandlers(queue.handlers());
   const nars = manager.informer<NonAdminRestore>(NonAdminRestoreCrd.type);
   const nabs = manager.informer<NonAdminBackup>(NonAdminBackupCrd.type);
-  const restores = manager.informer<VeleroObject>(managedRestores);
-  const backups = manager.informer<VeleroObject>(managedBackups);
+  const restores = managedCache(manager, 'restores');
+  const backups = managedCache(manager, 'backups');
   const configs = manager.informer<NonAdminBackupConfig>(configType);
   const adoption = ownerships(manager);
-  const label = (name: string) => (o: KubeObject) => {
-    const v = o.metadata.labels?.[name];
-    return v ? [v] : [];
-  };
-  restores.addIndex(ByNarUuid, label(Labels.narUuid));
-  backups.addIndex(ByNabUuid, label(Labels.nabUuid));
   const progress = restoreProgress(manager);
   const guard = new RestoreGuardPresence();
-  nars.addIndex(ByBackupRef, (nar) => {
-    const name = nar.spec?.restoreSpec?.backupName;
-    return name ? [`${nar.metadata.namespace}/${name}`] : [];
-  });
+  nars.addIndex(ByBackupRef, backupRefOf);
 
   manager
     .controller('nonadminrestore')
     .for(NonAdminRestoreCrd.type)
-    .watches(managedRestores, originOf)
+    .watches(ManagedTypes.restores, originOf)
     .watches(VeleroResources.restores, () => queue.drain())
     // Progress counts: a PodVolumeRestore or DataDownload of a tenant's Restore moved.
     .watches(progress.podVolumes, progress.map)
@@ -113,7 +99,7 @@ export function registerNarController(manager: Manager): void {
         r.metadata.name === uuid &&
         r.metadata.namespace === policy.veleroNamespace &&
         originOf(r)[0] === `${ns}/${nar.metadata.name}`;
-      const found = trusted ? restores.byIndex(ByNarUuid, uuid).filter(ours) : [];
+      const found = trusted ? restores.byIndex(Index.narUuid, uuid).filter(ours) : [];
       const restore = found[0];
       const generation = nar.metadata.generation;
       const base: Status = { ...(nar.status ?? {}) };
@@ -275,7 +261,7 @@ export function registerNarController(manager: Manager): void {
       const made =
         nab && source
           ? (backups
-              .byIndex(ByNabUuid, source.nacuuid ?? '')
+              .byIndex(Index.nabUuid, source.nacuuid ?? '')
               .find(
                 (b) =>
                   b.metadata.name === source.name &&

@@ -14,7 +14,8 @@ import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import type { KubeObject, ResourceType } from '../../kube/resources.ts';
 import type { JsonObject } from '../policy/enforce.ts';
-import { Annotations, managedSelector } from '../velero/names.ts';
+import { Annotations } from '../velero/names.ts';
+import { ManagedTypes } from './caches.ts';
 
 const RestoreNameLabel = 'velero.io/restore-name';
 const BackupNameLabel = 'velero.io/backup-name';
@@ -203,7 +204,7 @@ export const backupProgress = (manager: Manager, moreKeys?: MoreKeys): ProgressS
     manager,
     {
       label: BackupNameLabel,
-      operations: { ...VeleroResources.backups, labelSelector: managedSelector },
+      operations: ManagedTypes.backups,
       nameAnnotation: Annotations.nabName,
       namespaceAnnotation: Annotations.nabNamespace,
       podVolumes: { field: 'fileSystemPodVolumeBackups', type: VeleroResources.podVolumeBackups },
@@ -216,7 +217,7 @@ export const backupProgress = (manager: Manager, moreKeys?: MoreKeys): ProgressS
 export const restoreProgress = (manager: Manager): ProgressSource =>
   progressSource(manager, {
     label: RestoreNameLabel,
-    operations: { ...VeleroResources.restores, labelSelector: managedSelector },
+    operations: ManagedTypes.restores,
     nameAnnotation: Annotations.narName,
     namespaceAnnotation: Annotations.narNamespace,
     podVolumes: { field: 'fileSystemPodVolumeRestores', type: VeleroResources.podVolumeRestores },

@@ -21,28 +21,22 @@ import { generationChanged, ownerMapper, type ReconcileContext } from '../../kub
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
 import { ByOwner } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
-import { type KubeObject, objectKey, type ResourceType } from '../../kube/resources.ts';
+import { type KubeObject, objectKey } from '../../kube/resources.ts';
 import { configType, currentPolicy } from '../policy/config.ts';
 import { parseCron } from '../policy/cron.ts';
 import { type JsonObject, jsonEqual, withEnforced } from '../policy/enforce.ts';
 import { scheduleProblems, templateOf } from '../policy/schedule.ts';
 import { withForcedBackupFields } from '../policy/velero-filters.ts';
-import { Annotations, Labels, ManagedByValue, managedSelector, nacObjectName } from '../velero/names.ts';
+import { Annotations, Labels, ManagedByValue, nacObjectName } from '../velero/names.ts';
 import { ensureSyncedNab, ownerships, syncedNabName, type VeleroBackup } from './adopt.ts';
-import { storageLocationLookup } from './nabsl.ts';
+import { Index, IndexFunctions, ManagedTypes, managedCache, scheduleCache } from './caches.ts';
+import { storageLocationLookup } from './location-lookup.ts';
 import { changedFields } from './queue.ts';
-import { ByNasUuid, nasUuidOf } from './sync.ts';
 
 export const NasFinalizer = 'tenantkit.io/nonadminschedule';
-const ByNasLabel = 'backup/nas-nacuuid-label';
 /** Velero labels every run with its Schedule's name. */
 export const ScheduleNameLabel = 'velero.io/schedule-name';
 const recentRuns = 5;
-
-export const managedSchedules: ResourceType = {
-  ...VeleroResources.schedules,
-  labelSelector: managedSelector,
-};
 
 type VeleroSchedule = KubeObject & {
   spec?: JsonObject;
@@ -55,11 +49,6 @@ type VeleroSchedule = KubeObject & {
 };
 type Status = NonNullable<NonAdminSchedule['status']>;
 type ScheduledBackup = NonNullable<Status['recentBackups']>[number];
-
-const nasLabelOf = (o: KubeObject): string[] => {
-  const v = o.metadata.labels?.[Labels.nasUuid];
-  return v ? [v] : [];
-};
 
 /** Whether Velero Schedule `s` is the one tenantkit made for `nas` (its origin annotations; admins write there). */
 const madeFor = (s: KubeObject, nas: NonAdminSchedule) =>
@@ -97,23 +86,21 @@ const time = (v: unknown): number => (typeof v === 'string' ? Date.parse(v) : Nu
 
 export function registerScheduleController(manager: Manager): void {
   const type = NonAdminScheduleCrd.type;
-  const nass = manager.informer<NonAdminSchedule>(type);
-  nass.addIndex(ByNasUuid, nasUuidOf);
-  const schedules = manager.informer<VeleroSchedule>(managedSchedules);
-  schedules.addIndex(ByNasLabel, nasLabelOf);
+  const nass = scheduleCache(manager);
+  const schedules = managedCache<VeleroSchedule>(manager, 'schedules');
   const o = ownerships(manager);
-  o.backups.addIndex(ByNasLabel, nasLabelOf);
+  o.backups.addIndex(Index.nasUuid, IndexFunctions.nasUuid);
   const configs = manager.informer<NonAdminBackupConfig>(configType);
   const locations = storageLocationLookup(manager);
-  const byUuid = (uuid: string) => nass.byIndex(ByNasUuid, uuid).map((n) => objectKey(n.metadata));
+  const byUuid = (uuid: string) => nass.byIndex(Index.scheduleByUuid, uuid).map((n) => objectKey(n.metadata));
 
   manager
     .controller('nonadminschedule')
     .for(type)
-    .watches(managedSchedules, (s) => nasLabelOf(s).flatMap(byUuid))
+    .watches(ManagedTypes.schedules, (s) => IndexFunctions.nasUuid(s).flatMap(byUuid))
     // Runs: found by the NACUUID label Velero copies from the Schedule's template, and checked for
     // ownership before being shown (a tenant's bucket may hold Backups with any labels).
-    .watches(VeleroResources.backups, (b) => nasLabelOf(b).flatMap(byUuid))
+    .watches(VeleroResources.backups, (b) => IndexFunctions.nasUuid(b).flatMap(byUuid))
     .watches(NonAdminBackupCrd.type, ownerMapper(type))
     .watches(configType, () => nass.list().map((n) => objectKey(n.metadata)), generationChanged)
     .concurrency(2)
@@ -128,7 +115,7 @@ export function registerScheduleController(manager: Manager): void {
       const veleroNs = policy.veleroNamespace;
       const schedule = uuid
         ? schedules
-            .byIndex(ByNasLabel, uuid)
+            .byIndex(Index.nasUuid, uuid)
             .find((s) => s.metadata.name === uuid && s.metadata.namespace === veleroNs && madeFor(s, nas))
         : undefined;
       const base: Status = { ...(nas.status ?? {}) };
@@ -301,7 +288,7 @@ export function registerScheduleController(manager: Manager): void {
         controller: true,
       };
       const runs = o.backups
-        .byIndex(ByNasLabel, uuid)
+        .byIndex(Index.nasUuid, uuid)
         .filter(
           (b) =>
             b.metadata.namespace === veleroNs &&
@@ -417,7 +404,7 @@ async function deleteSchedule(
 ): Promise<undefined> {
   const type = NonAdminScheduleCrd.type;
   if (!hasFinalizer(nas, NasFinalizer)) return undefined;
-  for (const s of uuid ? schedules.byIndex(ByNasLabel, uuid) : []) {
+  for (const s of uuid ? schedules.byIndex(Index.nasUuid, uuid) : []) {
     // Only the one made for this very NAS: a forged status must not delete another tenant's Schedule.
     if (s.metadata.namespace === veleroNs && madeFor(s, nas)) {
       await ctx.client.delete(VeleroResources.schedules, s.metadata.name!, veleroNs);

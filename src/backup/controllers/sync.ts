@@ -5,7 +5,7 @@
 // so the tenant can restore from them. Runs per Backup on its events, for a namespace's Backups when the
 // namespace is made, and again every backupSyncPeriod of NonAdminBackupConfig "cluster" (read live; 0 turns
 // sync off).
-import { type NonAdminBackupConfig, type NonAdminSchedule, NonAdminScheduleCrd } from '../../api/backup.ts';
+import type { NonAdminBackupConfig } from '../../api/backup.ts';
 import { VeleroResources } from '../../api/velero.ts';
 import { generationChanged } from '../../kube/controller.ts';
 import type { Informer } from '../../kube/informer.ts';
@@ -14,20 +14,14 @@ import { type KubeObject, objectKey, Resources } from '../../kube/resources.ts';
 import { configType, currentPolicy } from '../policy/config.ts';
 import { Labels } from '../velero/names.ts';
 import { ensureSyncedNab, ownerships } from './adopt.ts';
-
-/** NonAdminSchedules by their NACUUID: their runs are the schedule controller's to show, not sync's. */
-export const ByNasUuid = 'backup/nas-nacuuid';
-export const nasUuidOf = (nas: NonAdminSchedule): string[] => {
-  const v = nas.status?.veleroSchedule?.nacuuid;
-  return v ? [v] : [];
-};
+import { Index, scheduleCache } from './caches.ts';
 
 export function registerSyncController(manager: Manager): void {
   const o = ownerships(manager);
   const configs = manager.informer<NonAdminBackupConfig>(configType);
   const namespaces: Informer<KubeObject> = manager.informer(Resources.namespaces);
-  const schedules = manager.informer<NonAdminSchedule>(NonAdminScheduleCrd.type);
-  schedules.addIndex(ByNasUuid, nasUuidOf);
+  // NonAdminSchedules by their NACUUID: their runs are the schedule controller's to show, not sync's.
+  const schedules = scheduleCache(manager);
 
   manager
     .controller('backupsync')
@@ -60,7 +54,8 @@ export function registerSyncController(manager: Manager): void {
       const ns = owner.namespace;
       // A live schedule's runs get their NABs from the schedule controller (owned by the schedule).
       const run = backup.metadata.labels?.[Labels.nasUuid];
-      if (run && schedules.byIndex(ByNasUuid, run).some((s) => s.metadata.namespace === ns)) return again;
+      if (run && schedules.byIndex(Index.scheduleByUuid, run).some((s) => s.metadata.namespace === ns))
+        return again;
       const namespace = namespaces.get(ns);
       if (!namespace || namespace.metadata.deletionTimestamp) return again;
       const made = await ensureSyncedNab(o, ctx, backup, ns);

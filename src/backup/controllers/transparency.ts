@@ -23,8 +23,9 @@ import { ByNamespace } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
 import { configType, currentPolicy } from '../policy/config.ts';
-import { Annotations, Labels, ManagedByValue, managedSelector } from '../velero/names.ts';
+import { Annotations, Labels } from '../velero/names.ts';
 import { defaultLocationOf, type Location } from '../velero/ownership.ts';
+import { isManaged, ManagedTypes, managedCache } from './caches.ts';
 
 /** Field manager of the writes, and the managed-by value on the Roles/RoleBindings this controller makes. */
 export const TransparencyManager = 'tenantkit-backup-view';
@@ -35,12 +36,10 @@ export const AdministeringClusterRoles: readonly string[] = ['admin', 'edit'];
 
 const ByOrigin = 'backup/origin-namespace';
 const ByTenant = 'backup/tenant-namespace';
-const ByLocation = 'backup/storage-location';
+/** Every Backup (not only tenantkit's) by `namespace/location`. */
+const ByLocation = 'backup/any-storage-location';
 const rbacGroup = 'rbac.authorization.k8s.io';
 
-// The same selector as the NAB/NAR controllers, so the manager shares their informers.
-const managed = managedSelector;
-const veleroRestores: ResourceType = { ...VeleroResources.restores, labelSelector: managed };
 const ours = `${Labels.managedBy}=${TransparencyManager}`;
 const viewRoles: ResourceType = { ...Resources.roles, labelSelector: ours };
 const viewBindings: ResourceType = { ...Resources.roleBindings, labelSelector: ours };
@@ -83,8 +82,7 @@ const backupOrigin = (o: KubeObject) => {
   );
 };
 const locationOf = (b: Backup) => (typeof b.spec?.storageLocation === 'string' ? b.spec.storageLocation : '');
-const isManaged = (o: KubeObject) =>
-  o.metadata.labels?.[Labels.oadp] === 'True' && o.metadata.labels?.[Labels.managedBy] === ManagedByValue;
+const locationKeyOf = (b: Backup) => [`${b.metadata.namespace}/${locationOf(b)}`];
 const tenantLocationNamespace = (l: Bsl | undefined) =>
   l?.metadata.labels?.[Labels.nabslUuid] !== undefined
     ? l?.metadata.annotations?.[Annotations.nabslNamespace] || undefined
@@ -156,13 +154,13 @@ export function registerTransparencyController(manager: Manager): void {
   // Every Backup (shared with the ownership rules): one in a tenant's bucket may lack tenantkit's labels.
   const backups = manager.informer<Backup>(VeleroResources.backups);
   const bsls = manager.informer<Bsl>(VeleroResources.backupStorageLocations);
-  const restores = manager.informer<KubeObject>(veleroRestores);
+  const restores = managedCache<KubeObject>(manager, 'restores');
   const bindings = manager.informer<RoleBinding>(Resources.roleBindings);
   const roles = manager.informer<Role>(viewRoles);
   const views = manager.informer<RoleBinding>(viewBindings);
   const configs = manager.informer<NonAdminBackupConfig>(configType);
   backups.addIndex(ByOrigin, backupOrigin);
-  backups.addIndex(ByLocation, (b) => [`${b.metadata.namespace}/${locationOf(b)}`]);
+  backups.addIndex(ByLocation, locationKeyOf);
   restores.addIndex(ByOrigin, restoreOrigin);
   const locationFor = (b: Backup) => {
     const named = locationOf(b);
@@ -205,7 +203,7 @@ export function registerTransparencyController(manager: Manager): void {
     )
     .watches(VeleroResources.backups, backupKeys)
     .watches(VeleroResources.backupStorageLocations, locationKeys)
-    .watches(veleroRestores, restoreOrigin)
+    .watches(ManagedTypes.restores, restoreOrigin)
     // Who administers a namespace changes with its RoleBindings.
     .watches(Resources.roleBindings, (b) =>
       b.metadata.namespace && administers(b as RoleBinding) ? [b.metadata.namespace] : [],
