@@ -8,17 +8,18 @@
 import { type NonAdminBackup, NonAdminBackupCrd } from '../../api/backup.ts';
 import { VeleroResources } from '../../api/velero.ts';
 import { isAlreadyExists, isForbidden, isNotFound } from '../../kube/client.ts';
-import type { Condition } from '../../kube/conditions.ts';
 import type { ReconcileContext } from '../../kube/controller.ts';
 import { ensureFinalizer } from '../../kube/finalizers.ts';
 import { ByNamespace, type Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import type { KubeObject, OwnerReference } from '../../kube/resources.ts';
+import type { StatusWriter } from '../../kube/status.ts';
 import { type AdmissionRequest, deny, type Verdict } from '../../webhook/admission.ts';
 import { type BackupPolicy, currentPolicy } from '../policy/config.ts';
 import type { JsonObject } from '../policy/enforce.ts';
 import { Annotations, Labels } from '../velero/names.ts';
 import { backupOwner, defaultLocationOf, type Location, type Ownership } from '../velero/ownership.ts';
+import { NabFinalizer } from './nab-delete.ts';
 
 export type VeleroBackup = KubeObject & { spec?: JsonObject; status?: JsonObject };
 type Bsl = KubeObject & Location;
@@ -155,8 +156,7 @@ export function nabKeysFor(o: Ownerships, backup: KubeObject): string[] {
 
 interface AdoptHelpers {
   policy: BackupPolicy;
-  writeStatus(status: Status): Promise<void>;
-  condition(status: Status, c: Omit<Condition, 'lastTransitionTime'>): Condition[];
+  status: StatusWriter<Status>;
 }
 
 /**
@@ -167,21 +167,22 @@ export async function reconcileAdoption(
   o: Ownerships,
   nab: NonAdminBackup,
   ctx: ReconcileContext,
-  { policy, writeStatus, condition }: AdoptHelpers,
+  { policy, status }: AdoptHelpers,
 ): Promise<undefined> {
   const ns = nab.metadata.namespace!;
   const name = syncedFromOf(nab)!;
   const base: Status = { ...(nab.status ?? {}) };
   const backOff = async (reason: string, message: string): Promise<undefined> => {
     const before = base.conditions?.find((c) => c.type === 'Accepted');
-    if (before?.reason !== reason || before.message !== message) {
-      ctx.events.record(nab, 'Warning', reason, 'Adopt', message);
-    }
-    await writeStatus({
-      ...base,
-      phase: 'BackingOff',
-      conditions: condition(base, { type: 'Accepted', status: 'False', reason, message }),
-    });
+    const known = before?.reason === reason && before.message === message;
+    await status.write(
+      {
+        ...base,
+        phase: 'BackingOff',
+        conditions: status.condition(base, { type: 'Accepted', status: 'False', reason, message }),
+      },
+      known ? {} : { event: { type: 'Warning', reason, action: 'Adopt', message } },
+    );
     return undefined;
   };
   if (name.length > maxLabelValue) return backOff('NotAdoptable', `label ${Labels.syncedFrom} is too long`);
@@ -206,14 +207,19 @@ export async function reconcileAdoption(
       `Velero Backup ${name} is already NonAdminBackup ${other.metadata.name}'s; delete this NonAdminBackup`,
     );
   }
-  // NabFinalizer (nab.ts, which imports this file): deleting the NAB removes the Backup object.
-  await ensureFinalizer(ctx.client, NonAdminBackupCrd.type, nab, 'tenantkit.io/nonadminbackup');
-  ctx.events.record(nab, 'Normal', 'BackupAdopted', 'Adopt', `follows existing Velero Backup ${name}`);
-  await writeStatus({
+  // Deleting the NAB removes the Backup object (nab.ts).
+  await ensureFinalizer(ctx.client, NonAdminBackupCrd.type, nab, NabFinalizer);
+  status.event({
+    type: 'Normal',
+    reason: 'BackupAdopted',
+    action: 'Adopt',
+    message: `follows existing Velero Backup ${name}`,
+  });
+  await status.write({
     ...base,
     phase: 'Created',
     veleroBackup: { nacuuid: name, name, namespace: policy.veleroNamespace },
-    conditions: condition(base, {
+    conditions: status.condition(base, {
       type: 'Accepted',
       status: 'True',
       reason: 'BackupAdopted',

@@ -9,26 +9,42 @@ import {
   NonAdminBackupStorageLocationCrd,
 } from '../../api/backup.ts';
 import { finishedPhases, VeleroResources } from '../../api/velero.ts';
-import { isAlreadyExists, PatchType } from '../../kube/client.ts';
-import { type Condition, findCondition, setCondition } from '../../kube/conditions.ts';
-import { generationChanged, type ReconcileContext } from '../../kube/controller.ts';
+import { isAlreadyExists } from '../../kube/client.ts';
+import { type Condition, findCondition } from '../../kube/conditions.ts';
+import { generationChanged, type ReconcileContext, type ReconcileResult } from '../../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
+import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, objectKey } from '../../kube/resources.ts';
+import { StatusWriter } from '../../kube/status.ts';
 import { type BackupPolicy, configType, currentPolicy } from '../policy/config.ts';
-import { type JsonObject, jsonEqual, withEnforced } from '../policy/enforce.ts';
+import { type JsonObject, withEnforced } from '../policy/enforce.ts';
 import { backupSpecProblems } from '../policy/validate.ts';
 import { withForcedBackupFields } from '../policy/velero-filters.ts';
 import { Annotations, isNacObjectName, Labels, ManagedByValue, nacObjectName } from '../velero/names.ts';
-import { adoptedBackup, nabKeysFor, ownerships, reconcileAdoption, syncedFromOf } from './adopt.ts';
+import {
+  adoptedBackup,
+  nabKeysFor,
+  type Ownerships,
+  ownerships,
+  reconcileAdoption,
+  syncedFromOf,
+} from './adopt.ts';
 import { Index, isManaged, ManagedTypes, managedCache, type VeleroObject } from './caches.ts';
-import { storageLocationLookup } from './location-lookup.ts';
-import { locationUse } from './location-use.ts';
-import { backupProgress, withProgress } from './progress.ts';
-import { backupQueuePhases, CreatedAtAnnotation, changedFields, QueueTracker } from './queue.ts';
+import { deleteBackup, NabFinalizer } from './nab-delete.ts';
+import { queueLimitReached, waiting } from './nab-queue.ts';
 
-export const NabFinalizer = 'tenantkit.io/nonadminbackup';
+export { NabFinalizer };
+
+import { type StorageLocationLookup, storageLocationLookup } from './location-lookup.ts';
+import { type LocationUse, locationUse } from './location-use.ts';
+import { backupProgress, type ProgressSource, withProgress } from './progress.ts';
+import { backupQueuePhases, CreatedAtAnnotation, QueueTracker } from './queue.ts';
+
 type Status = NonNullable<NonAdminBackup['status']>;
+type Result = Promise<ReconcileResult | undefined>;
+/** Why a NAB does not go on (now): a condition's reason and the message that says what to do. */
+type Refusal = { reason: string; message: string };
 
 /** The NAB a Velero object was made for, from the annotations tenantkit wrote (tenants cannot write there). */
 const originOf = (o: KubeObject): string[] => {
@@ -36,6 +52,33 @@ const originOf = (o: KubeObject): string[] => {
   const name = o.metadata.annotations?.[Annotations.nabName];
   return ns && name ? [`${ns}/${name}`] : [];
 };
+
+/** What the NAB controller reads, wired by registerNabController. */
+export interface NabSources {
+  nabs: Informer<NonAdminBackup>;
+  backups: Informer<VeleroObject>;
+  deleteRequests: Informer<VeleroObject>;
+  configs: Informer<NonAdminBackupConfig>;
+  locations: StorageLocationLookup;
+  use: LocationUse;
+  progress: ProgressSource;
+  adoption: Ownerships;
+  queue: QueueTracker;
+}
+
+/** One reconcile's view of a NAB: read from the caches once, written through `status`. */
+interface Seen {
+  nab: NonAdminBackup;
+  ns: string;
+  policy: BackupPolicy;
+  /** The NACUUID status records (tenantkit's step 1), if any. */
+  uuid: string | undefined;
+  /** The Velero Backup made (or adopted) for this NAB, if any. */
+  backup: VeleroObject | undefined;
+  base: Status;
+  status: StatusWriter<Status>;
+  ctx: ReconcileContext;
+}
 
 export function registerNabController(manager: Manager): void {
   // Velero's queue: every Backup in Velero's namespace counts, not only tenantkit's, so this informer
@@ -47,20 +90,21 @@ export function registerNabController(manager: Manager): void {
   });
   manager.informer(VeleroResources.backups).addHandlers(queue.handlers());
   const nabs = manager.informer<NonAdminBackup>(NonAdminBackupCrd.type);
-  const backups = managedCache(manager, 'backups');
-  const deleteRequests = managedCache(manager, 'deleteBackupRequests');
-  const configs = manager.informer<NonAdminBackupConfig>(configType);
-  const locations = storageLocationLookup(manager);
-  const use = locationUse(manager);
-  /** The Velero Backup tenantkit made under `nab`'s NACUUID, if any (for counting, not acting on). */
-  const veleroBackupOf = (nab: NonAdminBackup): VeleroObject | undefined => {
-    const uuid = nab.status?.veleroBackup?.nacuuid;
-    return uuid ? backups.byIndex(Index.nabUuid, uuid).find((b) => b.metadata.name === uuid) : undefined;
-  };
-  // Counted objects map to the NAB by the Backup's annotations, or to the NAB that adopted it.
-  const progress = backupProgress(manager, (b) => nabKeysFor(adoption, b));
   // NABs of existing Backups (schedule runs, backup sync): see adopt.ts.
   const adoption = ownerships(manager);
+  // Counted objects map to the NAB by the Backup's annotations, or to the NAB that adopted it.
+  const progress = backupProgress(manager, (b) => nabKeysFor(adoption, b));
+  const reconciler = new NabReconciler({
+    nabs,
+    backups: managedCache(manager, 'backups'),
+    deleteRequests: managedCache(manager, 'deleteBackupRequests'),
+    configs: manager.informer<NonAdminBackupConfig>(configType),
+    locations: storageLocationLookup(manager),
+    use: locationUse(manager),
+    progress,
+    adoption,
+    queue,
+  });
 
   manager
     .controller('nonadminbackup')
@@ -91,459 +135,316 @@ export function registerNabController(manager: Manager): void {
         .map((n) => objectKey(n.metadata)),
     )
     .concurrency(4)
-    .complete(async (key, ctx) => {
-      const nab = nabs.get(key);
-      if (!nab) return undefined;
-      const policy = currentPolicy(configs);
-      const uuid = nab.status?.veleroBackup?.nacuuid;
-      const type = NonAdminBackupCrd.type;
-      const ns = nab.metadata.namespace!;
-      // Only in Velero's namespace (the config's, never the one status names: a velero.io Backup restored
-      // into a tenant namespace carries tenantkit's labels too), by name too (a Backup synced from a
-      // tenant's bucket may carry anyone's NACUUID label), and made for this very NAB.
-      const backup = uuid
-        ? (backups
-            .byIndex(Index.nabUuid, uuid)
-            .find(
-              (b) =>
-                b.metadata.name === uuid &&
-                b.metadata.namespace === policy.veleroNamespace &&
-                b.metadata.annotations?.[Annotations.nabNamespace] === ns &&
-                b.metadata.annotations?.[Annotations.nabName] === nab.metadata.name,
-            ) ?? adoptedBackup(adoption, nab, policy.veleroNamespace))
-        : undefined;
-      // A NACUUID tenantkit did not write (a status forged through a restore, say) is never acted on.
-      const forged =
-        uuid !== undefined &&
-        syncedFromOf(nab) === undefined &&
-        !isNacObjectName(ns, nab.metadata.name!, uuid);
-      const generation = nab.metadata.generation;
+    .complete((key, ctx) => reconciler.reconcile(key, ctx));
+}
 
-      /** `ifVersion`: fail (409, retried) unless the object is still at that resourceVersion. */
-      const writeStatus = async (status: Status, ifVersion?: string) => {
-        if (jsonEqual(status as never, (nab.status ?? {}) as never)) return;
-        await ctx.client.patch(
-          type,
-          nab.metadata.name!,
-          ns,
-          {
-            ...(ifVersion ? { metadata: { resourceVersion: ifVersion } } : {}),
-            status: changedFields(status as JsonObject, (nab.status ?? {}) as JsonObject),
-          },
-          PatchType.merge,
-          'status',
-        );
-      };
-      const condition = (status: Status, c: Omit<Condition, 'lastTransitionTime'>): Condition[] =>
-        setCondition(status.conditions as Condition[] | undefined, { ...c, observedGeneration: generation });
+export class NabReconciler {
+  private readonly from: NabSources;
 
-      // Removed by the tenant: the Velero Backup object goes, its data stays in storage.
-      if (nab.metadata.deletionTimestamp) {
-        if (!hasFinalizer(nab, NabFinalizer)) return undefined;
-        for (const b of backup ? [backup] : []) {
-          await ctx.client.delete(VeleroResources.backups, b.metadata.name!, b.metadata.namespace);
-        }
-        if (backup && !nab.spec?.deleteBackup) {
-          ctx.events.record(
-            nab,
-            'Normal',
-            'BackupDataKept',
-            'Delete',
-            `Velero Backup ${backup.metadata.name} was removed but its data stays in object storage; set spec.deleteBackup: true before deleting to remove the data too`,
-          );
-        }
-        await removeFinalizer(ctx.client, type, nab, NabFinalizer);
-        return undefined;
-      }
+  constructor(sources: NabSources) {
+    this.from = sources;
+  }
 
-      if (spec(nab).deleteBackup === true) {
-        const request = uuid
-          ? deleteRequests
-              .byIndex(Index.nabUuid, uuid)
-              .find((r) => r.metadata.name === uuid && r.metadata.namespace === backup?.metadata.namespace)
-          : undefined;
-        return deleteBackup(nab, backup, uuid, request, ctx, writeStatus, condition);
-      }
+  async reconcile(key: string, ctx: ReconcileContext): Result {
+    const nab = this.from.nabs.get(key);
+    if (!nab) return undefined;
+    const seen = this.read(nab, ctx);
+    if (nab.metadata.deletionTimestamp) return this.finalize(seen);
+    if (spec(nab).deleteBackup === true) return this.deleteBackup(seen);
+    const refusal = refusalOf(seen);
+    if (refusal) return this.backOff(seen, refusal);
+    // A NAB for an existing Backup adopts it (if its namespace owns it) and never makes one.
+    if (!seen.backup && syncedFromOf(nab) !== undefined) {
+      return reconcileAdoption(this.from.adoption, nab, ctx, { policy: seen.policy, status: seen.status });
+    }
+    if (!seen.backup && seen.uuid && seen.base.phase === 'Created') return this.reportMissing(seen);
+    // Once a Velero Backup exists, the NAB's request is settled: mirror it, whatever the spec says now.
+    if (seen.backup) return this.mirror(seen, seen.backup);
+    return this.admitAndCreate(seen);
+  }
 
-      const base: Status = { ...(nab.status ?? {}) };
-      if (forged) {
-        const message = `status.veleroBackup.nacuuid ${uuid} was not written by tenantkit for this NonAdminBackup; delete it and create a new one`;
-        await writeStatus({
-          ...base,
-          phase: 'BackingOff',
-          conditions: condition(base, {
-            type: 'Accepted',
-            status: 'False',
-            reason: 'InvalidStatus',
-            message,
-          }),
-        });
-        return undefined;
-      }
-      if (!policy.enabled) {
-        const message =
-          'non-admin backups are not enabled: an admin must set spec.nonAdmin.enable: true in NonAdminBackupConfig "cluster"';
-        await writeStatus({
-          ...base,
-          phase: 'BackingOff',
-          conditions: condition(base, {
-            type: 'Accepted',
-            status: 'False',
-            reason: 'NonAdminDisabled',
-            message,
-          }),
-        });
-        return undefined;
-      }
+  /** The NAB's policy, identity and Velero Backup, from the caches. */
+  private read(nab: NonAdminBackup, ctx: ReconcileContext): Seen {
+    const policy = currentPolicy(this.from.configs);
+    const uuid = nab.status?.veleroBackup?.nacuuid;
+    const ns = nab.metadata.namespace!;
+    // Only in Velero's namespace (the config's, never the one status names: a velero.io Backup restored
+    // into a tenant namespace carries tenantkit's labels too), by name too (a Backup synced from a
+    // tenant's bucket may carry anyone's NACUUID label), and made for this very NAB.
+    const backup = uuid
+      ? (this.from.backups
+          .byIndex(Index.nabUuid, uuid)
+          .find(
+            (b) =>
+              b.metadata.name === uuid &&
+              b.metadata.namespace === policy.veleroNamespace &&
+              b.metadata.annotations?.[Annotations.nabNamespace] === ns &&
+              b.metadata.annotations?.[Annotations.nabName] === nab.metadata.name,
+          ) ?? adoptedBackup(this.from.adoption, nab, policy.veleroNamespace))
+      : undefined;
+    const status = new StatusWriter<Status>(ctx, NonAdminBackupCrd.type, nab);
+    return { nab, ns, policy, uuid, backup, base: status.current, status, ctx };
+  }
 
-      // A NAB for an existing Backup adopts it (if its namespace owns it) and never makes one.
-      if (!backup && syncedFromOf(nab) !== undefined) {
-        return reconcileAdoption(adoption, nab, ctx, { policy, writeStatus, condition });
-      }
+  /** Removed by the tenant: the Velero Backup object goes, its data stays in storage. */
+  private async finalize({ nab, backup, ctx, status }: Seen): Result {
+    if (!hasFinalizer(nab, NabFinalizer)) return undefined;
+    if (backup)
+      await ctx.client.delete(VeleroResources.backups, backup.metadata.name!, backup.metadata.namespace);
+    if (backup && !nab.spec?.deleteBackup) {
+      status.event({
+        type: 'Normal',
+        reason: 'BackupDataKept',
+        action: 'Delete',
+        message: `Velero Backup ${backup.metadata.name} was removed but its data stays in object storage; set spec.deleteBackup: true before deleting to remove the data too`,
+      });
+    }
+    await removeFinalizer(ctx.client, NonAdminBackupCrd.type, nab, NabFinalizer);
+    return undefined;
+  }
 
-      // Seen before (phase Created is written only once the Velero Backup was observed) and gone now:
-      // deleted outside tenantkit, expired (its TTL), or left in Velero's previous namespace. Making it
-      // again would run a backup nobody asked for (after a namespace move, every old backup at once).
-      if (!backup && uuid && base.phase === 'Created') {
-        const name = nab.status?.veleroBackup?.name ?? uuid;
-        if (
-          findCondition(base.conditions as Condition[] | undefined, 'Queued')?.reason !==
-          'VeleroBackupMissing'
-        ) {
-          ctx.events.record(nab, 'Warning', 'VeleroBackupMissing', 'Backup', `Velero Backup ${name} is gone`);
-        }
-        await writeStatus({
-          ...base,
-          queueInfo: { estimatedQueuePosition: 0 },
-          conditions: condition(base, {
-            type: 'Queued',
-            status: 'False',
-            reason: 'VeleroBackupMissing',
-            message: `Velero Backup ${name} no longer exists in namespace ${policy.veleroNamespace} (deleted outside tenantkit, expired, or Velero moved; Velero's bucket sync brings it back if its data is still there); create a new NonAdminBackup to back up again`,
-          }),
-        });
-        return undefined;
-      }
-
-      // Once a Velero Backup exists, the NAB's request is settled: mirror it, whatever the spec says now.
-      if (!backup) {
-        const problems = backupSpecProblems(
-          ns,
-          tenantSpec(nab),
-          policy.enforceBackupSpec,
-          (name) => locations.find(ns, name) !== undefined,
-        );
-        if (problems.length > 0 && !uuid) {
-          const message = problems.join('; ');
-          ctx.events.record(nab, 'Warning', 'InvalidBackupSpec', 'Validate', message);
-          ctx.logger.info({ nab: key, problems }, 'NonAdminBackup rejected');
-          await writeStatus({
-            ...base,
-            phase: 'BackingOff',
-            conditions: condition(base, {
-              type: 'Accepted',
-              status: 'False',
-              reason: 'InvalidBackupSpec',
-              message,
-            }),
-          });
-          return undefined;
-        }
-        const current = await ensureFinalizer(ctx.client, type, nab, NabFinalizer);
-        if (!uuid) {
-          // Step 1: the identity, in status, before anything exists in Velero's namespace. Guarded by
-          // resourceVersion: a reconcile on a cache that has not seen an earlier step 1 yet would
-          // otherwise write a second NACUUID over it, and two Velero Backups could follow.
-          const name = nacObjectName(ns, nab.metadata.name!);
-          await writeStatus(
-            {
-              ...base,
-              phase: 'New',
-              veleroBackup: { nacuuid: name, name, namespace: policy.veleroNamespace },
-              conditions: condition(base, {
-                type: 'Accepted',
-                status: 'True',
-                reason: 'BackupAccepted',
-                message: `backup accepted against NonAdminBackupConfig generation ${policy.generation}`,
-              }),
-            },
-            current.metadata.resourceVersion,
-          );
-          return undefined;
-        }
-        // Step 2: the Velero Backup, named and labelled by the NACUUID.
-        const backupSpec: JsonObject = withForcedBackupFields({
-          ...withEnforced(tenantSpec(nab), policy.enforceBackupSpec),
-          includedNamespaces: [ns],
-        });
-        delete backupSpec.storageLocation;
-        // A tenant location (a NABSL of this namespace, by name) is used only once approved and its
-        // Velero BSL exists; until then the NAB waits, saying why (the NABSL's events bring it back).
-        const wanted = tenantSpec(nab).storageLocation;
-        if (typeof wanted === 'string' && wanted !== '') {
-          const location = locations.resolve(ns, wanted);
-          if ('waiting' in location) {
-            await writeStatus({
-              ...base,
-              conditions: condition(base, {
-                type: 'Queued',
-                status: 'False',
-                reason: 'StorageLocationNotReady',
-                message: location.waiting,
-              }),
-            });
-            return undefined;
-          }
-          backupSpec.storageLocation = location.bsl;
-        }
-        // Velero fails (and may stall on) a backup whose location is not Available; a namespace holds
-        // at most the admin's number of places in Velero's queue. Either way the NAB waits, saying why.
-        const bslName = backupSpec.storageLocation as string | undefined;
-        const unusable = use.unusable(policy.veleroNamespace, bslName);
-        const wait = unusable
-          ? { reason: 'StorageLocationUnavailable', message: unusable }
-          : queueLimitReached(nab, nabs.list(), policy, veleroBackupOf);
-        if (wait) {
-          await writeStatus({
-            ...base,
-            conditions: condition(base, { type: 'Queued', status: 'False', ...wait }),
-          });
-          return undefined;
-        }
-        try {
-          await ctx.client.create(VeleroResources.backups, {
-            metadata: {
-              // The NACUUID and the config's namespace: never a name or namespace read back from status.
-              name: uuid,
-              namespace: policy.veleroNamespace,
-              labels: {
-                [Labels.managedBy]: ManagedByValue,
-                [Labels.oadp]: 'True',
-                [Labels.nabUuid]: uuid,
-              },
-              annotations: {
-                [Annotations.nabName]: nab.metadata.name!,
-                [Annotations.nabNamespace]: ns,
-                [CreatedAtAnnotation]: new Date().toISOString(),
-              },
-            },
-            spec: backupSpec,
-          } as KubeObject);
-        } catch (err) {
-          if (!isAlreadyExists(err)) throw err;
-        }
-        return undefined;
-      }
-
-      // Step 3: mirror the Velero Backup, with its place in Velero's queue. Until the queue's informer
-      // saw the Backup its position is unknown; that informer's event brings this NAB back.
-      const veleroNs = backup.metadata.namespace!;
-      if (!queue.has(veleroNs, backup.metadata.name!)) return undefined;
-      const veleroPhase = (backup.status?.phase as string | undefined) ?? 'New';
-      // One Event when the outcome is known (not one per step: that would double the API writes per NAB).
-      const before = nab.status?.veleroBackup?.status?.phase;
-      if (before !== veleroPhase && (finishedPhases as readonly string[]).includes(veleroPhase)) {
-        const ok = veleroPhase === 'Completed';
-        ctx.events.record(
-          nab,
-          ok ? 'Normal' : 'Warning',
-          `Backup${veleroPhase}`,
-          'Backup',
-          `Velero Backup ${backup.metadata.name} ended ${veleroPhase}${ok ? '' : '; see its logs and status.veleroBackup.status'}`,
-        );
-      }
-      const mirrored: Status = {
+  /** Not accepted (now): phase BackingOff, condition Accepted False saying why. */
+  private async backOff({ base, status }: Seen, refusal: Refusal, event?: boolean): Result {
+    await status.write(
+      {
         ...base,
-        phase: 'Created',
-        queueInfo: { estimatedQueuePosition: queue.position(veleroNs, backup.metadata.name!) },
-        veleroBackup: {
-          ...base.veleroBackup,
-          name: backup.metadata.name!,
-          namespace: backup.metadata.namespace!,
-          spec: backup.spec as never,
-          ...(backup.status ? { status: backup.status as never } : {}),
-        },
-        conditions: condition(base, {
+        phase: 'BackingOff',
+        conditions: status.condition(base, { type: 'Accepted', status: 'False', ...refusal }),
+      },
+      event ? { event: { type: 'Warning', action: 'Validate', ...refusal } } : {},
+    );
+    return undefined;
+  }
+
+  /**
+   * Seen before (phase Created is written only once the Velero Backup was observed) and gone now:
+   * deleted outside tenantkit, expired (its TTL), or left in Velero's previous namespace. Making it
+   * again would run a backup nobody asked for (after a namespace move, every old backup at once).
+   */
+  private async reportMissing({ nab, uuid, base, policy, status }: Seen): Result {
+    const name = nab.status?.veleroBackup?.name ?? uuid;
+    const known =
+      findCondition(base.conditions as Condition[] | undefined, 'Queued')?.reason === 'VeleroBackupMissing';
+    await status.write(
+      {
+        ...base,
+        queueInfo: { estimatedQueuePosition: 0 },
+        conditions: status.condition(base, {
           type: 'Queued',
-          status: 'True',
-          reason: 'BackupScheduled',
-          message: `Velero Backup ${backup.metadata.name} is ${veleroPhase}`,
+          status: 'False',
+          reason: 'VeleroBackupMissing',
+          message: `Velero Backup ${name} no longer exists in namespace ${policy.veleroNamespace} (deleted outside tenantkit, expired, or Velero moved; Velero's bucket sync brings it back if its data is still there); create a new NonAdminBackup to back up again`,
         }),
-      };
-      // Pod volume and data mover counts; written only when they change (see progress.ts).
-      await writeStatus(withProgress(mirrored, progress.counts(veleroNs, backup.metadata.name!)));
-      return undefined;
+      },
+      known
+        ? {}
+        : {
+            event: {
+              type: 'Warning',
+              reason: 'VeleroBackupMissing',
+              action: 'Backup',
+              message: `Velero Backup ${name} is gone`,
+            },
+          },
+    );
+    return undefined;
+  }
+
+  /** No Velero Backup yet: check the request, take a NACUUID (step 1), then make the Backup (step 2). */
+  private async admitAndCreate(seen: Seen): Result {
+    const { nab, ns, uuid, policy, ctx } = seen;
+    const problems = backupSpecProblems(
+      ns,
+      tenantSpec(nab),
+      policy.enforceBackupSpec,
+      (name) => this.from.locations.find(ns, name) !== undefined,
+    );
+    if (problems.length > 0 && !uuid) {
+      ctx.logger.info({ nab: objectKey(nab.metadata), problems }, 'NonAdminBackup rejected');
+      return this.backOff(seen, { reason: 'InvalidBackupSpec', message: problems.join('; ') }, true);
+    }
+    const current = await ensureFinalizer(ctx.client, NonAdminBackupCrd.type, nab, NabFinalizer);
+    if (!uuid) return this.admit(seen, current.metadata.resourceVersion);
+    const placed = this.placement(seen);
+    if ('wait' in placed) return this.wait(seen, placed.wait);
+    return this.create(seen, uuid, placed.spec);
+  }
+
+  /**
+   * Step 1: the identity, in status, before anything exists in Velero's namespace. Guarded by
+   * resourceVersion: a reconcile on a cache that has not seen an earlier step 1 yet would otherwise
+   * write a second NACUUID over it, and two Velero Backups could follow.
+   */
+  private async admit({ nab, ns, base, policy, status }: Seen, resourceVersion: string | undefined): Result {
+    const name = nacObjectName(ns, nab.metadata.name!);
+    await status.write(
+      {
+        ...base,
+        phase: 'New',
+        veleroBackup: { nacuuid: name, name, namespace: policy.veleroNamespace },
+        conditions: status.condition(base, {
+          type: 'Accepted',
+          status: 'True',
+          reason: 'BackupAccepted',
+          message: `backup accepted against NonAdminBackupConfig generation ${policy.generation}`,
+        }),
+      },
+      { ifVersion: resourceVersion },
+    );
+    return undefined;
+  }
+
+  /**
+   * The Velero BackupSpec to hand on, or why the NAB waits: a tenant location (a NABSL of this namespace,
+   * by name) is used only once approved and its Velero BSL exists; Velero fails (and may stall on) a
+   * backup whose location is not Available; a namespace holds at most the admin's number of places in
+   * Velero's queue.
+   */
+  private placement({ nab, ns, policy }: Seen): { spec: JsonObject } | { wait: Refusal } {
+    const backupSpec: JsonObject = withForcedBackupFields({
+      ...withEnforced(tenantSpec(nab), policy.enforceBackupSpec),
+      includedNamespaces: [ns],
     });
+    delete backupSpec.storageLocation;
+    const wanted = tenantSpec(nab).storageLocation;
+    if (typeof wanted === 'string' && wanted !== '') {
+      const location = this.from.locations.resolve(ns, wanted);
+      if ('waiting' in location)
+        return { wait: { reason: 'StorageLocationNotReady', message: location.waiting } };
+      backupSpec.storageLocation = location.bsl;
+    }
+    const unusable = this.from.use.unusable(
+      policy.veleroNamespace,
+      backupSpec.storageLocation as string | undefined,
+    );
+    if (unusable) return { wait: { reason: 'StorageLocationUnavailable', message: unusable } };
+    const full = queueLimitReached(nab, this.from.nabs.list(), policy, (n) => this.veleroBackupOf(n));
+    return full ? { wait: full } : { spec: backupSpec };
+  }
+
+  /** Waiting before Velero gets the backup: condition Queued False saying why (the events bring it back). */
+  private async wait({ base, status }: Seen, why: Refusal): Result {
+    await status.write({
+      ...base,
+      conditions: status.condition(base, { type: 'Queued', status: 'False', ...why }),
+    });
+    return undefined;
+  }
+
+  /** Step 2: the Velero Backup, named and labelled by the NACUUID. */
+  private async create({ nab, ns, policy, ctx }: Seen, uuid: string, backupSpec: JsonObject): Result {
+    try {
+      await ctx.client.create(VeleroResources.backups, {
+        metadata: {
+          // The NACUUID and the config's namespace: never a name or namespace read back from status.
+          name: uuid,
+          namespace: policy.veleroNamespace,
+          labels: { [Labels.managedBy]: ManagedByValue, [Labels.oadp]: 'True', [Labels.nabUuid]: uuid },
+          annotations: {
+            [Annotations.nabName]: nab.metadata.name!,
+            [Annotations.nabNamespace]: ns,
+            [CreatedAtAnnotation]: new Date().toISOString(),
+          },
+        },
+        spec: backupSpec,
+      } as KubeObject);
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+    }
+    return undefined;
+  }
+
+  /**
+   * Step 3: mirror the Velero Backup, with its place in Velero's queue. Until the queue's informer saw the
+   * Backup its position is unknown; that informer's event brings this NAB back.
+   */
+  private async mirror({ nab, base, status }: Seen, backup: VeleroObject): Result {
+    const veleroNs = backup.metadata.namespace!;
+    const name = backup.metadata.name!;
+    if (!this.from.queue.has(veleroNs, name)) return undefined;
+    const veleroPhase = (backup.status?.phase as string | undefined) ?? 'New';
+    // One Event when the outcome is known (not one per step: that would double the API writes per NAB).
+    const before = nab.status?.veleroBackup?.status?.phase;
+    if (before !== veleroPhase && (finishedPhases as readonly string[]).includes(veleroPhase)) {
+      const ok = veleroPhase === 'Completed';
+      status.event({
+        type: ok ? 'Normal' : 'Warning',
+        reason: `Backup${veleroPhase}`,
+        action: 'Backup',
+        message: `Velero Backup ${name} ended ${veleroPhase}${ok ? '' : '; see its logs and status.veleroBackup.status'}`,
+      });
+    }
+    const mirrored: Status = {
+      ...base,
+      phase: 'Created',
+      queueInfo: { estimatedQueuePosition: this.from.queue.position(veleroNs, name) },
+      veleroBackup: {
+        ...base.veleroBackup,
+        name,
+        namespace: veleroNs,
+        spec: backup.spec as never,
+        ...(backup.status ? { status: backup.status as never } : {}),
+      },
+      conditions: status.condition(base, {
+        type: 'Queued',
+        status: 'True',
+        reason: 'BackupScheduled',
+        message: `Velero Backup ${name} is ${veleroPhase}`,
+      }),
+    };
+    // Pod volume and data mover counts; written only when they change (see progress.ts).
+    await status.write(withProgress(mirrored, this.from.progress.counts(veleroNs, name)));
+    return undefined;
+  }
+
+  /** spec.deleteBackup: see nab-delete.ts. */
+  private async deleteBackup(seen: Seen): Result {
+    const { uuid, backup } = seen;
+    const request = uuid
+      ? this.from.deleteRequests
+          .byIndex(Index.nabUuid, uuid)
+          .find((r) => r.metadata.name === uuid && r.metadata.namespace === backup?.metadata.namespace)
+      : undefined;
+    return deleteBackup(seen, request);
+  }
+
+  /** The Velero Backup tenantkit made under `nab`'s NACUUID, if any (for counting, not acting on). */
+  private veleroBackupOf(nab: NonAdminBackup): VeleroObject | undefined {
+    const uuid = nab.status?.veleroBackup?.nacuuid;
+    return uuid
+      ? this.from.backups.byIndex(Index.nabUuid, uuid).find((b) => b.metadata.name === uuid)
+      : undefined;
+  }
+}
+
+/** Why a NAB is not acted on at all: a NACUUID tenantkit did not write, or non-admin backup turned off. */
+export function refusalOf({
+  nab,
+  ns,
+  uuid,
+  policy,
+}: Pick<Seen, 'nab' | 'ns' | 'uuid' | 'policy'>): Refusal | undefined {
+  // A NACUUID tenantkit did not write (a status forged through a restore, say) is never acted on.
+  if (
+    uuid !== undefined &&
+    syncedFromOf(nab) === undefined &&
+    !isNacObjectName(ns, nab.metadata.name!, uuid)
+  ) {
+    return {
+      reason: 'InvalidStatus',
+      message: `status.veleroBackup.nacuuid ${uuid} was not written by tenantkit for this NonAdminBackup; delete it and create a new one`,
+    };
+  }
+  if (!policy.enabled) {
+    return {
+      reason: 'NonAdminDisabled',
+      message:
+        'non-admin backups are not enabled: an admin must set spec.nonAdmin.enable: true in NonAdminBackupConfig "cluster"',
+    };
+  }
+  return undefined;
 }
 
 const spec = (nab: NonAdminBackup) => nab.spec ?? { backupSpec: {} };
 
-/** Reasons a NAB with a NACUUID waits before its Velero Backup is made (see the gate in the reconcile). */
-const waitingReasons = new Set(['StorageLocationUnavailable', 'NamespaceQueueLimit']);
-
-/** The keys of NABs (of `namespace`, when given) waiting for Velero's queue or a location. */
-function waiting(nabs: NonAdminBackup[], namespace?: string): string[] {
-  return nabs
-    .filter(
-      (n) =>
-        (namespace === undefined || n.metadata.namespace === namespace) &&
-        waitingReasons.has(
-          findCondition(n.status?.conditions as Condition[] | undefined, 'Queued')?.reason ?? '',
-        ),
-    )
-    .map((n) => objectKey(n.metadata));
-}
-
-/** Whether `n` comes before `nab` in its namespace's line: creation time, then name. */
-const before = (n: NonAdminBackup, nab: NonAdminBackup) => {
-  const a = n.metadata.creationTimestamp ?? '';
-  const b = nab.metadata.creationTimestamp ?? '';
-  return a < b || (a === b && n.metadata.name! < nab.metadata.name!);
-};
-
-/**
- * The namespace's share of Velero's queue (policy.maxQueuedBackupsPerNamespace): `nab` waits while that
- * many earlier NABs of its namespace are unfinished in Velero or about to be handed to it. Decided by
- * creation order, so two reconciles at once cannot both take the last place, and a NAB waiting for its
- * own location (not Velero's queue) holds no place.
- */
-function queueLimitReached(
-  nab: NonAdminBackup,
-  all: NonAdminBackup[],
-  policy: BackupPolicy,
-  veleroBackupOf: (n: NonAdminBackup) => VeleroObject | undefined,
-): { reason: string; message: string } | undefined {
-  const limit = policy.maxQueuedBackupsPerNamespace;
-  if (limit === 0) return undefined;
-  const ns = nab.metadata.namespace;
-  const inLine = (n: NonAdminBackup) => {
-    if (n.metadata.namespace !== ns || n === nab || !before(n, nab)) return false;
-    if (!n.status?.veleroBackup?.nacuuid || n.metadata.deletionTimestamp || n.spec?.deleteBackup)
-      return false;
-    if (syncedFromOf(n) !== undefined) return false;
-    const b = veleroBackupOf(n);
-    if (b) return !(finishedPhases as readonly string[]).includes(String(b.status?.phase ?? ''));
-    const reason = findCondition(n.status?.conditions as Condition[] | undefined, 'Queued')?.reason;
-    return (
-      n.status?.phase !== 'Created' &&
-      reason !== 'StorageLocationNotReady' &&
-      reason !== 'StorageLocationUnavailable'
-    );
-  };
-  const ahead = all.filter(inLine).length;
-  if (ahead < limit) return undefined;
-  return {
-    reason: 'NamespaceQueueLimit',
-    message: `${ahead} earlier NonAdminBackups of namespace ${ns} are in Velero's queue or waiting for it, and the admin allows ${limit} at once (NonAdminBackupConfig "cluster" spec.nonAdmin.maxQueuedBackupsPerNamespace); this one is handed to Velero when one of them finishes`,
-  };
-}
 const tenantSpec = (nab: NonAdminBackup): JsonObject => ({ ...((spec(nab).backupSpec ?? {}) as JsonObject) });
-
-/** How long after a refused DeleteBackupRequest tenantkit asks Velero again: doubling, at most 5 minutes. */
-export const deleteRetryMs = (attempt: number) => Math.min(15_000 * 2 ** Math.max(0, attempt - 1), 300_000);
-const AttemptAnnotation = 'tenantkit.io/delete-attempt';
-
-/**
- * spec.deleteBackup: a DeleteBackupRequest removes the data and the Backup, then the NAB goes. Velero
- * processes a request once: when it refuses (the backup still running, its location unavailable or
- * read-only, a restore of it still being finalised), the tenant sees Velero's reasons and tenantkit asks
- * again after a back-off, instead of the NAB staying "Deleting" for ever.
- */
-async function deleteBackup(
-  nab: NonAdminBackup,
-  backup: VeleroObject | undefined,
-  uuid: string | undefined,
-  request: VeleroObject | undefined,
-  ctx: ReconcileContext,
-  writeStatus: (s: Status) => Promise<void>,
-  condition: (s: Status, c: Omit<Condition, 'lastTransitionTime'>) => Condition[],
-): Promise<{ requeueAfterMs: number } | undefined> {
-  const type = NonAdminBackupCrd.type;
-  const base: Status = { ...(nab.status ?? {}) };
-  if (!backup || !uuid) {
-    // Nothing (left) in Velero: the NAB itself goes.
-    await removeFinalizer(ctx.client, type, nab, NabFinalizer);
-    await ctx.client.delete(type, nab.metadata.name!, nab.metadata.namespace);
-    return undefined;
-  }
-  const attempt = Number(request?.metadata.annotations?.[AttemptAnnotation] ?? '1') || 1;
-  const errors = (request?.status?.errors as string[] | undefined) ?? [];
-  if (request && request.status?.phase === 'Processed' && errors.length > 0) {
-    const wait = Date.parse(request.metadata.creationTimestamp ?? '') + deleteRetryMs(attempt) - Date.now();
-    const message = `Velero did not delete backup ${backup.metadata.name} (attempt ${attempt}): ${errors.join('; ')}; tenantkit asks again in ${Math.max(1, Math.ceil(wait / 1000))} s`;
-    if (wait > 0) {
-      if (base.conditions?.find((c) => c.type === 'Deleting')?.reason !== 'VeleroRefused') {
-        ctx.events.record(nab, 'Warning', 'DeleteRefused', 'Delete', message);
-      }
-      await writeStatus({
-        ...base,
-        phase: 'Deleting',
-        conditions: condition(base, { type: 'Deleting', status: 'True', reason: 'VeleroRefused', message }),
-      });
-      return { requeueAfterMs: wait };
-    }
-    // Velero keeps one request per backup: the refused one goes before the next is made.
-    await ctx.client
-      .delete(VeleroResources.deleteBackupRequests, uuid, backup.metadata.namespace)
-      .catch(() => {});
-    return createDeleteRequest(nab, backup, uuid, attempt + 1, ctx, writeStatus, condition);
-  }
-  // No request yet, or one Velero is working on (then the create is refused as existing and only the
-  // status is made sure of).
-  return createDeleteRequest(nab, backup, uuid, request ? attempt : 1, ctx, writeStatus, condition);
-}
-
-async function createDeleteRequest(
-  nab: NonAdminBackup,
-  backup: VeleroObject,
-  uuid: string,
-  attempt: number,
-  ctx: ReconcileContext,
-  writeStatus: (s: Status) => Promise<void>,
-  condition: (s: Status, c: Omit<Condition, 'lastTransitionTime'>) => Condition[],
-): Promise<undefined> {
-  const base: Status = { ...(nab.status ?? {}) };
-  const name = backup.metadata.name!;
-  try {
-    await ctx.client.create(VeleroResources.deleteBackupRequests, {
-      metadata: {
-        name: uuid,
-        namespace: backup.metadata.namespace,
-        labels: {
-          [Labels.managedBy]: ManagedByValue,
-          [Labels.oadp]: 'True',
-          [Labels.nabUuid]: uuid,
-          [Labels.backupName]: name,
-          ...(backup.metadata.uid ? { [Labels.backupUid]: backup.metadata.uid } : {}),
-        },
-        annotations: {
-          [Annotations.nabName]: nab.metadata.name!,
-          [Annotations.nabNamespace]: nab.metadata.namespace!,
-          [AttemptAnnotation]: String(attempt),
-        },
-      },
-      spec: { backupName: name },
-    } as KubeObject);
-    ctx.events.record(
-      nab,
-      'Normal',
-      'DeleteRequested',
-      'Delete',
-      `asked Velero to delete backup ${name} and its data`,
-    );
-  } catch (err) {
-    if (!isAlreadyExists(err)) throw err;
-  }
-  await writeStatus({
-    ...base,
-    phase: 'Deleting',
-    veleroDeleteBackupRequest: { nacuuid: uuid, name: uuid, namespace: backup.metadata.namespace! },
-    conditions: condition(base, {
-      type: 'Deleting',
-      status: 'True',
-      reason: 'DeletionPending',
-      message: `Velero is deleting backup ${name} and its data`,
-    }),
-  });
-  return undefined;
-}

@@ -1,0 +1,69 @@
+// A namespace's share of Velero's one backup queue (policy.maxQueuedBackupsPerNamespace), and the NABs
+// that wait for the queue or a location: pure rules on the NABs the cache holds.
+import type { NonAdminBackup } from '../../api/backup.ts';
+import { finishedPhases } from '../../api/velero.ts';
+import { type Condition, findCondition } from '../../kube/conditions.ts';
+import { objectKey } from '../../kube/resources.ts';
+import type { BackupPolicy } from '../policy/config.ts';
+import { syncedFromOf } from './adopt.ts';
+import type { VeleroObject } from './caches.ts';
+
+/** Reasons a NAB with a NACUUID waits before its Velero Backup is made (see the gate in the reconcile). */
+const waitingReasons = new Set(['StorageLocationUnavailable', 'NamespaceQueueLimit']);
+
+/** The keys of NABs (of `namespace`, when given) waiting for Velero's queue or a location. */
+export function waiting(nabs: NonAdminBackup[], namespace?: string): string[] {
+  return nabs
+    .filter(
+      (n) =>
+        (namespace === undefined || n.metadata.namespace === namespace) &&
+        waitingReasons.has(
+          findCondition(n.status?.conditions as Condition[] | undefined, 'Queued')?.reason ?? '',
+        ),
+    )
+    .map((n) => objectKey(n.metadata));
+}
+
+/** Whether `n` comes before `nab` in its namespace's line: creation time, then name. */
+const before = (n: NonAdminBackup, nab: NonAdminBackup) => {
+  const a = n.metadata.creationTimestamp ?? '';
+  const b = nab.metadata.creationTimestamp ?? '';
+  return a < b || (a === b && n.metadata.name! < nab.metadata.name!);
+};
+
+/**
+ * The namespace's share of Velero's queue (policy.maxQueuedBackupsPerNamespace): `nab` waits while that
+ * many earlier NABs of its namespace are unfinished in Velero or about to be handed to it. Decided by
+ * creation order, so two reconciles at once cannot both take the last place, and a NAB waiting for its
+ * own location (not Velero's queue) holds no place.
+ */
+export function queueLimitReached(
+  nab: NonAdminBackup,
+  all: NonAdminBackup[],
+  policy: BackupPolicy,
+  veleroBackupOf: (n: NonAdminBackup) => VeleroObject | undefined,
+): { reason: string; message: string } | undefined {
+  const limit = policy.maxQueuedBackupsPerNamespace;
+  if (limit === 0) return undefined;
+  const ns = nab.metadata.namespace;
+  const inLine = (n: NonAdminBackup) => {
+    if (n.metadata.namespace !== ns || n === nab || !before(n, nab)) return false;
+    if (!n.status?.veleroBackup?.nacuuid || n.metadata.deletionTimestamp || n.spec?.deleteBackup)
+      return false;
+    if (syncedFromOf(n) !== undefined) return false;
+    const b = veleroBackupOf(n);
+    if (b) return !(finishedPhases as readonly string[]).includes(String(b.status?.phase ?? ''));
+    const reason = findCondition(n.status?.conditions as Condition[] | undefined, 'Queued')?.reason;
+    return (
+      n.status?.phase !== 'Created' &&
+      reason !== 'StorageLocationNotReady' &&
+      reason !== 'StorageLocationUnavailable'
+    );
+  };
+  const ahead = all.filter(inLine).length;
+  if (ahead < limit) return undefined;
+  return {
+    reason: 'NamespaceQueueLimit',
+    message: `${ahead} earlier NonAdminBackups of namespace ${ns} are in Velero's queue or waiting for it, and the admin allows ${limit} at once (NonAdminBackupConfig "cluster" spec.nonAdmin.maxQueuedBackupsPerNamespace); this one is handed to Velero when one of them finishes`,
+  };
+}

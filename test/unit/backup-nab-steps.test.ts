@@ -1,0 +1,140 @@
+// The NonAdminBackup controller's decisions that need no cluster, on plain objects: which NABs are not
+// acted on at all, and a namespace's share of Velero's queue. (Everything that writes is tested against
+// the real API server and Velero in test/integration/backup-nab.test.ts.)
+import { describe, expect, it } from 'vitest';
+import type { NonAdminBackup } from '../../src/api/backup.ts';
+import { refusalOf } from '../../src/backup/controllers/nab.ts';
+import { queueLimitReached, waiting } from '../../src/backup/controllers/nab-queue.ts';
+import type { BackupPolicy } from '../../src/backup/policy/config.ts';
+import { nacObjectName } from '../../src/backup/velero/names.ts';
+
+const policy = (over: Partial<BackupPolicy> = {}): BackupPolicy => ({
+  enabled: true,
+  veleroNamespace: 'velero',
+  enforceBackupSpec: {},
+  enforceRestoreSpec: {},
+  enforceBSLSpec: {},
+  requireApprovalForBSL: false,
+  backupSyncPeriodMs: 0,
+  garbageCollectionPeriodMs: 0,
+  minimumScheduleIntervalMs: 0,
+  allowedStorageEndpoints: undefined,
+  maxQueuedBackupsPerNamespace: 0,
+  generation: 1,
+  ...over,
+});
+
+const nab = (name: string, created: string, status?: NonAdminBackup['status'], ns = 'shop'): NonAdminBackup =>
+  ({
+    apiVersion: 'oadp.openshift.io/v1alpha1',
+    kind: 'NonAdminBackup',
+    metadata: { name, namespace: ns, creationTimestamp: created },
+    spec: { backupSpec: {} },
+    ...(status ? { status } : {}),
+  }) as NonAdminBackup;
+
+const accepted = (name: string, ns = 'shop') => {
+  const uuid = nacObjectName(ns, name);
+  return { phase: 'New' as const, veleroBackup: { nacuuid: uuid, name: uuid, namespace: 'velero' } };
+};
+
+describe('refusalOf', () => {
+  it('acts on a NACUUID tenantkit wrote for this NAB, and on none yet', () => {
+    expect(refusalOf({ nab: nab('a', 't1'), ns: 'shop', uuid: undefined, policy: policy() })).toBeUndefined();
+    const status = accepted('a');
+    expect(
+      refusalOf({
+        nab: nab('a', 't1', status),
+        ns: 'shop',
+        uuid: status.veleroBackup.nacuuid,
+        policy: policy(),
+      }),
+    ).toBeUndefined();
+  });
+
+  it('refuses a NACUUID made for another NAB or namespace (a forged or restored status), naming the fix', () => {
+    for (const forged of [
+      accepted('b').veleroBackup.nacuuid,
+      accepted('a', 'bank').veleroBackup.nacuuid,
+      'x',
+    ]) {
+      const refusal = refusalOf({ nab: nab('a', 't1'), ns: 'shop', uuid: forged, policy: policy() });
+      expect(refusal?.reason).toBe('InvalidStatus');
+      expect(refusal?.message).toContain('delete it and create a new one');
+    }
+  });
+
+  it('refuses everything while the admin has not enabled non-admin backup, saying where to enable it', () => {
+    const refusal = refusalOf({
+      nab: nab('a', 't1'),
+      ns: 'shop',
+      uuid: undefined,
+      policy: policy({ enabled: false }),
+    });
+    expect(refusal).toEqual({
+      reason: 'NonAdminDisabled',
+      message: expect.stringContaining('spec.nonAdmin.enable: true'),
+    });
+  });
+});
+
+describe("a namespace's share of Velero's queue", () => {
+  const limit2 = policy({ maxQueuedBackupsPerNamespace: 2 });
+  const none = () => undefined;
+
+  it('lets the first NABs by creation time (then name) through and holds the next, saying why', () => {
+    const all = [
+      nab('a', '2026-01-01T00:00:01Z', accepted('a')),
+      nab('b', '2026-01-01T00:00:02Z', accepted('b')),
+      nab('c', '2026-01-01T00:00:02Z'),
+      nab('other', '2026-01-01T00:00:00Z', accepted('other', 'bank'), 'bank'),
+    ];
+    const [a, b, c] = all as [NonAdminBackup, NonAdminBackup, NonAdminBackup];
+    expect(queueLimitReached(a, all, limit2, none)).toBeUndefined();
+    expect(queueLimitReached(b, all, limit2, none)).toBeUndefined();
+    const held = queueLimitReached(c, all, limit2, none);
+    expect(held?.reason).toBe('NamespaceQueueLimit');
+    expect(held?.message).toContain('2 earlier NonAdminBackups of namespace shop');
+    expect(queueLimitReached(c, all, policy(), none)).toBeUndefined();
+  });
+
+  it('frees a place when an earlier backup finished in Velero, or waits for its own location', () => {
+    const a = nab('a', '2026-01-01T00:00:01Z', { ...accepted('a'), phase: 'Created' });
+    const b = nab('b', '2026-01-01T00:00:02Z', {
+      ...accepted('b'),
+      conditions: [
+        {
+          type: 'Queued',
+          status: 'False',
+          reason: 'StorageLocationNotReady',
+          message: '',
+          lastTransitionTime: '',
+        },
+      ],
+    });
+    const c = nab('c', '2026-01-01T00:00:03Z', accepted('c'));
+    const d = nab('d', '2026-01-01T00:00:04Z');
+    const finished = { metadata: { name: a.status!.veleroBackup!.nacuuid }, status: { phase: 'Completed' } };
+    const veleroBackupOf = (n: NonAdminBackup) => (n === a ? finished : undefined);
+    expect(queueLimitReached(d, [a, b, c, d], limit2, veleroBackupOf)).toBeUndefined();
+    const running = { ...finished, status: { phase: 'InProgress' } };
+    expect(queueLimitReached(d, [a, b, c, d], limit2, (n) => (n === a ? running : undefined))?.reason).toBe(
+      'NamespaceQueueLimit',
+    );
+  });
+
+  it('finds the NABs waiting for the queue or a location, by namespace', () => {
+    const wait = (reason: string) => ({
+      ...accepted('x'),
+      conditions: [{ type: 'Queued', status: 'False' as const, reason, message: '', lastTransitionTime: '' }],
+    });
+    const all = [
+      nab('q', 't', wait('NamespaceQueueLimit')),
+      nab('u', 't', wait('StorageLocationUnavailable')),
+      nab('n', 't', wait('StorageLocationNotReady')),
+      nab('b', 't', wait('NamespaceQueueLimit'), 'bank'),
+    ];
+    expect(waiting(all)).toEqual(['shop/q', 'shop/u', 'bank/b']);
+    expect(waiting(all, 'bank')).toEqual(['bank/b']);
+  });
+});
