@@ -13,22 +13,22 @@ import {
   NonAdminRestoreCrd,
 } from '../../api/backup.ts';
 import { finishedPhases, VeleroResources } from '../../api/velero.ts';
-import { isAlreadyExists, PatchType } from '../../kube/client.ts';
-import { type Condition, findCondition, isTrue, setCondition } from '../../kube/conditions.ts';
-import { generationChanged } from '../../kube/controller.ts';
+import { isAlreadyExists } from '../../kube/client.ts';
+import { type Condition, findCondition, isTrue } from '../../kube/conditions.ts';
+import { generationChanged, type ReconcileContext, type ReconcileResult } from '../../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
+import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, objectKey } from '../../kube/resources.ts';
+import { StatusWriter } from '../../kube/status.ts';
 import { RequesterAnnotation, requesterOf, requesterValue } from '../admission/requester.ts';
-import { configType, currentPolicy } from '../policy/config.ts';
-import { type JsonObject, jsonEqual, withEnforced } from '../policy/enforce.ts';
-import { enforceableRestoreSpec, restoreSpecProblems } from '../policy/validate.ts';
-import { withForcedRestoreFields } from '../policy/velero-filters.ts';
+import { type BackupPolicy, configType, currentPolicy } from '../policy/config.ts';
 import { Annotations, isNacObjectName, Labels, ManagedByValue, nacObjectName } from '../velero/names.ts';
-import { adoptedBackup, ownerships } from './adopt.ts';
-import { Index, isManaged, ManagedTypes, managedCache } from './caches.ts';
-import { restoreProgress, withProgress } from './progress.ts';
-import { CreatedAtAnnotation, changedFields, QueueTracker, restoreQueuePhases } from './queue.ts';
+import { type Ownerships, ownerships } from './adopt.ts';
+import { Index, isManaged, ManagedTypes, managedCache, type VeleroObject } from './caches.ts';
+import { type Checked, checkRequest, type Refusal, veleroRestoreSpec } from './nar-request.ts';
+import { type ProgressSource, restoreProgress, withProgress } from './progress.ts';
+import { CreatedAtAnnotation, QueueTracker, restoreQueuePhases } from './queue.ts';
 import { RestoreGuardPresence, readRefusals, refusalSummary } from './restore-guard.ts';
 
 export const NarFinalizer = 'tenantkit.io/nonadminrestore';
@@ -39,6 +39,7 @@ const backupRefOf = (nar: NonAdminRestore): string[] => {
   return name ? [`${nar.metadata.namespace}/${name}`] : [];
 };
 type Status = NonNullable<NonAdminRestore['status']>;
+type Result = Promise<ReconcileResult | undefined>;
 
 /** The NAR a Velero Restore was made for, from the annotations tenantkit wrote (tenants cannot write there). */
 const originOf = (o: KubeObject): string[] => {
@@ -47,9 +48,33 @@ const originOf = (o: KubeObject): string[] => {
   return ns && name ? [`${ns}/${name}`] : [];
 };
 
-const restoreSpecOf = (nar: NonAdminRestore): JsonObject => ({
-  ...((nar.spec?.restoreSpec ?? {}) as JsonObject),
-});
+/** What the NAR controller reads, wired by registerNarController. */
+export interface NarSources {
+  nars: Informer<NonAdminRestore>;
+  nabs: Informer<NonAdminBackup>;
+  restores: Informer<VeleroObject>;
+  backups: Informer<VeleroObject>;
+  configs: Informer<NonAdminBackupConfig>;
+  adoption: Ownerships;
+  progress: ProgressSource;
+  queue: QueueTracker;
+  guard: RestoreGuardPresence;
+}
+
+/** One reconcile's view of a NAR: read from the caches once, written through `status`. */
+interface Seen {
+  nar: NonAdminRestore;
+  ns: string;
+  policy: BackupPolicy;
+  /** The NACUUID status records, if any, and whether tenantkit could have written it for this NAR. */
+  uuid: string | undefined;
+  trusted: boolean;
+  /** The Velero Restores made for this NAR that the cache holds (one, or none yet). */
+  found: VeleroObject[];
+  base: Status;
+  status: StatusWriter<Status>;
+  ctx: ReconcileContext;
+}
 
 export function registerNarController(manager: Manager): void {
   // Velero's queue of Restores, anyone's (see the NAB controller): the tracker's handlers run first.
@@ -59,14 +84,19 @@ export function registerNarController(manager: Manager): void {
   });
   manager.informer(VeleroResources.restores).addHandlers(queue.handlers());
   const nars = manager.informer<NonAdminRestore>(NonAdminRestoreCrd.type);
-  const nabs = manager.informer<NonAdminBackup>(NonAdminBackupCrd.type);
-  const restores = managedCache(manager, 'restores');
-  const backups = managedCache(manager, 'backups');
-  const configs = manager.informer<NonAdminBackupConfig>(configType);
-  const adoption = ownerships(manager);
-  const progress = restoreProgress(manager);
-  const guard = new RestoreGuardPresence();
   nars.addIndex(ByBackupRef, backupRefOf);
+  const progress = restoreProgress(manager);
+  const reconciler = new NarReconciler({
+    nars,
+    nabs: manager.informer<NonAdminBackup>(NonAdminBackupCrd.type),
+    restores: managedCache(manager, 'restores'),
+    backups: managedCache(manager, 'backups'),
+    configs: manager.informer<NonAdminBackupConfig>(configType),
+    adoption: ownerships(manager),
+    progress,
+    queue,
+    guard: new RestoreGuardPresence(),
+  });
 
   manager
     .controller('nonadminrestore')
@@ -83,301 +113,271 @@ export function registerNarController(manager: Manager): void {
     // A policy change applies live: every NAR is checked again.
     .watches(configType, () => nars.list().map((n) => objectKey(n.metadata)), generationChanged)
     .concurrency(4)
-    .complete(async (key, ctx) => {
-      const nar = nars.get(key);
-      if (!nar) return undefined;
-      const policy = currentPolicy(configs);
-      const ref = nar.status?.veleroRestore;
-      const uuid = ref?.nacuuid;
-      const type = NonAdminRestoreCrd.type;
-      const ns = nar.metadata.namespace!;
-      // A NACUUID tenantkit did not write (a status forged through a restore, say) is never acted on.
-      const trusted = uuid !== undefined && isNacObjectName(ns, nar.metadata.name!, uuid);
-      // Only the Restore named by the NACUUID in Velero's namespace (the config's, never the one status
-      // names) and made for this very NAR.
-      const ours = (r: KubeObject) =>
-        r.metadata.name === uuid &&
-        r.metadata.namespace === policy.veleroNamespace &&
-        originOf(r)[0] === `${ns}/${nar.metadata.name}`;
-      const found = trusted ? restores.byIndex(Index.narUuid, uuid).filter(ours) : [];
-      const restore = found[0];
-      const generation = nar.metadata.generation;
-      const base: Status = { ...(nar.status ?? {}) };
+    .complete((key, ctx) => reconciler.reconcile(key, ctx));
+}
 
-      /** `ifVersion`: fail (409, retried) unless the object is still at that resourceVersion. */
-      const writeStatus = async (status: Status, ifVersion?: string) => {
-        if (jsonEqual(status as never, (nar.status ?? {}) as never)) return;
-        await ctx.client.patch(
-          type,
-          nar.metadata.name!,
-          ns,
-          {
-            ...(ifVersion ? { metadata: { resourceVersion: ifVersion } } : {}),
-            status: changedFields(status as JsonObject, (nar.status ?? {}) as JsonObject),
-          },
-          PatchType.merge,
-          'status',
-        );
-      };
-      const condition = (c: Omit<Condition, 'lastTransitionTime'>): Condition[] =>
-        setCondition(base.conditions as Condition[] | undefined, { ...c, observedGeneration: generation });
-      const backOff = async (reason: string, message: string) =>
-        writeStatus({
-          ...base,
-          phase: 'BackingOff',
-          conditions: condition({ type: 'Accepted', status: 'False', reason, message }),
-        });
+export class NarReconciler {
+  private readonly from: NarSources;
 
-      // Removed by the tenant: the Velero Restore object goes too (Velero then removes its own finalizer
-      // and the restore's logs and results); what was restored stays in the namespace.
-      if (nar.metadata.deletionTimestamp) {
-        if (!hasFinalizer(nar, NarFinalizer)) return undefined;
-        for (const r of found) {
-          await ctx.client.delete(VeleroResources.restores, r.metadata.name!, r.metadata.namespace);
-        }
-        // Also by name: a Restore created just now may not be in the cache yet. Only the NACUUID
-        // tenantkit wrote, in Velero's namespace: a forged status must not delete anyone's Restore.
-        if (trusted && found.length === 0) {
-          await ctx.client.delete(VeleroResources.restores, uuid, policy.veleroNamespace);
-        }
-        await removeFinalizer(ctx.client, type, nar, NarFinalizer);
-        return undefined;
-      }
+  constructor(sources: NarSources) {
+    this.from = sources;
+  }
 
-      if (uuid !== undefined && !trusted) {
-        await backOff(
-          'InvalidStatus',
-          `status.veleroRestore.nacuuid ${uuid} was not written by tenantkit for this NonAdminRestore; delete it and create a new one`,
-        );
-        return undefined;
-      }
+  async reconcile(key: string, ctx: ReconcileContext): Result {
+    const nar = this.from.nars.get(key);
+    if (!nar) return undefined;
+    const seen = this.read(nar, ctx);
+    if (nar.metadata.deletionTimestamp) return this.finalize(seen);
+    const refusal = refusalOf(seen);
+    if (refusal) return this.backOff(seen, refusal);
+    // Once a Velero Restore exists, the NAR's request is settled: mirror it, whatever the spec says now.
+    const restore = seen.found[0];
+    if (restore) return this.mirror(seen, restore);
+    // Seen before (Queued is only set once the Restore was observed) and gone now: deleted outside
+    // tenantkit. Making it again would restore a second time, unasked.
+    if (seen.uuid && findCondition(seen.base.conditions as Condition[] | undefined, 'Queued')) {
+      return this.reportDeleted(seen);
+    }
+    // Checked again before the Restore is made (not only before the NACUUID is): the backup named must
+    // still be there and complete when Velero is asked to restore it.
+    const checked = checkRequest(this.from, seen);
+    if ('refusal' in checked) {
+      ctx.logger.info({ nar: key, reason: checked.refusal.reason }, 'NonAdminRestore rejected');
+      return this.backOff(seen, checked.refusal, true);
+    }
+    const current = await ensureFinalizer(ctx.client, NonAdminRestoreCrd.type, nar, NarFinalizer);
+    if (!seen.uuid) return this.admit(seen, checked.nab, current.metadata.resourceVersion);
+    return this.create(seen, seen.uuid, checked);
+  }
 
-      if (!policy.enabled) {
-        await backOff(
-          'NonAdminDisabled',
-          'non-admin restores are not enabled: an admin must set spec.nonAdmin.enable: true in NonAdminBackupConfig "cluster"',
-        );
-        return undefined;
-      }
+  private read(nar: NonAdminRestore, ctx: ReconcileContext): Seen {
+    const policy = currentPolicy(this.from.configs);
+    const uuid = nar.status?.veleroRestore?.nacuuid;
+    const ns = nar.metadata.namespace!;
+    // A NACUUID tenantkit did not write (a status forged through a restore, say) is never acted on.
+    const trusted = uuid !== undefined && isNacObjectName(ns, nar.metadata.name!, uuid);
+    // Only the Restore named by the NACUUID in Velero's namespace (the config's, never the one status
+    // names) and made for this very NAR.
+    const ours = (r: KubeObject) =>
+      r.metadata.name === uuid &&
+      r.metadata.namespace === policy.veleroNamespace &&
+      originOf(r)[0] === `${ns}/${nar.metadata.name}`;
+    const found = trusted ? this.from.restores.byIndex(Index.narUuid, uuid).filter(ours) : [];
+    const status = new StatusWriter<Status>(ctx, NonAdminRestoreCrd.type, nar);
+    return { nar, ns, policy, uuid, trusted, found, base: status.current, status, ctx };
+  }
 
-      // Once a Velero Restore exists, the NAR's request is settled: mirror it, whatever the spec says now.
-      if (restore) {
-        // Until the queue's informer saw the Restore its position is unknown; its event brings this back.
-        const veleroNs = restore.metadata.namespace!;
-        if (!queue.has(veleroNs, restore.metadata.name!)) return undefined;
-        const veleroPhase = (restore.status?.phase as string | undefined) ?? 'New';
-        // Accepted may read False from a check made while the Restore was being created (or while the
-        // feature was disabled): the Restore exists, so the request was accepted.
-        const conditions = isTrue(base.conditions as Condition[] | undefined, 'Accepted')
-          ? base.conditions
-          : condition({
-              type: 'Accepted',
-              status: 'True',
-              reason: 'RestoreAccepted',
-              message: `Velero Restore ${restore.metadata.name} was created for this restore`,
-            });
-        const mirrored: Status = {
-          ...base,
-          phase: 'Created',
-          queueInfo: { estimatedQueuePosition: queue.position(veleroNs, restore.metadata.name!) },
-          veleroRestore: {
-            ...base.veleroRestore,
-            name: restore.metadata.name!,
-            namespace: restore.metadata.namespace!,
-            ...(restore.status ? { status: restore.status as never } : {}),
-          },
-          conditions: setCondition(conditions as Condition[] | undefined, {
-            type: 'Queued',
-            status: 'True',
-            observedGeneration: generation,
-            reason: 'RestoreScheduled',
-            message: `Velero Restore ${restore.metadata.name} is ${veleroPhase}`,
-          }),
-        };
-        // Once finished: what the restore guard left out, read once (then kept in status).
-        const finished = (finishedPhases as readonly string[]).includes(veleroPhase);
-        if (finished && base.refusedItems === undefined) {
-          const refusals = await readRefusals(ctx.client, restore);
-          // Velero counts every item it processed as restored, the ones the guard skipped included.
-          const processed =
-            (restore.status?.progress as { itemsRestored?: number } | undefined)?.itemsRestored ?? 0;
-          const who = (() => {
-            const r = requesterOf(nar);
-            return typeof r === 'string' ? 'the requester' : r.username;
-          })();
-          const nothingRestored = refusals.count > 0 && refusals.count >= processed;
-          const message =
-            refusals.count === 0
-              ? `every object of the backup passed the checks as ${who}`
-              : refusalSummary(refusals, who, nothingRestored);
-          mirrored.refusedItems = { count: refusals.count, items: refusals.items };
-          mirrored.conditions = setCondition(mirrored.conditions as Condition[] | undefined, {
-            type: 'ItemsRefused',
-            status: refusals.count > 0 ? 'True' : 'False',
-            observedGeneration: generation,
-            reason:
-              refusals.count === 0 ? 'NoneRefused' : nothingRestored ? 'AllItemsRefused' : 'SomeItemsRefused',
-            message,
-          });
-          if (refusals.count > 0) {
-            ctx.events.record(
-              nar,
-              'Warning',
-              nothingRestored ? 'AllItemsRefused' : 'ItemsRefused',
-              'Restore',
-              message,
-            );
-          }
-        }
-        // Pod volume and data mover counts; written only when they change (see progress.ts).
-        await writeStatus(withProgress(mirrored, progress.counts(veleroNs, restore.metadata.name!)));
-        return undefined;
-      }
+  /**
+   * Removed by the tenant: the Velero Restore object goes too (Velero then removes its own finalizer and
+   * the restore's logs and results); what was restored stays in the namespace.
+   */
+  private async finalize({ nar, uuid, trusted, found, policy, ctx }: Seen): Result {
+    if (!hasFinalizer(nar, NarFinalizer)) return undefined;
+    for (const r of found) {
+      await ctx.client.delete(VeleroResources.restores, r.metadata.name!, r.metadata.namespace);
+    }
+    // Also by name: a Restore created just now may not be in the cache yet. Only the NACUUID tenantkit
+    // wrote, in Velero's namespace: a forged status must not delete anyone's Restore.
+    if (trusted && uuid && found.length === 0) {
+      await ctx.client.delete(VeleroResources.restores, uuid, policy.veleroNamespace);
+    }
+    await removeFinalizer(ctx.client, NonAdminRestoreCrd.type, nar, NarFinalizer);
+    return undefined;
+  }
 
-      // Seen before (Queued is only set once the Restore was observed) and gone now: deleted outside
-      // tenantkit. Making it again would restore a second time, unasked.
-      if (uuid && findCondition(base.conditions as Condition[] | undefined, 'Queued')) {
-        await writeStatus({
-          ...base,
-          conditions: condition({
-            type: 'Queued',
-            status: 'False',
-            reason: 'VeleroRestoreDeleted',
-            message: `Velero Restore ${ref?.name ?? uuid} no longer exists (it was deleted outside tenantkit); create a new NonAdminRestore to restore again`,
-          }),
-        });
-        return undefined;
-      }
+  /** Not accepted (now): phase BackingOff, condition Accepted False saying why (and an Event, if asked). */
+  private async backOff({ base, status }: Seen, refusal: Refusal, event?: boolean): Result {
+    await status.write(
+      {
+        ...base,
+        phase: 'BackingOff',
+        conditions: status.condition(base, { type: 'Accepted', status: 'False', ...refusal }),
+      },
+      event ? { event: { type: 'Warning', action: 'Validate', ...refusal } } : {},
+    );
+    return undefined;
+  }
 
-      // Checked again before the Restore is made (not only before the NACUUID is): the backup named must
-      // still be there and complete when Velero is asked to restore it.
-      const tenantSpec = restoreSpecOf(nar);
-      const findNab = (name: string) => nabs.get(`${ns}/${name}`);
-      const problems = restoreSpecProblems(ns, tenantSpec, policy.enforceRestoreSpec, findNab);
-      const nab = problems.length === 0 ? findNab(tenantSpec.backupName as string) : undefined;
-      const source = nab?.status?.veleroBackup;
-      // The Velero Backup the NAB reports must be one tenantkit made for that very NAB, in Velero's
-      // namespace. Or, for a NAB of an existing Backup (schedule run, backup sync), one this namespace owns.
-      const made =
-        nab && source
-          ? (backups
-              .byIndex(Index.nabUuid, source.nacuuid ?? '')
-              .find(
-                (b) =>
-                  b.metadata.name === source.name &&
-                  b.metadata.namespace === policy.veleroNamespace &&
-                  b.metadata.annotations?.[Annotations.nabNamespace] === ns &&
-                  b.metadata.annotations?.[Annotations.nabName] === nab.metadata.name,
-              ) ??
-            (() => {
-              const adopted = adoptedBackup(adoption, nab, policy.veleroNamespace);
-              return adopted?.metadata.name === source.name ? adopted : undefined;
-            })())
-          : undefined;
-      if (nab && source) {
-        if (!made) {
-          problems.push(
-            `spec.restoreSpec.backupName "${nab.metadata.name}": its Velero Backup ${source.name} no longer exists (expired or deleted); pick another NonAdminBackup`,
-          );
-        }
-      }
-      if (problems.length > 0) {
-        const message = problems.join('; ');
-        ctx.events.record(nar, 'Warning', 'InvalidRestoreSpec', 'Validate', message);
-        ctx.logger.info({ nar: key, problems }, 'NonAdminRestore rejected');
-        await backOff('InvalidRestoreSpec', message);
-        return undefined;
-      }
-      // Whose rights bound the restore: only as admission recorded it at creation (admission/requester.ts).
-      const requester = requesterOf(nar);
-      if (typeof requester === 'string') {
-        const message = `this NonAdminRestore cannot run: ${requester}`;
-        ctx.events.record(nar, 'Warning', 'NoRequester', 'Validate', message);
-        await backOff('NoRequester', message);
-        return undefined;
-      }
-
-      const current = await ensureFinalizer(ctx.client, type, nar, NarFinalizer);
-      if (!uuid) {
-        // Step 1: the identity, in status, before anything exists in Velero's namespace. Guarded by
-        // resourceVersion: a reconcile on a cache that has not seen an earlier step 1 yet would
-        // otherwise write a second NACUUID over it, and two Velero Restores could follow.
-        const name = nacObjectName(ns, nar.metadata.name!);
-        await writeStatus(
-          {
-            ...base,
-            phase: 'New',
-            veleroRestore: { nacuuid: name, name, namespace: policy.veleroNamespace },
-            conditions: condition({
-              type: 'Accepted',
-              status: 'True',
-              reason: 'RestoreAccepted',
-              message: `restore from NonAdminBackup ${nab!.metadata.name} accepted against NonAdminBackupConfig generation ${policy.generation}`,
-            }),
-          },
-          current.metadata.resourceVersion,
-        );
-        return undefined;
-      }
-
-      // Step 2: the Velero Restore, named and labelled by the NACUUID, from the NAB's Velero backup (the
-      // tenant's backupName is a NAB name, never passed to Velero), into this namespace only.
-      // No cluster-scoped object ever (Velero skips cluster-scoped additional items, a PVC's PV say, only
-      // when includeClusterResources is explicitly false), and never the kinds of policy/velero-filters.ts; from
-      // a tenant's own storage location (whose contents the tenant writes), not its RBAC either. A
-      // location tenantkit cannot identify as an admin's counts as the tenant's.
-      const owner = adoption.ownerOf(made!);
-      const fromTenantLocation = owner.namespace === undefined || owner.via === 'tenant-location';
-      const restoreSpec: JsonObject = withForcedRestoreFields(
-        {
-          ...withEnforced(tenantSpec, enforceableRestoreSpec(policy.enforceRestoreSpec)),
-          backupName: made!.metadata.name!,
-          includedNamespaces: [ns],
-        },
-        fromTenantLocation,
-      );
-      for (const field of ['scheduleName', 'excludedNamespaces', 'namespaceMapping'] as const) {
-        delete restoreSpec[field];
-      }
-      // Without the guard in Velero, Velero would write every item with its own rights: wait for it.
-      const missing = await guard.missing(ctx.client, policy.veleroNamespace);
-      if (missing) {
-        ctx.logger.info({ nar: key, veleroNamespace: policy.veleroNamespace }, missing);
-        await backOff('RestoreGuardMissing', missing);
-        return { requeueAfterMs: 30_000 };
-      }
-      // The NACUUID and the config's namespace: never a name or namespace read back from status.
-      const restoreName = uuid;
-      try {
-        await ctx.client.create(VeleroResources.restores, {
-          metadata: {
-            name: restoreName,
-            namespace: policy.veleroNamespace,
-            labels: {
-              [Labels.managedBy]: ManagedByValue,
-              [Labels.oadp]: 'True',
-              [Labels.narUuid]: uuid,
-            },
-            annotations: {
-              [Annotations.narName]: nar.metadata.name!,
-              [Annotations.narNamespace]: ns,
-              [CreatedAtAnnotation]: new Date().toISOString(),
-              // The guard plugin checks every item as this user (admission/requester.ts).
-              [RequesterAnnotation]: requesterValue(requester),
-            },
-          },
-          spec: restoreSpec,
-        } as KubeObject);
-        ctx.events.record(
-          nar,
-          'Normal',
-          'RestoreCreated',
-          'Create',
-          `created Velero Restore ${restoreName} from Velero Backup ${source!.name} (NonAdminBackup ${nab!.metadata.name})`,
-        );
-      } catch (err) {
-        if (!isAlreadyExists(err)) throw err;
-      }
-      return undefined;
+  private async reportDeleted({ uuid, nar, base, status }: Seen): Result {
+    await status.write({
+      ...base,
+      conditions: status.condition(base, {
+        type: 'Queued',
+        status: 'False',
+        reason: 'VeleroRestoreDeleted',
+        message: `Velero Restore ${nar.status?.veleroRestore?.name ?? uuid} no longer exists (it was deleted outside tenantkit); create a new NonAdminRestore to restore again`,
+      }),
     });
+    return undefined;
+  }
+
+  /**
+   * Step 1: the identity, in status, before anything exists in Velero's namespace. Guarded by
+   * resourceVersion: a reconcile on a cache that has not seen an earlier step 1 yet would otherwise write
+   * a second NACUUID over it, and two Velero Restores could follow.
+   */
+  private async admit(
+    { nar, ns, base, policy, status }: Seen,
+    nab: NonAdminBackup,
+    version?: string,
+  ): Result {
+    const name = nacObjectName(ns, nar.metadata.name!);
+    await status.write(
+      {
+        ...base,
+        phase: 'New',
+        veleroRestore: { nacuuid: name, name, namespace: policy.veleroNamespace },
+        conditions: status.condition(base, {
+          type: 'Accepted',
+          status: 'True',
+          reason: 'RestoreAccepted',
+          message: `restore from NonAdminBackup ${nab.metadata.name} accepted against NonAdminBackupConfig generation ${policy.generation}`,
+        }),
+      },
+      { ifVersion: version },
+    );
+    return undefined;
+  }
+
+  /**
+   * Step 2: the Velero Restore, named and labelled by the NACUUID, from the NAB's Velero backup (the
+   * tenant's backupName is a NAB name, never passed to Velero), into this namespace only, and only while
+   * Velero runs the restore guard (without it Velero would write every item with its own rights).
+   */
+  private async create(seen: Seen, uuid: string, checked: Checked): Result {
+    const { nar, ns, policy, status, ctx } = seen;
+    const missing = await this.from.guard.missing(ctx.client, policy.veleroNamespace);
+    if (missing) {
+      ctx.logger.info({ nar: objectKey(nar.metadata), veleroNamespace: policy.veleroNamespace }, missing);
+      await this.backOff(seen, { reason: 'RestoreGuardMissing', message: missing });
+      return { requeueAfterMs: 30_000 };
+    }
+    try {
+      await ctx.client.create(VeleroResources.restores, {
+        metadata: {
+          // The NACUUID and the config's namespace: never a name or namespace read back from status.
+          name: uuid,
+          namespace: policy.veleroNamespace,
+          labels: { [Labels.managedBy]: ManagedByValue, [Labels.oadp]: 'True', [Labels.narUuid]: uuid },
+          annotations: {
+            [Annotations.narName]: nar.metadata.name!,
+            [Annotations.narNamespace]: ns,
+            [CreatedAtAnnotation]: new Date().toISOString(),
+            // The guard plugin checks every item as this user (admission/requester.ts).
+            [RequesterAnnotation]: requesterValue(checked.requester),
+          },
+        },
+        spec: veleroRestoreSpec(this.from.adoption, seen, checked),
+      } as KubeObject);
+      status.event({
+        type: 'Normal',
+        reason: 'RestoreCreated',
+        action: 'Create',
+        message: `created Velero Restore ${uuid} from Velero Backup ${checked.backup.metadata.name} (NonAdminBackup ${checked.nab.metadata.name})`,
+      });
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+    }
+    return undefined;
+  }
+
+  /** Step 3: mirror the Velero Restore, with its place in Velero's queue and, once finished, what the guard refused. */
+  private async mirror(seen: Seen, restore: VeleroObject): Result {
+    const { base, status } = seen;
+    const veleroNs = restore.metadata.namespace!;
+    const name = restore.metadata.name!;
+    // Until the queue's informer saw the Restore its position is unknown; its event brings this back.
+    if (!this.from.queue.has(veleroNs, name)) return undefined;
+    const veleroPhase = (restore.status?.phase as string | undefined) ?? 'New';
+    // Accepted may read False from a check made while the Restore was being created (or while the
+    // feature was disabled): the Restore exists, so the request was accepted.
+    const conditions = isTrue(base.conditions as Condition[] | undefined, 'Accepted')
+      ? base.conditions
+      : status.condition(base, {
+          type: 'Accepted',
+          status: 'True',
+          reason: 'RestoreAccepted',
+          message: `Velero Restore ${name} was created for this restore`,
+        });
+    const mirrored: Status = {
+      ...base,
+      phase: 'Created',
+      queueInfo: { estimatedQueuePosition: this.from.queue.position(veleroNs, name) },
+      veleroRestore: {
+        ...base.veleroRestore,
+        name,
+        namespace: veleroNs,
+        ...(restore.status ? { status: restore.status as never } : {}),
+      },
+      conditions: status.condition({ ...base, conditions } as Status, {
+        type: 'Queued',
+        status: 'True',
+        reason: 'RestoreScheduled',
+        message: `Velero Restore ${name} is ${veleroPhase}`,
+      }),
+    };
+    const finished = (finishedPhases as readonly string[]).includes(veleroPhase);
+    if (finished && base.refusedItems === undefined) await this.withRefusals(seen, restore, mirrored);
+    // Pod volume and data mover counts; written only when they change (see progress.ts).
+    await status.write(withProgress(mirrored, this.from.progress.counts(veleroNs, name)));
+    return undefined;
+  }
+
+  /** Once finished: what the restore guard left out, read once (then kept in status), into `mirrored`. */
+  private async withRefusals(
+    { nar, status, ctx }: Seen,
+    restore: VeleroObject,
+    mirrored: Status,
+  ): Promise<void> {
+    const refusals = await readRefusals(ctx.client, restore);
+    // Velero counts every item it processed as restored, the ones the guard skipped included.
+    const processed =
+      (restore.status?.progress as { itemsRestored?: number } | undefined)?.itemsRestored ?? 0;
+    const requester = requesterOf(nar);
+    const who = typeof requester === 'string' ? 'the requester' : requester.username;
+    const nothingRestored = refusals.count > 0 && refusals.count >= processed;
+    const message =
+      refusals.count === 0
+        ? `every object of the backup passed the checks as ${who}`
+        : refusalSummary(refusals, who, nothingRestored);
+    const reason =
+      refusals.count === 0 ? 'NoneRefused' : nothingRestored ? 'AllItemsRefused' : 'SomeItemsRefused';
+    mirrored.refusedItems = { count: refusals.count, items: refusals.items };
+    mirrored.conditions = status.condition(mirrored, {
+      type: 'ItemsRefused',
+      status: refusals.count > 0 ? 'True' : 'False',
+      reason,
+      message,
+    });
+    if (refusals.count > 0) {
+      status.event({
+        type: 'Warning',
+        reason: nothingRestored ? 'AllItemsRefused' : 'ItemsRefused',
+        action: 'Restore',
+        message,
+      });
+    }
+  }
+}
+
+/** Why a NAR is not acted on at all: a NACUUID tenantkit did not write, or non-admin backup turned off. */
+export function refusalOf({
+  uuid,
+  trusted,
+  policy,
+}: Pick<Seen, 'uuid' | 'trusted' | 'policy'>): Refusal | undefined {
+  if (uuid !== undefined && !trusted) {
+    return {
+      reason: 'InvalidStatus',
+      message: `status.veleroRestore.nacuuid ${uuid} was not written by tenantkit for this NonAdminRestore; delete it and create a new one`,
+    };
+  }
+  if (!policy.enabled) {
+    return {
+      reason: 'NonAdminDisabled',
+      message:
+        'non-admin restores are not enabled: an admin must set spec.nonAdmin.enable: true in NonAdminBackupConfig "cluster"',
+    };
+  }
+  return undefined;
 }
