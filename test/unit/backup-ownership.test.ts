@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import type { NonAdminBackup, NonAdminBackupConfig } from '../../src/api/backup.ts';
 import { type Ownerships, reviewSyncedFrom, syncedNabName } from '../../src/backup/controllers/adopt.ts';
-import { scheduleObjectName } from '../../src/backup/controllers/schedule.ts';
+import { scheduleObjectName } from '../../src/backup/controllers/schedule-runs.ts';
 import { Annotations, Labels, managedLabels } from '../../src/backup/velero/names.ts';
 import {
   backupOwner,

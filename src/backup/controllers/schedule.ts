@@ -16,82 +16,76 @@ import {
 } from '../../api/backup.ts';
 import { VeleroResources } from '../../api/velero.ts';
 import { apiVersionOf, isAlreadyExists, PatchType } from '../../kube/client.ts';
-import { type Condition, setCondition } from '../../kube/conditions.ts';
 import { generationChanged, ownerMapper, type ReconcileContext } from '../../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
-import { ByOwner } from '../../kube/informer.ts';
+import { ByOwner, type Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, objectKey } from '../../kube/resources.ts';
-import { configType, currentPolicy } from '../policy/config.ts';
-import { parseCron } from '../policy/cron.ts';
+import { StatusWriter } from '../../kube/status.ts';
+import { type BackupPolicy, configType, currentPolicy } from '../policy/config.ts';
 import { type JsonObject, jsonEqual, withEnforced } from '../policy/enforce.ts';
 import { scheduleProblems, templateOf } from '../policy/schedule.ts';
 import { withForcedBackupFields } from '../policy/velero-filters.ts';
-import { Annotations, Labels, ManagedByValue, nacObjectName } from '../velero/names.ts';
-import { ensureSyncedNab, ownerships, syncedNabName, type VeleroBackup } from './adopt.ts';
+import { Annotations, Labels, ManagedByValue } from '../velero/names.ts';
+import { ensureSyncedNab, type Ownerships, ownerships } from './adopt.ts';
 import { Index, IndexFunctions, ManagedTypes, managedCache, scheduleCache } from './caches.ts';
-import { storageLocationLookup } from './location-lookup.ts';
-import { changedFields } from './queue.ts';
+import { type StorageLocationLookup, storageLocationLookup } from './location-lookup.ts';
+import {
+  nextRunOf,
+  runLabels,
+  runTime,
+  scheduled,
+  scheduledCondition,
+  scheduleObjectName,
+  type VeleroSchedule,
+} from './schedule-runs.ts';
 
 export const NasFinalizer = 'tenantkit.io/nonadminschedule';
 /** Velero labels every run with its Schedule's name. */
 export const ScheduleNameLabel = 'velero.io/schedule-name';
 const recentRuns = 5;
-
-type VeleroSchedule = KubeObject & {
-  spec?: JsonObject;
-  status?: {
-    phase?: string;
-    lastBackup?: string | null;
-    lastSkipped?: string | null;
-    validationErrors?: string[];
-  };
-};
 type Status = NonNullable<NonAdminSchedule['status']>;
-type ScheduledBackup = NonNullable<Status['recentBackups']>[number];
 
 /** Whether Velero Schedule `s` is the one tenantkit made for `nas` (its origin annotations; admins write there). */
 const madeFor = (s: KubeObject, nas: NonAdminSchedule) =>
   s.metadata.annotations?.[Annotations.nasNamespace] === nas.metadata.namespace &&
   s.metadata.annotations?.[Annotations.nasName] === nas.metadata.name;
 
-/**
- * `<namespace>-<name>-<uuid>` in at most 48 characters: Velero names each run `<schedule>-<timestamp>`
- * (15 more), and a run's name must stay a valid label value (63) for the NAB's sync label.
- */
-export function scheduleObjectName(namespace: string, name: string): string {
-  const room = 10;
-  let ns = namespace;
-  let n = name;
-  if (ns.length + n.length > room) n = n.slice(0, Math.max(0, room - ns.length));
-  if (ns.length + n.length > room) ns = ns.slice(0, room);
-  return nacObjectName(ns, n);
+/** What the schedule controller reads, wired by registerScheduleController. */
+export interface ScheduleSources {
+  nass: Informer<NonAdminSchedule>;
+  schedules: Informer<VeleroSchedule>;
+  configs: Informer<NonAdminBackupConfig>;
+  locations: StorageLocationLookup;
+  /** Velero's Backups (the runs, indexed by the schedule's NACUUID) and whose they are. */
+  runs: Ownerships;
 }
 
-/** Tenant labels on the runs, less any that tenantkit's or Velero's bookkeeping reads. */
-function runLabels(template: JsonObject, uuid: string): Record<string, string> {
-  const metadata = template.metadata as { labels?: Record<string, string> } | undefined;
-  const tenant = Object.entries(metadata?.labels ?? {}).filter(
-    ([k]) => !k.startsWith('openshift.io/') && !k.startsWith('velero.io/') && k !== Labels.managedBy,
-  );
-  return {
-    ...Object.fromEntries(tenant),
-    [Labels.managedBy]: ManagedByValue,
-    [Labels.oadp]: 'True',
-    [Labels.nasUuid]: uuid,
-  };
+/** One reconcile's view of a NAS: read from the caches once, written through `status`. */
+interface Seen {
+  nas: NonAdminSchedule;
+  ns: string;
+  policy: BackupPolicy;
+  uuid: string | undefined;
+  /** The Velero Schedule made for this NAS, in the config's namespace (never the one status names). */
+  schedule: VeleroSchedule | undefined;
+  base: Status;
+  status: StatusWriter<Status>;
+  ctx: ReconcileContext;
 }
-
-const time = (v: unknown): number => (typeof v === 'string' ? Date.parse(v) : Number.NaN);
 
 export function registerScheduleController(manager: Manager): void {
   const type = NonAdminScheduleCrd.type;
   const nass = scheduleCache(manager);
-  const schedules = managedCache<VeleroSchedule>(manager, 'schedules');
-  const o = ownerships(manager);
-  o.backups.addIndex(Index.nasUuid, IndexFunctions.nasUuid);
-  const configs = manager.informer<NonAdminBackupConfig>(configType);
-  const locations = storageLocationLookup(manager);
+  const runs = ownerships(manager);
+  runs.backups.addIndex(Index.nasUuid, IndexFunctions.nasUuid);
+  const reconciler = new ScheduleReconciler({
+    nass,
+    schedules: managedCache<VeleroSchedule>(manager, 'schedules'),
+    configs: manager.informer<NonAdminBackupConfig>(configType),
+    locations: storageLocationLookup(manager),
+    runs,
+  });
   const byUuid = (uuid: string) => nass.byIndex(Index.scheduleByUuid, uuid).map((n) => objectKey(n.metadata));
 
   manager
@@ -104,284 +98,249 @@ export function registerScheduleController(manager: Manager): void {
     .watches(NonAdminBackupCrd.type, ownerMapper(type))
     .watches(configType, () => nass.list().map((n) => objectKey(n.metadata)), generationChanged)
     .concurrency(2)
-    .complete(async (key, ctx) => {
-      const nas = nass.get(key);
-      if (!nas) return undefined;
-      const ns = nas.metadata.namespace!;
-      const policy = currentPolicy(configs);
-      const ref = nas.status?.veleroSchedule;
-      const uuid = ref?.nacuuid;
-      // The config's namespace, never the one status names (a status is only as good as its last writer).
-      const veleroNs = policy.veleroNamespace;
-      const schedule = uuid
-        ? schedules
-            .byIndex(Index.nasUuid, uuid)
-            .find((s) => s.metadata.name === uuid && s.metadata.namespace === veleroNs && madeFor(s, nas))
-        : undefined;
-      const base: Status = { ...(nas.status ?? {}) };
-      /** `ifVersion`: fail (409, retried) unless the object is still at that resourceVersion. */
-      const writeStatus = async (status: Status, ifVersion?: string) => {
-        if (jsonEqual(status as never, (nas.status ?? {}) as never)) return;
-        await ctx.client.patch(
-          type,
-          nas.metadata.name!,
-          ns,
-          {
-            ...(ifVersion ? { metadata: { resourceVersion: ifVersion } } : {}),
-            status: changedFields(status as JsonObject, (nas.status ?? {}) as JsonObject),
-          },
-          PatchType.merge,
-          'status',
-        );
-      };
-      const condition = (status: Status, c: Omit<Condition, 'lastTransitionTime'>): Condition[] =>
-        setCondition(status.conditions as Condition[] | undefined, {
-          ...c,
-          observedGeneration: nas.metadata.generation,
-        });
-      const backOff = async (reason: string, message: string) => {
-        const before = base.conditions?.find((c) => c.type === 'Accepted');
-        if (before?.reason !== reason || before.message !== message) {
-          ctx.events.record(nas, 'Warning', reason, 'Validate', message);
-        }
-        await writeStatus({
-          ...base,
-          phase: 'BackingOff',
-          conditions: condition(base, { type: 'Accepted', status: 'False', reason, message }),
-        });
-        return undefined;
-      };
-
-      if (nas.metadata.deletionTimestamp) return deleteSchedule(nas, ctx, schedules, uuid, veleroNs);
-
-      if (!policy.enabled) {
-        return backOff(
-          'NonAdminDisabled',
-          'non-admin backups are not enabled: an admin must set spec.nonAdmin.enable: true in NonAdminBackupConfig "cluster"',
-        );
-      }
-      // Checked on every change (a schedule stays editable); an invalid edit leaves the Velero Schedule
-      // as it was last accepted.
-      const problems = scheduleProblems(
-        ns,
-        nas.spec,
-        policy.enforceBackupSpec,
-        (name) => locations.find(ns, name) !== undefined,
-        policy.minimumScheduleIntervalMs,
-      );
-      if (problems.length > 0) {
-        ctx.logger.info({ nas: key, problems }, 'NonAdminSchedule rejected');
-        return backOff('InvalidSchedule', problems.join('; '));
-      }
-      const current = await ensureFinalizer(ctx.client, type, nas, NasFinalizer);
-      if (!uuid) {
-        // Step 1: the identity, in status, before anything exists in Velero's namespace; guarded by
-        // resourceVersion so that a reconcile on a stale cache cannot write a second NACUUID over it.
-        const name = scheduleObjectName(ns, nas.metadata.name!);
-        await writeStatus(
-          {
-            ...base,
-            phase: 'New',
-            veleroSchedule: { nacuuid: name, name, namespace: policy.veleroNamespace },
-            conditions: condition(base, {
-              type: 'Accepted',
-              status: 'True',
-              reason: 'ScheduleAccepted',
-              message: `schedule accepted against NonAdminBackupConfig generation ${policy.generation}`,
-            }),
-          },
-          current.metadata.resourceVersion,
-        );
-        return undefined;
-      }
-
-      // Step 2: the Velero Schedule, created or brought in line with the NAS.
-      const tenant = templateOf(nas.spec);
-      const merged = withEnforced(tenant, policy.enforceBackupSpec);
-      const template: JsonObject = withForcedBackupFields({
-        ...merged,
-        includedNamespaces: [ns],
-        metadata: { labels: runLabels(merged, uuid) },
-      });
-      delete template.storageLocation;
-      const wanted = tenant.storageLocation;
-      if (typeof wanted === 'string' && wanted !== '') {
-        const location = locations.resolve(ns, wanted);
-        if ('waiting' in location) {
-          await writeStatus({
-            ...base,
-            conditions: condition(base, {
-              type: 'Queued',
-              status: 'False',
-              reason: 'StorageLocationNotReady',
-              message: location.waiting.replaceAll('spec.backupSpec', 'spec.template.backupSpec'),
-            }),
-          });
-          return undefined;
-        }
-        template.storageLocation = location.bsl;
-      }
-      const accepted = condition(base, {
-        type: 'Accepted',
-        status: 'True',
-        reason: 'ScheduleAccepted',
-        message: `schedule accepted against NonAdminBackupConfig generation ${policy.generation}`,
-      });
-      const skip = nas.spec?.skipImmediately === true;
-      const desired: JsonObject = {
-        schedule: nas.spec!.schedule,
-        paused: nas.spec?.paused === true,
-        useOwnerReferencesInBackup: false,
-        template,
-      };
-      if (!schedule) {
-        try {
-          await ctx.client.create(VeleroResources.schedules, {
-            metadata: {
-              name: uuid,
-              namespace: veleroNs,
-              labels: { [Labels.managedBy]: ManagedByValue, [Labels.oadp]: 'True', [Labels.nasUuid]: uuid },
-              // Velero copies a Schedule's annotations onto every run: the runs' origin (velero/ownership.ts).
-              annotations: { [Annotations.nasName]: nas.metadata.name!, [Annotations.nasNamespace]: ns },
-            },
-            spec: { ...desired, skipImmediately: skip },
-          } as KubeObject);
-        } catch (err) {
-          if (!isAlreadyExists(err)) throw err;
-        }
-        if (skip) await resetSkip(nas, ctx);
-        await writeStatus({ ...base, conditions: accepted });
-        return undefined;
-      }
-      const ops: { op: 'add'; path: string; value: unknown }[] = [];
-      const have = schedule.spec ?? {};
-      if (have.schedule !== desired.schedule)
-        ops.push({ op: 'add', path: '/spec/schedule', value: desired.schedule });
-      if ((have.paused === true) !== desired.paused)
-        ops.push({ op: 'add', path: '/spec/paused', value: desired.paused });
-      if (have.useOwnerReferencesInBackup !== false) {
-        ops.push({ op: 'add', path: '/spec/useOwnerReferencesInBackup', value: false });
-      }
-      if (!jsonEqual(have.template, template))
-        ops.push({ op: 'add', path: '/spec/template', value: template });
-      if (skip) ops.push({ op: 'add', path: '/spec/skipImmediately', value: true });
-      if (ops.length > 0) {
-        await ctx.client.patch(VeleroResources.schedules, uuid, veleroNs, ops, PatchType.json);
-        ctx.events.record(
-          nas,
-          'Normal',
-          'ScheduleUpdated',
-          'Update',
-          `Velero Schedule ${uuid}: ${ops.map((op) => op.path.replace('/spec/', '')).join(', ')} updated`,
-        );
-        if (skip) await resetSkip(nas, ctx);
-        // The Schedule's event brings this back with the new state to mirror.
-        return undefined;
-      }
-
-      // Step 3: the runs, each as a NAB owned by the NAS, and the Schedule's state.
-      const owner = {
-        apiVersion: apiVersionOf(type),
-        kind: type.kind,
-        name: nas.metadata.name!,
-        uid: nas.metadata.uid!,
-        controller: true,
-      };
-      const runs = o.backups
-        .byIndex(Index.nasUuid, uuid)
-        .filter(
-          (b) =>
-            b.metadata.namespace === veleroNs &&
-            b.metadata.labels?.[ScheduleNameLabel] === uuid &&
-            o.ownerOf(b).namespace === ns,
-        )
-        .sort((a, b) => runTime(b) - runTime(a));
-      for (const run of runs) {
-        if (run.metadata.deletionTimestamp) continue;
-        await ensureSyncedNab(o, ctx, run, ns, [owner]);
-      }
-      const recent = runs
-        .slice(0, recentRuns)
-        .map((run) => scheduled(run, ns, o.nabsFor(ns, run.metadata.name!)));
-      const phase = schedule.status?.phase;
-      const paused = nas.spec?.paused === true;
-      await writeStatus({
-        ...base,
-        phase: 'Created',
-        veleroSchedule: {
-          nacuuid: uuid,
-          name: uuid,
-          namespace: veleroNs,
-          ...(schedule.status ? { status: schedule.status as never } : {}),
-        },
-        ...(recent[0] ? { lastBackup: recent[0], recentBackups: recent } : {}),
-        nextRun: nextRunOf(schedule, paused),
-        conditions: condition(
-          { ...base, conditions: accepted },
-          paused
-            ? {
-                type: 'Scheduled',
-                status: 'False',
-                reason: 'SchedulePaused',
-                message: 'paused: no new backups until spec.paused is false',
-              }
-            : phase === 'FailedValidation'
-              ? {
-                  type: 'Scheduled',
-                  status: 'False',
-                  reason: 'ScheduleFailedValidation',
-                  message: `Velero refused the schedule: ${(schedule.status?.validationErrors ?? []).join('; ')}`,
-                }
-              : {
-                  type: 'Scheduled',
-                  status: phase === 'Enabled' ? 'True' : 'Unknown',
-                  reason: phase === 'Enabled' ? 'ScheduleEnabled' : 'SchedulePending',
-                  message: `Velero Schedule ${uuid} is ${phase ?? 'not read by Velero yet'}`,
-                },
-        ),
-      });
-      return undefined;
-    });
+    .complete((key, ctx) => reconciler.reconcile(key, ctx));
 }
 
-/** When Velero made (or, lacking that, created) a run: what orders runs newest first. */
-const runTime = (b: VeleroBackup): number => {
-  const start = time(b.status?.startTimestamp);
-  return Number.isNaN(start) ? time(b.metadata.creationTimestamp) : start;
-};
+export class ScheduleReconciler {
+  private readonly from: ScheduleSources;
 
-function scheduled(run: VeleroBackup, ns: string, nabs: NonAdminBackup[]): ScheduledBackup {
-  const status = (run.status ?? {}) as Record<string, unknown>;
-  const name = nabs[0]?.metadata.name ?? syncedNabName(run, ns, () => false);
-  const entry: Record<string, unknown> = { name, veleroBackupName: run.metadata.name! };
-  for (const field of ['phase', 'startTimestamp', 'completionTimestamp', 'expiration']) {
-    if (typeof status[field] === 'string') entry[field] = status[field];
+  constructor(sources: ScheduleSources) {
+    this.from = sources;
   }
-  return entry as ScheduledBackup;
-}
 
-/**
- * When Velero runs the schedule next, as its schedule controller computes it: the cron expression's next
- * time after the last run, the last skip or (never run) the Schedule's creation. Omitted when paused or
- * when the expression names a time zone other than UTC (computed in UTC, as Velero in a container does).
- */
-function nextRunOf(schedule: VeleroSchedule, paused: boolean): string | undefined {
-  if (paused || schedule.status?.phase !== 'Enabled') return undefined;
-  const parsed = parseCron(String(schedule.spec?.schedule ?? ''));
-  if (!parsed.schedule || (parsed.schedule.zone && !/^(Etc\/)?UTC$/.test(parsed.schedule.zone))) {
+  async reconcile(key: string, ctx: ReconcileContext): Promise<undefined> {
+    const nas = this.from.nass.get(key);
+    if (!nas) return undefined;
+    const seen = this.read(nas, ctx);
+    if (nas.metadata.deletionTimestamp) return deleteSchedule(seen, this.from.schedules);
+    if (!seen.policy.enabled) {
+      return this.backOff(
+        seen,
+        'NonAdminDisabled',
+        'non-admin backups are not enabled: an admin must set spec.nonAdmin.enable: true in NonAdminBackupConfig "cluster"',
+      );
+    }
+    // Checked on every change (a schedule stays editable); an invalid edit leaves the Velero Schedule as
+    // it was last accepted.
+    const problems = this.problems(seen);
+    if (problems.length > 0) {
+      ctx.logger.info({ nas: key, problems }, 'NonAdminSchedule rejected');
+      return this.backOff(seen, 'InvalidSchedule', problems.join('; '));
+    }
+    const current = await ensureFinalizer(ctx.client, NonAdminScheduleCrd.type, nas, NasFinalizer);
+    if (!seen.uuid) return this.admit(seen, current.metadata.resourceVersion);
+    // Step 2: the Velero Schedule, created or brought in line with the NAS.
+    const template = this.template(seen, seen.uuid);
+    if ('waiting' in template) return this.waitForLocation(seen, template.waiting);
+    const desired: JsonObject = {
+      schedule: nas.spec!.schedule,
+      paused: nas.spec?.paused === true,
+      useOwnerReferencesInBackup: false,
+      template: template.template,
+    };
+    if (!seen.schedule) return this.create(seen, seen.uuid, desired);
+    if (await this.update(seen, seen.schedule, desired)) return undefined;
+    return this.mirror(seen, seen.uuid, seen.schedule);
+  }
+
+  private read(nas: NonAdminSchedule, ctx: ReconcileContext): Seen {
+    const policy = currentPolicy(this.from.configs);
+    const uuid = nas.status?.veleroSchedule?.nacuuid;
+    const veleroNs = policy.veleroNamespace;
+    const schedule = uuid
+      ? this.from.schedules
+          .byIndex(Index.nasUuid, uuid)
+          .find((s) => s.metadata.name === uuid && s.metadata.namespace === veleroNs && madeFor(s, nas))
+      : undefined;
+    const status = new StatusWriter<Status>(ctx, NonAdminScheduleCrd.type, nas);
+    return { nas, ns: nas.metadata.namespace!, policy, uuid, schedule, base: status.current, status, ctx };
+  }
+
+  private problems({ nas, ns, policy }: Seen): string[] {
+    return scheduleProblems(
+      ns,
+      nas.spec,
+      policy.enforceBackupSpec,
+      (name) => this.from.locations.find(ns, name) !== undefined,
+      policy.minimumScheduleIntervalMs,
+    );
+  }
+
+  /** Phase BackingOff, condition Accepted False; an Event when the reason or message is new. */
+  private async backOff({ base, status }: Seen, reason: string, message: string): Promise<undefined> {
+    const before = base.conditions?.find((c) => c.type === 'Accepted');
+    const known = before?.reason === reason && before.message === message;
+    await status.write(
+      {
+        ...base,
+        phase: 'BackingOff',
+        conditions: status.condition(base, { type: 'Accepted', status: 'False', reason, message }),
+      },
+      known ? {} : { event: { type: 'Warning', reason, action: 'Validate', message } },
+    );
     return undefined;
   }
-  const from = Math.max(
-    ...[schedule.status.lastBackup, schedule.status.lastSkipped, schedule.metadata.creationTimestamp]
-      .map(time)
-      .filter((t) => !Number.isNaN(t)),
-  );
-  if (!Number.isFinite(from)) return undefined;
-  return parsed.schedule
-    .next(new Date(from))
-    ?.toISOString()
-    .replace(/\.000Z$/, 'Z');
+
+  /**
+   * Step 1: the identity, in status, before anything exists in Velero's namespace; guarded by
+   * resourceVersion so that a reconcile on a stale cache cannot write a second NACUUID over it.
+   */
+  private async admit({ nas, ns, base, policy, status }: Seen, resourceVersion?: string): Promise<undefined> {
+    const name = scheduleObjectName(ns, nas.metadata.name!);
+    await status.write(
+      {
+        ...base,
+        phase: 'New',
+        veleroSchedule: { nacuuid: name, name, namespace: policy.veleroNamespace },
+        conditions: status.condition(base, accepted(policy)),
+      },
+      { ifVersion: resourceVersion },
+    );
+    return undefined;
+  }
+
+  /** The runs' BackupSpec: the tenant's with the admin's fields, this namespace only, its own location resolved. */
+  private template({ nas, ns, policy }: Seen, uuid: string): { template: JsonObject } | { waiting: string } {
+    const tenant = templateOf(nas.spec);
+    const merged = withEnforced(tenant, policy.enforceBackupSpec);
+    const template: JsonObject = withForcedBackupFields({
+      ...merged,
+      includedNamespaces: [ns],
+      metadata: { labels: runLabels(merged, uuid) },
+    });
+    delete template.storageLocation;
+    const wanted = tenant.storageLocation;
+    if (typeof wanted === 'string' && wanted !== '') {
+      const location = this.from.locations.resolve(ns, wanted);
+      if ('waiting' in location) {
+        return { waiting: location.waiting.replaceAll('spec.backupSpec', 'spec.template.backupSpec') };
+      }
+      template.storageLocation = location.bsl;
+    }
+    return { template };
+  }
+
+  private async waitForLocation({ base, status }: Seen, message: string): Promise<undefined> {
+    await status.write({
+      ...base,
+      conditions: status.condition(base, {
+        type: 'Queued',
+        status: 'False',
+        reason: 'StorageLocationNotReady',
+        message,
+      }),
+    });
+    return undefined;
+  }
+
+  private async create(seen: Seen, uuid: string, desired: JsonObject): Promise<undefined> {
+    const { nas, ns, policy, base, status, ctx } = seen;
+    const skip = nas.spec?.skipImmediately === true;
+    try {
+      await ctx.client.create(VeleroResources.schedules, {
+        metadata: {
+          name: uuid,
+          namespace: policy.veleroNamespace,
+          labels: { [Labels.managedBy]: ManagedByValue, [Labels.oadp]: 'True', [Labels.nasUuid]: uuid },
+          // Velero copies a Schedule's annotations onto every run: the runs' origin (velero/ownership.ts).
+          annotations: { [Annotations.nasName]: nas.metadata.name!, [Annotations.nasNamespace]: ns },
+        },
+        spec: { ...desired, skipImmediately: skip },
+      } as KubeObject);
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+    }
+    if (skip) await resetSkip(nas, ctx);
+    await status.write({ ...base, conditions: status.condition(base, accepted(policy)) });
+    return undefined;
+  }
+
+  /** Pushes what differs to the Velero Schedule; true when it did (the Schedule's event brings this back). */
+  private async update(
+    { nas, status, ctx }: Seen,
+    schedule: VeleroSchedule,
+    desired: JsonObject,
+  ): Promise<boolean> {
+    const skip = nas.spec?.skipImmediately === true;
+    const ops: { op: 'add'; path: string; value: unknown }[] = [];
+    const have = schedule.spec ?? {};
+    if (have.schedule !== desired.schedule)
+      ops.push({ op: 'add', path: '/spec/schedule', value: desired.schedule });
+    if ((have.paused === true) !== desired.paused)
+      ops.push({ op: 'add', path: '/spec/paused', value: desired.paused });
+    if (have.useOwnerReferencesInBackup !== false) {
+      ops.push({ op: 'add', path: '/spec/useOwnerReferencesInBackup', value: false });
+    }
+    if (!jsonEqual(have.template, desired.template)) {
+      ops.push({ op: 'add', path: '/spec/template', value: desired.template });
+    }
+    if (skip) ops.push({ op: 'add', path: '/spec/skipImmediately', value: true });
+    if (ops.length === 0) return false;
+    const name = schedule.metadata.name!;
+    await ctx.client.patch(VeleroResources.schedules, name, schedule.metadata.namespace, ops, PatchType.json);
+    status.event({
+      type: 'Normal',
+      reason: 'ScheduleUpdated',
+      action: 'Update',
+      message: `Velero Schedule ${name}: ${ops.map((op) => op.path.replace('/spec/', '')).join(', ')} updated`,
+    });
+    if (skip) await resetSkip(nas, ctx);
+    return true;
+  }
+
+  /** Step 3: the runs, each as a NAB owned by the NAS, and the Schedule's state. */
+  private async mirror(seen: Seen, uuid: string, schedule: VeleroSchedule): Promise<undefined> {
+    const { nas, ns, policy, base, status, ctx } = seen;
+    const veleroNs = policy.veleroNamespace;
+    const type = NonAdminScheduleCrd.type;
+    const owner = {
+      apiVersion: apiVersionOf(type),
+      kind: type.kind,
+      name: nas.metadata.name!,
+      uid: nas.metadata.uid!,
+      controller: true,
+    };
+    const o = this.from.runs;
+    const runs = o.backups
+      .byIndex(Index.nasUuid, uuid)
+      .filter(
+        (b) =>
+          b.metadata.namespace === veleroNs &&
+          b.metadata.labels?.[ScheduleNameLabel] === uuid &&
+          o.ownerOf(b).namespace === ns,
+      )
+      .sort((a, b) => runTime(b) - runTime(a));
+    for (const run of runs) {
+      if (!run.metadata.deletionTimestamp) await ensureSyncedNab(o, ctx, run, ns, [owner]);
+    }
+    const recent = runs
+      .slice(0, recentRuns)
+      .map((run) => scheduled(run, ns, o.nabsFor(ns, run.metadata.name!)));
+    const paused = nas.spec?.paused === true;
+    const conditions = status.condition(base, accepted(policy));
+    await status.write({
+      ...base,
+      phase: 'Created',
+      veleroSchedule: {
+        nacuuid: uuid,
+        name: uuid,
+        namespace: veleroNs,
+        ...(schedule.status ? { status: schedule.status as never } : {}),
+      },
+      ...(recent[0] ? { lastBackup: recent[0], recentBackups: recent } : {}),
+      nextRun: nextRunOf(schedule, paused),
+      conditions: status.condition({ ...base, conditions }, scheduledCondition(schedule, paused)),
+    });
+    return undefined;
+  }
 }
+
+const accepted = (policy: BackupPolicy) => ({
+  type: 'Accepted',
+  status: 'True' as const,
+  reason: 'ScheduleAccepted',
+  message: `schedule accepted against NonAdminBackupConfig generation ${policy.generation}`,
+});
 
 /** skipImmediately is a one-shot request: once handed to Velero, it is reset on the tenant's object. */
 async function resetSkip(nas: NonAdminSchedule, ctx: ReconcileContext): Promise<void> {
@@ -396,12 +355,10 @@ async function resetSkip(nas: NonAdminSchedule, ctx: ReconcileContext): Promise<
  * them before letting the NAS go, so the garbage collector does not take them along.
  */
 async function deleteSchedule(
-  nas: NonAdminSchedule,
-  ctx: ReconcileContext,
+  { nas, uuid, policy, status, ctx }: Seen,
   schedules: { byIndex(name: string, value: string): VeleroSchedule[] },
-  uuid: string | undefined,
-  veleroNs: string,
 ): Promise<undefined> {
+  const veleroNs = policy.veleroNamespace;
   const type = NonAdminScheduleCrd.type;
   if (!hasFinalizer(nas, NasFinalizer)) return undefined;
   for (const s of uuid ? schedules.byIndex(Index.nasUuid, uuid) : []) {
@@ -423,13 +380,12 @@ async function deleteSchedule(
       },
     });
   }
-  ctx.events.record(
-    nas,
-    'Normal',
-    'ScheduleDeleted',
-    'Delete',
-    `Velero Schedule ${uuid ?? '(none made)'} deleted; its ${runs.length} backups stay as NonAdminBackups (delete one with spec.deleteBackup: true to remove its data)`,
-  );
+  status.event({
+    type: 'Normal',
+    reason: 'ScheduleDeleted',
+    action: 'Delete',
+    message: `Velero Schedule ${uuid ?? '(none made)'} deleted; its ${runs.length} backups stay as NonAdminBackups (delete one with spec.deleteBackup: true to remove its data)`,
+  });
   await removeFinalizer(ctx.client, type, nas, NasFinalizer);
   return undefined;
 }
