@@ -16,13 +16,14 @@ import {
   NonAdminBackupStorageLocationRequestCrd,
 } from '../../api/backup.ts';
 import { VeleroResources } from '../../api/velero.ts';
-import { isAlreadyExists, isConflict, PatchType } from '../../kube/client.ts';
-import { type Condition, type ConditionInput, setCondition } from '../../kube/conditions.ts';
-import { generationChanged, type ReconcileContext } from '../../kube/controller.ts';
+import { isAlreadyExists } from '../../kube/client.ts';
+import type { Condition, ConditionInput } from '../../kube/conditions.ts';
+import { generationChanged, type ReconcileContext, type ReconcileResult } from '../../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
+import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
-import { mergePatch } from '../../kube/merge-patch.ts';
 import { type KubeObject, objectKey, Resources, type ResourceType } from '../../kube/resources.ts';
+import { StatusWriter, type WriteOptions } from '../../kube/status.ts';
 import {
   bslSpecProblems,
   credentialProfile,
@@ -30,13 +31,14 @@ import {
   renderCredentials,
   veleroBslSpec,
 } from '../policy/bsl-validate.ts';
-import { configType, currentPolicy } from '../policy/config.ts';
-import { type Json, type JsonObject, jsonEqual } from '../policy/enforce.ts';
+import { type BackupPolicy, configType, currentPolicy } from '../policy/config.ts';
+import { type JsonObject, jsonEqual } from '../policy/enforce.ts';
 import { Annotations, Labels, managedLabels, nacObjectName } from '../velero/names.ts';
 import { EndpointProbeTimeoutMs, probeEndpoint } from './bsl-probe.ts';
 import { Index, ManagedTypes, managedCache, type VeleroObject } from './caches.ts';
 import { isMadeFor, isNacuuidOf } from './location-lookup.ts';
-import { locationUse } from './location-use.ts';
+import { type LocationUse, locationUse } from './location-use.ts';
+import { approvalOf, ForeignObject } from './nabsl-approval.ts';
 
 export const NabslFinalizer = 'tenantkit.io/nonadminbackupstoragelocation';
 /**
@@ -46,11 +48,12 @@ export const NabslFinalizer = 'tenantkit.io/nonadminbackupstoragelocation';
 export const SecretResyncMs = 30_000;
 
 export const NabslType = NonAdminBackupStorageLocationCrd.type;
-const nabslType = NabslType;
 const requestType = NonAdminBackupStorageLocationRequestCrd.type;
 type Secret = KubeObject & { type?: string; data?: Record<string, string> };
 type Status = NonNullable<NonAdminBackupStorageLocation['status']>;
 type Request = NonAdminBackupStorageLocationRequest;
+type Result = Promise<ReconcileResult | undefined>;
+type Credential = { name: string; key: string };
 
 /** The NABSL a Velero-side object was made for, from the annotations tenantkit wrote there. */
 const originOf = (o: KubeObject): string[] => {
@@ -59,21 +62,46 @@ const originOf = (o: KubeObject): string[] => {
   return ns && name ? [`${ns}/${name}`] : [];
 };
 
-/** An object under the location's NACUUID that tenantkit did not make for it: left alone. */
-class ForeignObject extends Error {
-  readonly kind: string;
-  constructor(kind: string, where: string) {
-    super(`${kind} ${where} exists but tenantkit did not make it for this location`);
-    this.kind = kind;
-  }
+/** What the NABSL controller reads, wired by registerNabslController. */
+export interface NabslSources {
+  nabsls: Informer<NonAdminBackupStorageLocation>;
+  bsls: Informer<VeleroObject>;
+  requests: Informer<Request>;
+  configs: Informer<NonAdminBackupConfig>;
+  use: LocationUse;
+}
+
+/**
+ * One reconcile's view of a NABSL. Its conditions build up as the steps pass (each step sets its own),
+ * and every write sends them along.
+ */
+interface Seen {
+  nabsl: NonAdminBackupStorageLocation;
+  ns: string;
+  name: string;
+  policy: BackupPolicy;
+  veleroNs: string;
+  /** The NACUUID status claims, and that NACUUID if tenantkit could have written it for this location. */
+  claimed: string | undefined;
+  uuid: string | undefined;
+  /** The BSLs the cache holds that tenantkit made for this location. */
+  bsls: VeleroObject[];
+  base: Status;
+  conditions: Condition[];
+  status: StatusWriter<Status>;
+  ctx: ReconcileContext;
 }
 
 export function registerNabslController(manager: Manager): void {
-  const nabsls = manager.informer<NonAdminBackupStorageLocation>(nabslType);
+  const nabsls = manager.informer<NonAdminBackupStorageLocation>(NabslType);
   const bsls = managedCache(manager, 'backupStorageLocations');
-  const requests = managedCache<Request>(manager, 'locationRequests');
-  const configs = manager.informer<NonAdminBackupConfig>(configType);
-  const use = locationUse(manager);
+  const reconciler = new NabslReconciler({
+    nabsls,
+    bsls,
+    requests: managedCache<Request>(manager, 'locationRequests'),
+    configs: manager.informer<NonAdminBackupConfig>(configType),
+    use: locationUse(manager),
+  });
   /** The location whose BSL a tenantkit Backup writes to (a deletion may wait for that Backup). */
   const locationOfBackup = (b: KubeObject & { spec?: JsonObject }) => {
     const bsl = bsls.get(`${b.metadata.namespace}/${String(b.spec?.storageLocation ?? '')}`);
@@ -82,481 +110,445 @@ export function registerNabslController(manager: Manager): void {
 
   manager
     .controller('nonadminbackupstoragelocation')
-    .for(nabslType)
+    .for(NabslType)
     .watches(ManagedTypes.backupStorageLocations, originOf)
     .watches(ManagedTypes.locationRequests, originOf)
     .watches(ManagedTypes.backups, locationOfBackup)
     // A policy change (enforced fields, approval on or off) applies live.
     .watches(configType, () => nabsls.list().map((n) => objectKey(n.metadata)), generationChanged)
     .concurrency(4)
-    .complete(async (key, ctx) => {
-      const nabsl = nabsls.get(key);
-      if (!nabsl) return undefined;
-      const policy = currentPolicy(configs);
-      const ns = nabsl.metadata.namespace!;
-      const name = nabsl.metadata.name!;
-      const generation = nabsl.metadata.generation;
-      const claimed = nabsl.status?.veleroBackupStorageLocation?.nacuuid;
-      // Only a NACUUID tenantkit could have written for this location is acted on, and only in the
-      // policy's Velero namespace: status.*.namespace is never used.
-      const uuid = claimed && isNacuuidOf(claimed, ns, name) ? claimed : undefined;
-      const veleroNs = policy.veleroNamespace;
-      const base: Status = { ...(nabsl.status ?? {}) };
-      let conditions = (base.conditions ?? []) as Condition[];
-      const set = (c: Omit<ConditionInput, 'observedGeneration'>) => {
-        conditions = setCondition(conditions, { ...c, observedGeneration: generation });
-      };
-      /** `ifVersion`: fail (409, retried) unless the NABSL is still at that resourceVersion. */
-      const writeStatus = async (status: Status, ifVersion?: string) => {
-        const next = { ...status, conditions } as unknown as JsonObject;
-        const patch = mergePatch(next, (nabsl.status ?? {}) as JsonObject);
-        if (Object.keys(patch).length === 0) return;
-        const body = { ...(ifVersion ? { metadata: { resourceVersion: ifVersion } } : {}), status: patch };
-        await ctx.client.patch(nabslType, name, ns, body, PatchType.merge, 'status');
-      };
-      const ours = (o: KubeObject) => uuid !== undefined && isMadeFor(o, uuid, ns, name);
-      const made = { bsls: uuid ? bsls.byIndex(Index.nabslUuid, uuid).filter(ours) : [] };
-      /**
-       * Removes the BSL and the Secret copy (and, when `all`, the request): nothing may outlive approval.
-       * Only objects carrying this location's marks, each deleted by UID; others are left alone (Event).
-       */
-      let busy = 0;
-      const teardown = async (all: boolean) => {
-        if (!uuid) return false;
-        // Velero would fail a queued backup whose location vanished, and that can stall its queue for
-        // every tenant (location-use.ts): the location stays until tenantkit's backups to it finished.
-        busy = use.unfinishedBackups(veleroNs, uuid).length;
-        if (busy > 0) return false;
-        let removed = false;
-        const remove = async (type: ResourceType, kind: string, o: KubeObject | undefined) => {
-          if (!o) return false;
-          if (!ours(o)) {
-            ctx.events.record(
-              nabsl,
-              'Warning',
-              'ForeignObjectLeftAlone',
-              'Delete',
-              `${kind} ${o.metadata.namespace}/${o.metadata.name} has this location's name but tenantkit did not make it for this location; it was left alone`,
-            );
-            return false;
-          }
-          const preconditions = { uid: o.metadata.uid };
-          return ctx.client.delete(type, o.metadata.name!, o.metadata.namespace, { preconditions });
-        };
-        const bslType = VeleroResources.backupStorageLocations;
-        for (const b of made.bsls) removed = (await remove(bslType, 'BackupStorageLocation', b)) || removed;
-        // By name too: one created just now may not be in the cache yet.
-        if (!made.bsls.some((b) => b.metadata.name === uuid && b.metadata.namespace === veleroNs)) {
-          const live = await ctx.client.get<VeleroObject>(bslType, uuid, veleroNs);
-          removed = (await remove(bslType, 'BackupStorageLocation', live)) || removed;
-        }
-        const copy = await ctx.client.get<Secret>(Resources.secrets, uuid, veleroNs);
-        removed = (await remove(Resources.secrets, 'Secret', copy)) || removed;
-        if (all) {
-          const request = await ctx.client.get<Request>(requestType, uuid, veleroNs);
-          await remove(requestType, 'NonAdminBackupStorageLocationRequest', request);
-        }
-        return removed;
-      };
-      const unmirrored = (): Status => ({
-        ...base,
-        ...(uuid ? { veleroBackupStorageLocation: { nacuuid: uuid, name: uuid, namespace: veleroNs } } : {}),
-      });
-
-      // Removed by the tenant: the BSL, the Secret copy and the request go; the bucket's data stays.
-      if (nabsl.metadata.deletionTimestamp) {
-        if (!hasFinalizer(nabsl, NabslFinalizer)) return undefined;
-        await teardown(true);
-        if (busy > 0) {
-          const message = `deletion waits for ${busy} Velero backup(s) to this location to finish (Velero fails a queued backup whose location is gone)`;
-          set({ type: 'Deleting', status: 'True', reason: 'BackupsInProgress', message });
-          await writeStatus({ ...base });
-          return undefined;
-        }
-        await removeFinalizer(ctx.client, nabslType, nabsl, NabslFinalizer);
-        return undefined;
-      }
-
-      if (claimed && !uuid) {
-        // Not a name tenantkit gives this location (e.g. a status brought back by a restore): nothing
-        // in Velero's namespace is touched under it.
-        const message = `status.veleroBackupStorageLocation.nacuuid "${claimed}" was not written by tenantkit for this location (it would start with the namespace and name, then a UUID), so tenantkit does not act on it; delete this NonAdminBackupStorageLocation and create it again`;
-        ctx.events.record(nabsl, 'Warning', 'InvalidNACUUID', 'Validate', message);
-        set({ type: 'Accepted', status: 'False', reason: 'InvalidNACUUID', message });
-        await writeStatus({ ...base, phase: 'BackingOff' });
-        return undefined;
-      }
-
-      if (!policy.enabled) {
-        set({
-          type: 'Accepted',
-          status: 'False',
-          reason: 'NonAdminDisabled',
-          message:
-            'non-admin backups are not enabled: an admin must set spec.nonAdmin.enable: true in NonAdminBackupConfig "cluster"',
-        });
-        await writeStatus({ ...base, phase: 'BackingOff' });
-        return undefined;
-      }
-
-      const spec = { ...((nabsl.spec?.backupStorageLocationSpec ?? {}) as JsonObject) };
-      const problems = bslSpecProblems(ns, spec, policy.enforceBSLSpec, policy.allowedStorageEndpoints);
-      if (problems.length > 0) {
-        const message = problems.join('; ');
-        ctx.events.record(nabsl, 'Warning', 'InvalidStorageLocationSpec', 'Validate', message);
-        // A policy tightened after approval: the location no longer meets it, so Velero stops using it.
-        await teardown(false);
-        set({ type: 'Accepted', status: 'False', reason: 'InvalidStorageLocationSpec', message });
-        await writeStatus({ ...unmirrored(), phase: 'BackingOff' });
-        return undefined;
-      }
-
-      const current = await ensureFinalizer(ctx.client, nabslType, nabsl, NabslFinalizer);
-      set({
-        type: 'Accepted',
-        status: 'True',
-        reason: 'StorageLocationAccepted',
-        message: `storage location accepted against NonAdminBackupConfig generation ${policy.generation}`,
-      });
-      if (!uuid) {
-        // Step 1: the identity, in status, before anything exists in Velero's namespace. Guarded by
-        // resourceVersion: a reconcile on a cache that has not seen an earlier step 1 yet would
-        // otherwise write a second NACUUID over it, and the first one's objects would be orphaned.
-        const id = nacObjectName(ns, name);
-        await writeStatus(
-          {
-            ...base,
-            phase: 'New',
-            veleroBackupStorageLocation: { nacuuid: id, name: id, namespace: veleroNs },
-          },
-          current.metadata.resourceVersion,
-        );
-        return undefined;
-      }
-
-      /** Steps 2 to 5, once the location has its NACUUID. */
-      const sync = async (uuid: string): Promise<{ requeueAfterMs: number } | undefined> => {
-        // Step 2: the tenant's Secret, read from the tenant's namespace only; only its static keys are kept.
-        const credential = spec.credential as { name: string; key: string };
-        // The BSL that would be made (its profile is the copy's; the tenant's picks the keys to take).
-        const desired = veleroBslSpec(ns, spec, policy.enforceBSLSpec, uuid);
-        const profile = credentialProfile(spec, policy.enforceBSLSpec);
-        const secret = await ctx.client.get<Secret>(Resources.secrets, credential.name, ns);
-        const where = `Secret ${credential.name} key ${credential.key}`;
-        // Own keys only: a key named like an Object.prototype member is not in the Secret.
-        const value =
-          secret?.data && Object.hasOwn(secret.data, credential.key)
-            ? secret.data[credential.key]
-            : undefined;
-        const read = !secret
-          ? {
-              problems: [
-                `Secret ${credential.name} does not exist in namespace ${ns} (a location can only use a Secret of its own namespace); create it with key ${credential.key} holding an AWS credentials file`,
-              ],
-            }
-          : value === undefined
-            ? {
-                problems: [
-                  `Secret ${credential.name} has no key ${credential.key}; add it, or change spec.backupStorageLocationSpec.credential.key`,
-                ],
-              }
-            : readCredentials(Buffer.from(value, 'base64').toString('utf8'), profile, where);
-        if (!read.keys) {
-          const message = read.problems.join('; ');
-          ctx.events.record(nabsl, 'Warning', 'InvalidCredential', 'Validate', message);
-          await teardown(false);
-          set({ type: 'SecretSynced', status: 'False', reason: 'InvalidCredential', message });
-          await writeStatus({ ...unmirrored(), phase: 'BackingOff' });
-          // The Secret is not watched: look again later.
-          return { requeueAfterMs: SecretResyncMs };
-        }
-
-        // Step 3: approval, for exactly the BSL spec that would be created.
-        const approval = policy.requireApprovalForBSL
-          ? await approvalOf(ctx, nabsl, uuid, veleroNs, desired, requests.get(`${veleroNs}/${uuid}`))
-          : ({ decision: 'approve', message: 'approval is not required on this cluster' } as const);
-        if (approval.decision !== 'approve') {
-          const removed = await teardown(false);
-          const rejected = approval.decision === 'reject';
-          if (removed) {
-            ctx.events.record(
-              nabsl,
-              'Warning',
-              rejected ? 'ApprovalRevoked' : 'ApprovalPending',
-              'Approve',
-              `Velero BackupStorageLocation ${uuid} and its Secret were removed: ${approval.message}`,
-            );
-          }
-          set({
-            type: 'ClusterAdminApproved',
-            status: rejected ? 'False' : 'Unknown',
-            reason: rejected ? 'Rejected' : 'Pending',
-            message: approval.message,
-          });
-          conditions = conditions.filter(
-            (c) => c.type !== 'SecretSynced' && c.type !== 'BackupStorageLocationSynced',
-          );
-          await writeStatus({ ...unmirrored(), phase: rejected ? 'BackingOff' : 'New' });
-          return undefined;
-        }
-        set({ type: 'ClusterAdminApproved', status: 'True', reason: 'Approved', message: approval.message });
-
-        // The endpoint must answer before Velero is given the location (or a change of it): Velero's
-        // plugin would wait for a silent store forever (bsl-probe.ts).
-        const bsl = made.bsls.find((b) => b.metadata.name === uuid && b.metadata.namespace === veleroNs);
-        const bucket = String((desired.objectStorage as JsonObject).bucket ?? '');
-        const reach = await probeEndpoint(desired.config as JsonObject, bucket);
-        if (!reach.ok) {
-          const before = conditions.find((c) => c.type === 'EndpointReachable');
-          if (before?.status !== 'False' || before.message !== reach.message) {
-            ctx.events.record(nabsl, 'Warning', 'EndpointUnreachable', 'Validate', reach.message);
-          }
-          set({
-            type: 'EndpointReachable',
-            status: 'False',
-            reason: 'EndpointUnreachable',
-            message: reach.message,
-          });
-          await writeStatus(bsl ? { ...base } : { ...unmirrored(), phase: 'New' });
-          return { requeueAfterMs: SecretResyncMs };
-        }
-        set({
-          type: 'EndpointReachable',
-          status: 'True',
-          reason: 'EndpointAnswers',
-          message: `the endpoint answered within the ${EndpointProbeTimeoutMs / 1000}s tenantkit allows`,
-        });
-
-        // Step 4: the Secret copy in Velero's namespace: a file tenantkit writes, holding only the
-        // static keys read from the tenant's (never the tenant's bytes).
-        const meta = {
-          name: uuid,
-          namespace: veleroNs,
-          labels: { ...managedLabels, [Labels.nabslUuid]: uuid },
-          annotations: { [Annotations.nabslName]: name, [Annotations.nabslNamespace]: ns },
-        };
-        const data = {
-          [credential.key]: Buffer.from(renderCredentials(read.keys)).toString('base64'),
-        };
-        const copy = await ctx.client.get<Secret>(Resources.secrets, uuid, veleroNs);
-        if (!copy) {
-          await ctx.client.create<Secret>(Resources.secrets, { metadata: meta, type: 'Opaque', data });
-        } else if (!ours(copy)) {
-          throw new ForeignObject('Secret', `${veleroNs}/${uuid}`);
-        } else if (!jsonEqual(copy.data ?? {}, data) || !jsonEqual(copy.metadata.labels ?? {}, meta.labels)) {
-          // Carries copy's resourceVersion: a change made in between fails (409) and is judged again.
-          await ctx.client.replace<Secret>(Resources.secrets, {
-            ...copy,
-            metadata: {
-              ...copy.metadata,
-              labels: meta.labels,
-              annotations: { ...copy.metadata.annotations, ...meta.annotations },
-            },
-            data,
-          });
-          ctx.events.record(
-            nabsl,
-            'Normal',
-            'SecretSynced',
-            'Sync',
-            `copied the new keys of ${where} for Velero`,
-          );
-        }
-        set({
-          type: 'SecretSynced',
-          status: 'True',
-          reason: 'SecretSynced',
-          message: `the static keys of ${where} (profile ${profile}) are copied to Velero's namespace`,
-        });
-
-        // Step 5: the Velero BSL, named and labelled by the NACUUID.
-        const bslType = VeleroResources.backupStorageLocations;
-        if (!bsl) {
-          try {
-            await ctx.client.create(bslType, { metadata: meta, spec: desired } as KubeObject);
-            ctx.events.record(
-              nabsl,
-              'Normal',
-              'BackupStorageLocationCreated',
-              'Create',
-              `created Velero BackupStorageLocation ${uuid} (bucket ${(desired.objectStorage as JsonObject).bucket}, prefix ${(desired.objectStorage as JsonObject).prefix})`,
-            );
-          } catch (err) {
-            if (!isAlreadyExists(err)) throw err;
-            // Ours, not in the cache yet; or someone else's, which is left alone.
-            const existing = await ctx.client.get<VeleroObject>(bslType, uuid, veleroNs);
-            if (existing && !ours(existing)) {
-              throw new ForeignObject('BackupStorageLocation', `${veleroNs}/${uuid}`);
-            }
-          }
-          set({
-            type: 'BackupStorageLocationSynced',
-            status: 'True',
-            reason: 'BackupStorageLocationCreated',
-            message: `Velero BackupStorageLocation ${uuid} created`,
-          });
-          await writeStatus({ ...unmirrored(), phase: 'Created' });
-          return { requeueAfterMs: SecretResyncMs };
-        }
-        if (!jsonEqual(bsl.spec ?? {}, desired)) {
-          // The tenant changed the location (approved again when approval is required): Velero follows.
-          // Carries the cached resourceVersion: a stale cache fails (409) and is retried.
-          await ctx.client.replace(bslType, { ...bsl, spec: desired } as KubeObject);
-        }
-        const veleroStatus = bsl.status;
-        set({
-          type: 'BackupStorageLocationSynced',
-          status: 'True',
-          reason: 'BackupStorageLocationSynced',
-          message: `Velero BackupStorageLocation ${uuid} is ${(veleroStatus?.phase as string | undefined) ?? 'not validated yet'}`,
-        });
-        await writeStatus({
-          ...base,
-          phase: 'Created',
-          veleroBackupStorageLocation: {
-            nacuuid: uuid,
-            name: uuid,
-            namespace: veleroNs,
-            ...(veleroStatus ? { status: veleroStatus as never } : {}),
-          },
-        });
-        return { requeueAfterMs: SecretResyncMs };
-      };
-
-      try {
-        return await sync(uuid);
-      } catch (err) {
-        if (!(err instanceof ForeignObject)) throw err;
-        // Someone else's object under this location's name: left alone, and nothing of ours may use it.
-        await teardown(false);
-        const message = `${err.message} (it lacks tenantkit's labels or origin annotations for ${ns}/${name}); tenantkit leaves it alone and this location is not used. Delete this NonAdminBackupStorageLocation and create it again (it gets a new name in Velero's namespace), or ask your admin about that ${err.kind}`;
-        ctx.events.record(nabsl, 'Warning', 'ForeignObject', 'Sync', message);
-        const types: Record<string, string> = {
-          Secret: 'SecretSynced',
-          NonAdminBackupStorageLocationRequest: 'ClusterAdminApproved',
-        };
-        set({
-          type: types[err.kind] ?? 'BackupStorageLocationSynced',
-          status: 'False',
-          reason: 'ForeignObject',
-          message,
-        });
-        await writeStatus({ ...unmirrored(), phase: 'BackingOff' });
-        return { requeueAfterMs: SecretResyncMs };
-      }
-    });
+    .complete((key, ctx) => reconciler.reconcile(key, ctx));
 }
 
-type Approval = { decision: 'approve' | 'reject' | 'pending'; message: string };
+export class NabslReconciler {
+  private readonly from: NabslSources;
 
-/**
- * The admin's decision on `desired`, through the request named by the NACUUID in Velero's namespace:
- * created when missing; when the tenant's spec changed since the admin looked, the decision goes back
- * to pending (first) and the request shows the new spec (second), so an approval never carries over to
- * a spec the admin did not see.
- */
-async function approvalOf(
-  ctx: ReconcileContext,
-  nabsl: NonAdminBackupStorageLocation,
-  uuid: string,
-  veleroNs: string,
-  desired: JsonObject,
-  request: Request | undefined,
-): Promise<Approval> {
-  const ns = nabsl.metadata.namespace!;
-  const name = nabsl.metadata.name!;
-  const pending = (message: string): Approval => ({ decision: 'pending', message });
-  const wait = `waiting for a cluster admin to approve NonAdminBackupStorageLocationRequest ${uuid} (namespace ${veleroNs}); ask your admin`;
-  const wanted = { nacuuid: uuid, name, namespace: ns, requestedSpec: desired };
-  const kind = 'NonAdminBackupStorageLocationRequest';
-  // An admin's decision counts only on the request tenantkit made for this very location.
-  if (request && !isMadeFor(request, uuid, ns, name)) throw new ForeignObject(kind, `${veleroNs}/${uuid}`);
-  if (!request) {
-    try {
-      await ctx.client.create<Request>(requestType, {
-        metadata: {
-          name: uuid,
-          namespace: veleroNs,
-          labels: { ...managedLabels, [Labels.nabslUuid]: uuid },
-          annotations: { [Annotations.nabslName]: name, [Annotations.nabslNamespace]: ns },
-        },
-        spec: { approvalDecision: 'pending' },
-      } as Request);
-      ctx.events.record(nabsl, 'Normal', 'ApprovalRequested', 'Approve', wait);
-    } catch (err) {
-      if (!isAlreadyExists(err)) throw err;
-      const existing = await ctx.client.get<Request>(requestType, uuid, veleroNs);
-      if (existing && !isMadeFor(existing, uuid, ns, name)) {
-        throw new ForeignObject(kind, `${veleroNs}/${uuid}`);
-      }
-    }
-    // Its status is written when the informer brings the request back.
-    return pending(wait);
+  constructor(sources: NabslSources) {
+    this.from = sources;
   }
-  const shown = request.status?.nonAdminBackupStorageLocation;
-  const decision = request.spec?.approvalDecision ?? 'pending';
-  if (!shown || !jsonEqual(shown as unknown as Json, wanted as unknown as Json)) {
-    // The admin has not seen this spec: any decision taken so far was about another one (or none).
-    try {
-      let rv = request.metadata.resourceVersion;
-      if (decision !== 'pending') {
-        const updated = await ctx.client.patch<Request>(
-          requestType,
-          uuid,
-          veleroNs,
-          { metadata: { resourceVersion: rv }, spec: { approvalDecision: 'pending' } },
-          PatchType.merge,
-        );
-        rv = updated.metadata.resourceVersion;
-        ctx.events.record(
-          nabsl,
-          'Normal',
-          'ApprovalRequested',
-          'Approve',
-          `the location changed after the admin's decision (${decision}); asking again: ${wait}`,
-        );
-      }
-      // Guarded by resourceVersion: an admin decision made in between is judged again, not overwritten.
-      await ctx.client.patch<Request>(
-        requestType,
-        uuid,
-        veleroNs,
-        {
-          metadata: { resourceVersion: rv },
-          status: { phase: 'Pending', nonAdminBackupStorageLocation: wanted },
-        },
-        PatchType.merge,
-        'status',
-      );
-    } catch (err) {
-      if (!isConflict(err)) throw err;
+
+  async reconcile(key: string, ctx: ReconcileContext): Result {
+    const nabsl = this.from.nabsls.get(key);
+    if (!nabsl) return undefined;
+    const seen = this.read(nabsl, ctx);
+    if (nabsl.metadata.deletionTimestamp) return this.finalize(seen);
+    if (seen.claimed && !seen.uuid) return this.refuseNacuuid(seen, seen.claimed);
+    if (!seen.policy.enabled) {
+      set(seen, {
+        type: 'Accepted',
+        status: 'False',
+        reason: 'NonAdminDisabled',
+        message:
+          'non-admin backups are not enabled: an admin must set spec.nonAdmin.enable: true in NonAdminBackupConfig "cluster"',
+      });
+      return this.write(seen, { ...seen.base, phase: 'BackingOff' });
     }
-    return pending(wait);
+    const spec = { ...((nabsl.spec?.backupStorageLocationSpec ?? {}) as JsonObject) };
+    const { policy } = seen;
+    const problems = bslSpecProblems(seen.ns, spec, policy.enforceBSLSpec, policy.allowedStorageEndpoints);
+    if (problems.length > 0) return this.rejectSpec(seen, problems.join('; '));
+    const current = await ensureFinalizer(ctx.client, NabslType, nabsl, NabslFinalizer);
+    set(seen, {
+      type: 'Accepted',
+      status: 'True',
+      reason: 'StorageLocationAccepted',
+      message: `storage location accepted against NonAdminBackupConfig generation ${policy.generation}`,
+    });
+    if (!seen.uuid) return this.admit(seen, current.metadata.resourceVersion);
+    try {
+      return await this.sync(seen, seen.uuid, spec);
+    } catch (err) {
+      if (!(err instanceof ForeignObject)) throw err;
+      return this.foreign(seen, err);
+    }
   }
-  if (request.status?.phase !== phaseOf(decision)) {
-    await ctx.client.patch<Request>(
-      requestType,
-      uuid,
-      veleroNs,
-      { status: { phase: phaseOf(decision) } },
-      PatchType.merge,
-      'status',
+
+  private read(nabsl: NonAdminBackupStorageLocation, ctx: ReconcileContext): Seen {
+    const policy = currentPolicy(this.from.configs);
+    const ns = nabsl.metadata.namespace!;
+    const name = nabsl.metadata.name!;
+    const claimed = nabsl.status?.veleroBackupStorageLocation?.nacuuid;
+    // Only a NACUUID tenantkit could have written for this location is acted on, and only in the
+    // policy's Velero namespace: status.*.namespace is never used.
+    const uuid = claimed && isNacuuidOf(claimed, ns, name) ? claimed : undefined;
+    const bsls = uuid
+      ? this.from.bsls.byIndex(Index.nabslUuid, uuid).filter((o) => isMadeFor(o, uuid, ns, name))
+      : [];
+    const status = new StatusWriter<Status>(ctx, NabslType, nabsl);
+    const base = status.current;
+    const conditions = [...((base.conditions ?? []) as Condition[])];
+    const veleroNs = policy.veleroNamespace;
+    return { nabsl, ns, name, policy, veleroNs, claimed, uuid, bsls, base, conditions, status, ctx };
+  }
+
+  /** Writes `next` with the conditions set so far. */
+  private async write(seen: Seen, next: Status, options?: WriteOptions): Promise<undefined> {
+    await seen.status.write({ ...next, conditions: seen.conditions } as Status, options);
+    return undefined;
+  }
+
+  /** Removed by the tenant: the BSL, the Secret copy and the request go; the bucket's data stays. */
+  private async finalize(seen: Seen): Result {
+    if (!hasFinalizer(seen.nabsl, NabslFinalizer)) return undefined;
+    const { busy } = await this.teardown(seen, true);
+    if (busy > 0) {
+      const message = `deletion waits for ${busy} Velero backup(s) to this location to finish (Velero fails a queued backup whose location is gone)`;
+      set(seen, { type: 'Deleting', status: 'True', reason: 'BackupsInProgress', message });
+      return this.write(seen, { ...seen.base });
+    }
+    await removeFinalizer(seen.ctx.client, NabslType, seen.nabsl, NabslFinalizer);
+    return undefined;
+  }
+
+  /**
+   * Not a name tenantkit gives this location (e.g. a status brought back by a restore): nothing in
+   * Velero's namespace is touched under it.
+   */
+  private async refuseNacuuid(seen: Seen, claimed: string): Result {
+    const message = `status.veleroBackupStorageLocation.nacuuid "${claimed}" was not written by tenantkit for this location (it would start with the namespace and name, then a UUID), so tenantkit does not act on it; delete this NonAdminBackupStorageLocation and create it again`;
+    set(seen, { type: 'Accepted', status: 'False', reason: 'InvalidNACUUID', message });
+    return this.write(
+      seen,
+      { ...seen.base, phase: 'BackingOff' },
+      { event: { type: 'Warning', reason: 'InvalidNACUUID', action: 'Validate', message } },
     );
   }
-  if (decision === 'approve') {
-    return {
-      decision,
-      message: `approved by a cluster admin (NonAdminBackupStorageLocationRequest ${uuid})`,
-    };
+
+  /** A spec the rules refuse; also a policy tightened after approval: Velero stops using the location. */
+  private async rejectSpec(seen: Seen, message: string): Result {
+    seen.status.event({ type: 'Warning', reason: 'InvalidStorageLocationSpec', action: 'Validate', message });
+    await this.teardown(seen, false);
+    set(seen, { type: 'Accepted', status: 'False', reason: 'InvalidStorageLocationSpec', message });
+    return this.write(seen, { ...unmirrored(seen), phase: 'BackingOff' });
   }
-  if (decision === 'reject') {
-    return {
-      decision,
-      message: `a cluster admin rejected this location (NonAdminBackupStorageLocationRequest ${uuid} in ${veleroNs}); ask your admin why, or change the spec to ask again`,
-    };
+
+  /**
+   * Step 1: the identity, in status, before anything exists in Velero's namespace. Guarded by
+   * resourceVersion: a reconcile on a cache that has not seen an earlier step 1 yet would otherwise write
+   * a second NACUUID over it, and the first one's objects would be orphaned.
+   */
+  private async admit(seen: Seen, resourceVersion?: string): Result {
+    const id = nacObjectName(seen.ns, seen.name);
+    return this.write(
+      seen,
+      {
+        ...seen.base,
+        phase: 'New',
+        veleroBackupStorageLocation: { nacuuid: id, name: id, namespace: seen.veleroNs },
+      },
+      { ifVersion: resourceVersion },
+    );
   }
-  return pending(wait);
+
+  /** Steps 2 to 5, once the location has its NACUUID. */
+  private async sync(seen: Seen, uuid: string, spec: JsonObject): Result {
+    const { ns, policy, veleroNs, ctx } = seen;
+    // Step 2: the tenant's Secret, read from the tenant's namespace only; only its static keys are kept.
+    const credential = spec.credential as Credential;
+    // The BSL that would be made (its profile is the copy's; the tenant's picks the keys to take).
+    const desired = veleroBslSpec(ns, spec, policy.enforceBSLSpec, uuid);
+    const profile = credentialProfile(spec, policy.enforceBSLSpec);
+    const read = await readTenantCredential(ctx, ns, credential, profile);
+    if (!read.keys) return this.invalidCredential(seen, read.problems.join('; '));
+    // Step 3: approval, for exactly the BSL spec that would be created.
+    const approved = await this.approve(seen, uuid, desired);
+    if (!approved) return undefined;
+    // The endpoint must answer before Velero is given the location (or a change of it): Velero's plugin
+    // would wait for a silent store forever (bsl-probe.ts).
+    const bsl = seen.bsls.find((b) => b.metadata.name === uuid && b.metadata.namespace === veleroNs);
+    const bucket = String((desired.objectStorage as JsonObject).bucket ?? '');
+    const reach = await probeEndpoint(desired.config as JsonObject, bucket);
+    if (!reach.ok) return this.unreachable(seen, reach.message, bsl !== undefined);
+    set(seen, {
+      type: 'EndpointReachable',
+      status: 'True',
+      reason: 'EndpointAnswers',
+      message: `the endpoint answered within the ${EndpointProbeTimeoutMs / 1000}s tenantkit allows`,
+    });
+    // Step 4: the Secret copy in Velero's namespace.
+    await this.syncSecret(seen, uuid, credential, renderCredentials(read.keys));
+    set(seen, {
+      type: 'SecretSynced',
+      status: 'True',
+      reason: 'SecretSynced',
+      message: `the static keys of ${read.where} (profile ${profile}) are copied to Velero's namespace`,
+    });
+    // Step 5: the Velero BSL, named and labelled by the NACUUID.
+    return bsl ? this.updateBsl(seen, uuid, bsl, desired) : this.createBsl(seen, uuid, desired);
+  }
+
+  private async invalidCredential(seen: Seen, message: string): Result {
+    seen.status.event({ type: 'Warning', reason: 'InvalidCredential', action: 'Validate', message });
+    await this.teardown(seen, false);
+    set(seen, { type: 'SecretSynced', status: 'False', reason: 'InvalidCredential', message });
+    await this.write(seen, { ...unmirrored(seen), phase: 'BackingOff' });
+    // The Secret is not watched: look again later.
+    return { requeueAfterMs: SecretResyncMs };
+  }
+
+  /** The admin's decision (when required); while not approved, nothing of the location stays in Velero. */
+  private async approve(seen: Seen, uuid: string, desired: JsonObject): Promise<boolean> {
+    const { policy, veleroNs, ctx, nabsl } = seen;
+    const approval = policy.requireApprovalForBSL
+      ? await approvalOf(ctx, nabsl, uuid, veleroNs, desired, this.from.requests.get(`${veleroNs}/${uuid}`))
+      : ({ decision: 'approve', message: 'approval is not required on this cluster' } as const);
+    if (approval.decision === 'approve') {
+      set(seen, {
+        type: 'ClusterAdminApproved',
+        status: 'True',
+        reason: 'Approved',
+        message: approval.message,
+      });
+      return true;
+    }
+    const { removed } = await this.teardown(seen, false);
+    const rejected = approval.decision === 'reject';
+    if (removed) {
+      seen.status.event({
+        type: 'Warning',
+        reason: rejected ? 'ApprovalRevoked' : 'ApprovalPending',
+        action: 'Approve',
+        message: `Velero BackupStorageLocation ${uuid} and its Secret were removed: ${approval.message}`,
+      });
+    }
+    set(seen, {
+      type: 'ClusterAdminApproved',
+      status: rejected ? 'False' : 'Unknown',
+      reason: rejected ? 'Rejected' : 'Pending',
+      message: approval.message,
+    });
+    seen.conditions = seen.conditions.filter(
+      (c) => c.type !== 'SecretSynced' && c.type !== 'BackupStorageLocationSynced',
+    );
+    await this.write(seen, { ...unmirrored(seen), phase: rejected ? 'BackingOff' : 'New' });
+    return false;
+  }
+
+  private async unreachable(seen: Seen, message: string, hasBsl: boolean): Result {
+    const before = seen.conditions.find((c) => c.type === 'EndpointReachable');
+    const known = before?.status === 'False' && before.message === message;
+    set(seen, { type: 'EndpointReachable', status: 'False', reason: 'EndpointUnreachable', message });
+    await this.write(
+      seen,
+      hasBsl ? { ...seen.base } : { ...unmirrored(seen), phase: 'New' },
+      known ? {} : { event: { type: 'Warning', reason: 'EndpointUnreachable', action: 'Validate', message } },
+    );
+    return { requeueAfterMs: SecretResyncMs };
+  }
+
+  /**
+   * Step 4: the Secret copy in Velero's namespace: a file tenantkit writes, holding only the static keys
+   * read from the tenant's (never the tenant's bytes).
+   */
+  private async syncSecret(seen: Seen, uuid: string, credential: Credential, file: string): Promise<void> {
+    const { veleroNs, ctx, status } = seen;
+    const meta = objectMeta(seen, uuid);
+    const data = { [credential.key]: Buffer.from(file).toString('base64') };
+    const copy = await ctx.client.get<Secret>(Resources.secrets, uuid, veleroNs);
+    if (!copy) {
+      await ctx.client.create<Secret>(Resources.secrets, { metadata: meta, type: 'Opaque', data });
+      return;
+    }
+    if (!isMadeFor(copy, uuid, seen.ns, seen.name)) throw new ForeignObject('Secret', `${veleroNs}/${uuid}`);
+    if (jsonEqual(copy.data ?? {}, data) && jsonEqual(copy.metadata.labels ?? {}, meta.labels)) return;
+    // Carries copy's resourceVersion: a change made in between fails (409) and is judged again.
+    await ctx.client.replace<Secret>(Resources.secrets, {
+      ...copy,
+      metadata: {
+        ...copy.metadata,
+        labels: meta.labels,
+        annotations: { ...copy.metadata.annotations, ...meta.annotations },
+      },
+      data,
+    });
+    status.event({
+      type: 'Normal',
+      reason: 'SecretSynced',
+      action: 'Sync',
+      message: `copied the new keys of Secret ${credential.name} key ${credential.key} for Velero`,
+    });
+  }
+
+  private async createBsl(seen: Seen, uuid: string, desired: JsonObject): Result {
+    const { veleroNs, ctx, status } = seen;
+    const bslType = VeleroResources.backupStorageLocations;
+    const storage = desired.objectStorage as JsonObject;
+    try {
+      await ctx.client.create(bslType, { metadata: objectMeta(seen, uuid), spec: desired } as KubeObject);
+      status.event({
+        type: 'Normal',
+        reason: 'BackupStorageLocationCreated',
+        action: 'Create',
+        message: `created Velero BackupStorageLocation ${uuid} (bucket ${storage.bucket}, prefix ${storage.prefix})`,
+      });
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+      // Ours, not in the cache yet; or someone else's, which is left alone.
+      const existing = await ctx.client.get<VeleroObject>(bslType, uuid, veleroNs);
+      if (existing && !isMadeFor(existing, uuid, seen.ns, seen.name)) {
+        throw new ForeignObject('BackupStorageLocation', `${veleroNs}/${uuid}`);
+      }
+    }
+    set(seen, {
+      type: 'BackupStorageLocationSynced',
+      status: 'True',
+      reason: 'BackupStorageLocationCreated',
+      message: `Velero BackupStorageLocation ${uuid} created`,
+    });
+    await this.write(seen, { ...unmirrored(seen), phase: 'Created' });
+    return { requeueAfterMs: SecretResyncMs };
+  }
+
+  private async updateBsl(seen: Seen, uuid: string, bsl: VeleroObject, desired: JsonObject): Result {
+    if (!jsonEqual(bsl.spec ?? {}, desired)) {
+      // The tenant changed the location (approved again when approval is required): Velero follows.
+      // Carries the cached resourceVersion: a stale cache fails (409) and is retried.
+      await seen.ctx.client.replace(VeleroResources.backupStorageLocations, {
+        ...bsl,
+        spec: desired,
+      } as KubeObject);
+    }
+    const veleroStatus = bsl.status;
+    set(seen, {
+      type: 'BackupStorageLocationSynced',
+      status: 'True',
+      reason: 'BackupStorageLocationSynced',
+      message: `Velero BackupStorageLocation ${uuid} is ${(veleroStatus?.phase as string | undefined) ?? 'not validated yet'}`,
+    });
+    await this.write(seen, {
+      ...seen.base,
+      phase: 'Created',
+      veleroBackupStorageLocation: {
+        nacuuid: uuid,
+        name: uuid,
+        namespace: seen.veleroNs,
+        ...(veleroStatus ? { status: veleroStatus as never } : {}),
+      },
+    });
+    return { requeueAfterMs: SecretResyncMs };
+  }
+
+  /** Someone else's object under this location's name: left alone, and nothing of ours may use it. */
+  private async foreign(seen: Seen, err: ForeignObject): Result {
+    await this.teardown(seen, false);
+    const message = `${err.message} (it lacks tenantkit's labels or origin annotations for ${seen.ns}/${seen.name}); tenantkit leaves it alone and this location is not used. Delete this NonAdminBackupStorageLocation and create it again (it gets a new name in Velero's namespace), or ask your admin about that ${err.kind}`;
+    const types: Record<string, string> = {
+      Secret: 'SecretSynced',
+      NonAdminBackupStorageLocationRequest: 'ClusterAdminApproved',
+    };
+    set(seen, {
+      type: types[err.kind] ?? 'BackupStorageLocationSynced',
+      status: 'False',
+      reason: 'ForeignObject',
+      message,
+    });
+    await this.write(
+      seen,
+      { ...unmirrored(seen), phase: 'BackingOff' },
+      { event: { type: 'Warning', reason: 'ForeignObject', action: 'Sync', message } },
+    );
+    return { requeueAfterMs: SecretResyncMs };
+  }
+
+  /**
+   * Removes the BSL and the Secret copy (and, when `all`, the request): nothing may outlive approval.
+   * Only objects carrying this location's marks, each deleted by UID; others are left alone (Event).
+   * Velero would fail a queued backup whose location vanished, and that can stall its queue for every
+   * tenant (location-use.ts): the location stays while tenantkit's backups to it are unfinished (`busy`).
+   */
+  private async teardown(seen: Seen, all: boolean): Promise<{ removed: boolean; busy: number }> {
+    const { uuid, veleroNs, ctx } = seen;
+    if (!uuid) return { removed: false, busy: 0 };
+    const busy = this.from.use.unfinishedBackups(veleroNs, uuid).length;
+    if (busy > 0) return { removed: false, busy };
+    let removed = false;
+    const bslType = VeleroResources.backupStorageLocations;
+    for (const b of seen.bsls)
+      removed = (await removeOurs(seen, uuid, bslType, 'BackupStorageLocation', b)) || removed;
+    // By name too: one created just now may not be in the cache yet.
+    if (!seen.bsls.some((b) => b.metadata.name === uuid && b.metadata.namespace === veleroNs)) {
+      const live = await ctx.client.get<VeleroObject>(bslType, uuid, veleroNs);
+      removed = (await removeOurs(seen, uuid, bslType, 'BackupStorageLocation', live)) || removed;
+    }
+    const copy = await ctx.client.get<Secret>(Resources.secrets, uuid, veleroNs);
+    removed = (await removeOurs(seen, uuid, Resources.secrets, 'Secret', copy)) || removed;
+    if (all) {
+      const request = await ctx.client.get<Request>(requestType, uuid, veleroNs);
+      await removeOurs(seen, uuid, requestType, 'NonAdminBackupStorageLocationRequest', request);
+    }
+    return { removed, busy: 0 };
+  }
 }
 
-const phaseOf = (decision: string) =>
-  decision === 'approve' ? 'Approved' : decision === 'reject' ? 'Rejected' : 'Pending';
+/** Sets a condition among the ones this reconcile builds up. */
+function set(seen: Seen, c: Omit<ConditionInput, 'observedGeneration'>): void {
+  seen.conditions = seen.status.condition({ conditions: seen.conditions } as Status, c);
+}
+
+/** The status without the Velero BSL's mirrored state (it is gone, or not made yet). */
+const unmirrored = ({ base, uuid, veleroNs }: Seen): Status => ({
+  ...base,
+  ...(uuid ? { veleroBackupStorageLocation: { nacuuid: uuid, name: uuid, namespace: veleroNs } } : {}),
+});
+
+/** Name, marks and origin of what tenantkit makes in Velero's namespace for the location. */
+const objectMeta = ({ ns, name, veleroNs }: Seen, uuid: string) => ({
+  name: uuid,
+  namespace: veleroNs,
+  labels: { ...managedLabels, [Labels.nabslUuid]: uuid },
+  annotations: { [Annotations.nabslName]: name, [Annotations.nabslNamespace]: ns },
+});
+
+/** Deletes `o` (by UID) when tenantkit made it for this location; otherwise leaves it alone with an Event. */
+async function removeOurs(
+  { ns, name, status, ctx }: Seen,
+  uuid: string,
+  type: ResourceType,
+  kind: string,
+  o: KubeObject | undefined,
+): Promise<boolean> {
+  if (!o) return false;
+  if (!isMadeFor(o, uuid, ns, name)) {
+    status.event({
+      type: 'Warning',
+      reason: 'ForeignObjectLeftAlone',
+      action: 'Delete',
+      message: `${kind} ${o.metadata.namespace}/${o.metadata.name} has this location's name but tenantkit did not make it for this location; it was left alone`,
+    });
+    return false;
+  }
+  return ctx.client.delete(type, o.metadata.name!, o.metadata.namespace, {
+    preconditions: { uid: o.metadata.uid },
+  });
+}
+
+/** The static keys of the tenant's credential Secret (of the location's own namespace), or what is wrong. */
+async function readTenantCredential(
+  ctx: ReconcileContext,
+  ns: string,
+  credential: Credential,
+  profile: string,
+): Promise<ReturnType<typeof readCredentials> & { where: string }> {
+  const secret = await ctx.client.get<Secret>(Resources.secrets, credential.name, ns);
+  const where = `Secret ${credential.name} key ${credential.key}`;
+  if (!secret) {
+    return {
+      where,
+      problems: [
+        `Secret ${credential.name} does not exist in namespace ${ns} (a location can only use a Secret of its own namespace); create it with key ${credential.key} holding an AWS credentials file`,
+      ],
+    };
+  }
+  // Own keys only: a key named like an Object.prototype member is not in the Secret.
+  const value =
+    secret.data && Object.hasOwn(secret.data, credential.key) ? secret.data[credential.key] : undefined;
+  if (value === undefined) {
+    return {
+      where,
+      problems: [
+        `Secret ${credential.name} has no key ${credential.key}; add it, or change spec.backupStorageLocationSpec.credential.key`,
+      ],
+    };
+  }
+  return { where, ...readCredentials(Buffer.from(value, 'base64').toString('utf8'), profile, where) };
+}
