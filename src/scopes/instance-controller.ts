@@ -2,17 +2,19 @@
 // ClusterRoleBinding per role when the instance names no namespaces and no selector.
 // Order matters for access continuity: create and update first; prune stale bindings only where the
 // new ones are in place and their ClusterRoles exist, so a subject never loses access it keeps.
+import { isDeepStrictEqual } from 'node:util';
 import { type ScopeInstance, ScopeInstanceCrd, type ScopeTemplate, ScopeTemplateCrd } from '../api/scopes.ts';
 import { mapLimit } from '../kube/access.ts';
-import { type Condition, setCondition } from '../kube/conditions.ts';
+import type { ConditionInput } from '../kube/conditions.ts';
+import type { ReconcileContext, ReconcileResult } from '../kube/controller.ts';
 import { ensureOwned } from '../kube/ensure.ts';
-import { ByOwner } from '../kube/informer.ts';
+import { ByOwner, type Informer } from '../kube/informer.ts';
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
-import { compileSelector, isEmptySelector } from '../kube/selectors.ts';
+import { compileSelector, isEmptySelector, type LabelSelector } from '../kube/selectors.ts';
+import { StatusWriter } from '../kube/status.ts';
 import { type Binding, bindingUpToDate, type ClusterRole, desiredBinding, ownedBy } from './desired.ts';
 import { clusterRoleName, fieldManager, templateAnnotation } from './names.ts';
-import { statusChanged } from './status.ts';
 import {
   ByListedNamespace,
   BySelector,
@@ -23,11 +25,11 @@ import {
   scopedRoleBindings,
 } from './types.ts';
 
-interface Namespace extends KubeObject {
+export interface Namespace extends KubeObject {
   status?: { phase?: string };
 }
 
-interface Failure {
+export interface Failure {
   namespace: string;
   reason: string;
   message: string;
@@ -37,17 +39,50 @@ interface Failure {
 const writeConcurrency = 16;
 const maxReportedFailures = 100;
 
+/** What the instance controller reads, wired by registerInstanceController. */
+export interface InstanceSources {
+  instances: Informer<ScopeInstance>;
+  templates: Informer<ScopeTemplate>;
+  namespaces: Informer<Namespace>;
+  roles: Informer<ClusterRole>;
+  roleBindings: Informer<Binding>;
+  clusterRoleBindings: Informer<Binding>;
+}
+
+/** The bindings an instance wants, where, and what stands in the way. */
+export interface Plan {
+  /** Why nothing can be bound (the Ready condition), if anything. */
+  problem?: Omit<ConditionInput, 'observedGeneration'>;
+  desired: Binding[];
+  /** Namespaces that exist and are not being deleted (none when cluster-wide). */
+  targets: string[];
+  clusterWide: boolean;
+  failures: Failure[];
+}
+
+/** What the writes did. */
+interface Outcome {
+  created: number;
+  updated: number;
+  deleted: number;
+  /** Namespaces whose bindings could not be written. */
+  failed: Set<string>;
+  pruneDeferred: boolean;
+}
+
 export function registerInstanceController(manager: Manager): void {
   const instances = manager.informer<ScopeInstance>(ScopeInstanceCrd.type);
-  const templates = manager.informer<ScopeTemplate>(ScopeTemplateCrd.type);
-  const namespaces = manager.informer<Namespace>(Resources.namespaces);
-  const roles = manager.informer<ClusterRole>(scopedClusterRoles);
-  const roleBindings = manager.informer<Binding>(scopedRoleBindings);
-  const clusterRoleBindings = manager.informer<Binding>(scopedClusterRoleBindings);
   instances.addIndex(ByTemplate, IndexFunctions.template);
   instances.addIndex(ByListedNamespace, IndexFunctions.listedNamespace);
   instances.addIndex(BySelector, IndexFunctions.selector);
-
+  const reconciler = new InstanceReconciler({
+    instances,
+    templates: manager.informer<ScopeTemplate>(ScopeTemplateCrd.type),
+    namespaces: manager.informer<Namespace>(Resources.namespaces),
+    roles: manager.informer<ClusterRole>(scopedClusterRoles),
+    roleBindings: manager.informer<Binding>(scopedRoleBindings),
+    clusterRoleBindings: manager.informer<Binding>(scopedClusterRoleBindings),
+  });
   const instancesOfTemplate = (template: string) =>
     instances.byIndex(ByTemplate, template).map((i) => i.metadata.name!);
 
@@ -70,195 +105,227 @@ export function registerInstanceController(manager: Manager): void {
         ].map((i) => i.metadata.name!),
       (previous, current) =>
         !previous ||
-        JSON.stringify(previous.metadata.labels) !== JSON.stringify(current.metadata.labels) ||
+        !isDeepStrictEqual(previous.metadata.labels, current.metadata.labels) ||
         previous.metadata.deletionTimestamp !== current.metadata.deletionTimestamp ||
         (previous as Namespace).status?.phase !== (current as Namespace).status?.phase,
     )
     .concurrency(2)
-    .complete(async (name, { client, events }) => {
-      const instance = instances.get(name);
-      // Deleted: the garbage collector removes the bindings through their ownerReferences.
-      if (!instance || instance.metadata.deletionTimestamp) return undefined;
-      const uid = instance.metadata.uid!;
-      const generation = instance.metadata.generation ?? 0;
-      const template = templates.get(instance.spec.scopeTemplateName);
+    .complete((name, ctx) => reconciler.reconcile(name, ctx));
+}
 
-      let problem: Omit<Condition, 'lastTransitionTime'> | undefined;
-      const failures: Failure[] = [];
-      const desired: Binding[] = [];
-      const targets: string[] = [];
-      let clusterWide = false;
-      const listed = instance.spec.namespaces ?? [];
-      const selector = instance.spec.namespaceSelector;
-      const compiled = isEmptySelector(selector) ? undefined : compileSelector(selector!);
+export class InstanceReconciler {
+  private readonly from: InstanceSources;
 
-      if (!template) {
-        problem = {
-          type: 'Ready',
-          status: 'False',
-          reason: 'TemplateNotFound',
-          message: `ScopeTemplate ${instance.spec.scopeTemplateName} does not exist; create it or fix spec.scopeTemplateName`,
-          observedGeneration: generation,
-        };
-      } else if (compiled && !compiled.ok) {
-        problem = {
-          type: 'Ready',
-          status: 'False',
-          reason: 'InvalidSelector',
-          message: `spec.namespaceSelector is invalid: ${compiled.error}`,
-          observedGeneration: generation,
-        };
-      } else {
-        // Cluster-wide only when nothing limits the scope: a selector that matches nothing means nowhere.
-        clusterWide = listed.length === 0 && !compiled;
-        const wanted = new Set(listed);
-        if (compiled?.ok)
-          for (const ns of namespaces.list())
-            if (compiled.matches(ns.metadata.labels)) wanted.add(ns.metadata.name!);
-        for (const ns of [...wanted].sort()) {
-          const object = namespaces.get(ns);
-          if (!object)
-            failures.push({
-              namespace: ns,
-              reason: 'NamespaceNotFound',
-              message: `namespace ${ns} does not exist`,
-            });
-          else if (object.metadata.deletionTimestamp || object.status?.phase === 'Terminating') {
-            failures.push({
-              namespace: ns,
-              reason: 'NamespaceTerminating',
-              message: `namespace ${ns} is being deleted`,
-            });
-          } else targets.push(ns);
-        }
-        for (const role of template.spec.clusterRoles) {
-          if (clusterWide) desired.push(desiredBinding(instance, template, role, undefined));
-          else for (const ns of targets) desired.push(desiredBinding(instance, template, role, ns));
-        }
-      }
+  constructor(sources: InstanceSources) {
+    this.from = sources;
+  }
 
-      // Create and update.
-      const failedNamespaces = new Set<string>();
-      let created = 0;
-      let updated = 0;
-      await mapLimit(desired, writeConcurrency, async (binding) => {
-        const ns = binding.metadata.namespace;
-        const type = ns ? Resources.roleBindings : Resources.clusterRoleBindings;
-        const cache = ns ? roleBindings : clusterRoleBindings;
-        try {
-          const result = await ensureOwned({
-            client,
-            type,
-            desired: binding,
-            cached: cache.get(ns ? `${ns}/${binding.metadata.name}` : binding.metadata.name!),
-            ownerUid: uid,
-            upToDate: bindingUpToDate,
-            fieldManager,
-          });
-          if (result.outcome === 'conflict') {
-            failedNamespaces.add(ns ?? '');
-            failures.push({ namespace: ns ?? '', reason: 'NameConflict', message: result.message });
-          } else if (result.outcome === 'created') created++;
-          else if (result.outcome === 'updated') updated++;
-        } catch (err) {
-          failedNamespaces.add(ns ?? '');
-          failures.push({
-            namespace: ns ?? '',
-            reason: 'WriteFailed',
-            message: err instanceof Error ? err.message : String(err),
-          });
-        }
-      });
+  async reconcile(name: string, ctx: ReconcileContext): Promise<ReconcileResult | undefined> {
+    const instance = this.from.instances.get(name);
+    // Deleted: the garbage collector removes the bindings through their ownerReferences.
+    if (!instance || instance.metadata.deletionTimestamp) return undefined;
+    const template = this.from.templates.get(instance.spec.scopeTemplateName);
+    const plan = planBindings(
+      instance,
+      template,
+      (ns) => this.from.namespaces.get(ns),
+      () => this.from.namespaces.list(),
+    );
+    const outcome = await this.apply(ctx, instance, plan);
+    await this.prune(ctx, instance, template, plan, outcome);
+    await this.report(ctx, instance, plan, outcome);
+    // Write failures are retried with backoff; a deferred prune resumes when the role appears.
+    if (plan.failures.some((f) => f.reason === 'WriteFailed'))
+      throw new Error('some bindings could not be written');
+    return outcome.pruneDeferred ? { requeueAfterMs: 10_000 } : undefined;
+  }
 
-      // Prune what is no longer wanted, once its replacement is usable.
-      const rolesReady = template
-        ? template.spec.clusterRoles.every((r) =>
-            roles.get(clusterRoleName(template.metadata.name!, r.generateName)),
-          )
-        : true;
-      const desiredKeys = new Set(desired.map((b) => `${b.metadata.namespace ?? ''}/${b.metadata.name}`));
-      const targetSet = new Set(targets);
-      let deleted = 0;
-      let pruneDeferred = false;
-      const owned = [
-        ...roleBindings.byIndex(ByOwner, uid),
-        ...clusterRoleBindings.byIndex(ByOwner, uid),
-      ].filter((b) => ownedBy(b, uid));
-      await mapLimit(owned, writeConcurrency, async (binding) => {
-        const ns = binding.metadata.namespace;
-        if (desiredKeys.has(`${ns ?? ''}/${binding.metadata.name}`)) return;
-        // Still-targeted scope whose replacement is not usable yet: keep the old access for now.
-        const stillTargeted = ns ? targetSet.has(ns) : clusterWide;
-        if (stillTargeted && (!rolesReady || failedNamespaces.has(ns ?? ''))) {
-          pruneDeferred = true;
-          return;
-        }
-        const type = ns ? Resources.roleBindings : Resources.clusterRoleBindings;
-        if (
-          await client.delete(type, binding.metadata.name!, ns, {
-            preconditions: { uid: binding.metadata.uid! },
-          })
-        )
-          deleted++;
-      });
-
-      if (created + updated + deleted > 0) {
-        events.record(
-          instance,
-          'Normal',
-          'BindingsSynced',
-          'Reconcile',
-          `bindings: ${created} created, ${updated} updated, ${deleted} deleted`,
-        );
-      }
-      const conflicts = failures.filter((f) => f.reason === 'NameConflict' || f.reason === 'WriteFailed');
-      if (conflicts.length > 0) {
-        events.record(
-          instance,
-          'Warning',
-          'BindingFailed',
-          'Reconcile',
-          `${conflicts.length} bindings failed, first: ${conflicts[0]!.message}`,
-        );
-      }
-
-      const boundNamespaces = clusterWide ? 0 : targets.filter((ns) => !failedNamespaces.has(ns)).length;
-      const ready: Omit<Condition, 'lastTransitionTime'> =
-        problem ??
-        (failures.length > 0
-          ? {
-              type: 'Ready',
-              status: 'False',
-              reason: 'PartiallyBound',
-              message: `${failures.length} namespaces could not be bound; see status.failedNamespaces`,
-              observedGeneration: generation,
-            }
-          : {
-              type: 'Ready',
-              status: 'True',
-              reason: clusterWide ? 'BoundClusterWide' : 'Bound',
-              message: clusterWide
-                ? `${desired.length} ClusterRoleBindings in place`
-                : `${desired.length} RoleBindings in ${boundNamespaces} namespaces`,
-              observedGeneration: generation,
-            });
-      const status = {
-        observedGeneration: generation,
-        conditions: setCondition(instance.status?.conditions, ready),
-        namespaceCount: boundNamespaces,
-        bindingCount: desired.length - conflicts.length,
-        failedNamespaces: failures.slice(0, maxReportedFailures),
-      };
-      if (statusChanged(instance.status, status)) {
-        await client.apply(ScopeInstanceCrd.type, { metadata: { name }, status } as ScopeInstance, {
+  /** Creates and updates the wanted bindings (a name conflict or a failed write is recorded, not thrown). */
+  private async apply({ client }: ReconcileContext, instance: ScopeInstance, plan: Plan): Promise<Outcome> {
+    const outcome: Outcome = { created: 0, updated: 0, deleted: 0, failed: new Set(), pruneDeferred: false };
+    await mapLimit(plan.desired, writeConcurrency, async (binding) => {
+      const ns = binding.metadata.namespace;
+      const type = ns ? Resources.roleBindings : Resources.clusterRoleBindings;
+      const cache = ns ? this.from.roleBindings : this.from.clusterRoleBindings;
+      try {
+        const result = await ensureOwned({
+          client,
+          type,
+          desired: binding,
+          cached: cache.get(ns ? `${ns}/${binding.metadata.name}` : binding.metadata.name!),
+          ownerUid: instance.metadata.uid!,
+          upToDate: bindingUpToDate,
           fieldManager,
-          force: true,
-          subresource: 'status',
+        });
+        if (result.outcome === 'conflict') {
+          outcome.failed.add(ns ?? '');
+          plan.failures.push({ namespace: ns ?? '', reason: 'NameConflict', message: result.message });
+        } else if (result.outcome === 'created') outcome.created++;
+        else if (result.outcome === 'updated') outcome.updated++;
+      } catch (err) {
+        outcome.failed.add(ns ?? '');
+        plan.failures.push({
+          namespace: ns ?? '',
+          reason: 'WriteFailed',
+          message: err instanceof Error ? err.message : String(err),
         });
       }
-      // Write failures are retried with backoff; a deferred prune resumes when the role appears.
-      if (failures.some((f) => f.reason === 'WriteFailed'))
-        throw new Error('some bindings could not be written');
-      return pruneDeferred ? { requeueAfterMs: 10_000 } : undefined;
     });
+    return outcome;
+  }
+
+  /** Prunes what is no longer wanted, once its replacement is usable (access continuity). */
+  private async prune(
+    { client }: ReconcileContext,
+    instance: ScopeInstance,
+    template: ScopeTemplate | undefined,
+    plan: Plan,
+    outcome: Outcome,
+  ): Promise<void> {
+    const uid = instance.metadata.uid!;
+    const rolesReady = template
+      ? template.spec.clusterRoles.every((r) =>
+          this.from.roles.get(clusterRoleName(template.metadata.name!, r.generateName)),
+        )
+      : true;
+    const desiredKeys = new Set(plan.desired.map((b) => `${b.metadata.namespace ?? ''}/${b.metadata.name}`));
+    const targetSet = new Set(plan.targets);
+    const owned = [
+      ...this.from.roleBindings.byIndex(ByOwner, uid),
+      ...this.from.clusterRoleBindings.byIndex(ByOwner, uid),
+    ].filter((b) => ownedBy(b, uid));
+    await mapLimit(owned, writeConcurrency, async (binding) => {
+      const ns = binding.metadata.namespace;
+      if (desiredKeys.has(`${ns ?? ''}/${binding.metadata.name}`)) return;
+      // Still-targeted scope whose replacement is not usable yet: keep the old access for now.
+      const stillTargeted = ns ? targetSet.has(ns) : plan.clusterWide;
+      if (stillTargeted && (!rolesReady || outcome.failed.has(ns ?? ''))) {
+        outcome.pruneDeferred = true;
+        return;
+      }
+      const type = ns ? Resources.roleBindings : Resources.clusterRoleBindings;
+      const preconditions = { uid: binding.metadata.uid! };
+      if (await client.delete(type, binding.metadata.name!, ns, { preconditions })) outcome.deleted++;
+    });
+  }
+
+  /** Events for what changed or failed, and the status: Ready, counts and the failed namespaces. */
+  private async report(
+    ctx: ReconcileContext,
+    instance: ScopeInstance,
+    plan: Plan,
+    outcome: Outcome,
+  ): Promise<void> {
+    const status = new StatusWriter<NonNullable<ScopeInstance['status']>>(
+      ctx,
+      ScopeInstanceCrd.type,
+      instance,
+    );
+    const { created, updated, deleted } = outcome;
+    if (created + updated + deleted > 0) {
+      status.event({
+        type: 'Normal',
+        reason: 'BindingsSynced',
+        action: 'Reconcile',
+        message: `bindings: ${created} created, ${updated} updated, ${deleted} deleted`,
+      });
+    }
+    const conflicts = plan.failures.filter((f) => f.reason === 'NameConflict' || f.reason === 'WriteFailed');
+    if (conflicts.length > 0) {
+      status.event({
+        type: 'Warning',
+        reason: 'BindingFailed',
+        action: 'Reconcile',
+        message: `${conflicts.length} bindings failed, first: ${conflicts[0]!.message}`,
+      });
+    }
+    const bound = plan.clusterWide ? 0 : plan.targets.filter((ns) => !outcome.failed.has(ns)).length;
+    await status.write({
+      observedGeneration: instance.metadata.generation ?? 0,
+      conditions: status.condition(status.current, readyCondition(plan, bound)),
+      namespaceCount: bound,
+      bindingCount: plan.desired.length - conflicts.length,
+      failedNamespaces: plan.failures.slice(0, maxReportedFailures),
+    });
+  }
+}
+
+/**
+ * The bindings `instance` wants: one per template role and target namespace, or one ClusterRoleBinding per
+ * role when nothing limits the scope (a selector that matches nothing means nowhere). Pure.
+ */
+export function planBindings(
+  instance: ScopeInstance,
+  template: ScopeTemplate | undefined,
+  namespace: (name: string) => Namespace | undefined,
+  allNamespaces: () => Namespace[],
+): Plan {
+  const plan: Plan = { desired: [], targets: [], clusterWide: false, failures: [] };
+  const selector: LabelSelector | undefined = instance.spec.namespaceSelector;
+  const compiled = isEmptySelector(selector) ? undefined : compileSelector(selector!);
+  if (!template) {
+    plan.problem = {
+      type: 'Ready',
+      status: 'False',
+      reason: 'TemplateNotFound',
+      message: `ScopeTemplate ${instance.spec.scopeTemplateName} does not exist; create it or fix spec.scopeTemplateName`,
+    };
+    return plan;
+  }
+  if (compiled && !compiled.ok) {
+    plan.problem = {
+      type: 'Ready',
+      status: 'False',
+      reason: 'InvalidSelector',
+      message: `spec.namespaceSelector is invalid: ${compiled.error}`,
+    };
+    return plan;
+  }
+  const listed = instance.spec.namespaces ?? [];
+  plan.clusterWide = listed.length === 0 && !compiled;
+  const wanted = new Set(listed);
+  if (compiled?.ok)
+    for (const ns of allNamespaces()) if (compiled.matches(ns.metadata.labels)) wanted.add(ns.metadata.name!);
+  for (const ns of [...wanted].sort()) {
+    const object = namespace(ns);
+    if (!object)
+      plan.failures.push({
+        namespace: ns,
+        reason: 'NamespaceNotFound',
+        message: `namespace ${ns} does not exist`,
+      });
+    else if (object.metadata.deletionTimestamp || object.status?.phase === 'Terminating') {
+      plan.failures.push({
+        namespace: ns,
+        reason: 'NamespaceTerminating',
+        message: `namespace ${ns} is being deleted`,
+      });
+    } else plan.targets.push(ns);
+  }
+  for (const role of template.spec.clusterRoles) {
+    if (plan.clusterWide) plan.desired.push(desiredBinding(instance, template, role, undefined));
+    else for (const ns of plan.targets) plan.desired.push(desiredBinding(instance, template, role, ns));
+  }
+  return plan;
+}
+
+/** Ready: the plan's problem, some namespaces not bound, or all in place. */
+function readyCondition(plan: Plan, bound: number): Omit<ConditionInput, 'observedGeneration'> {
+  if (plan.problem) return plan.problem;
+  if (plan.failures.length > 0) {
+    return {
+      type: 'Ready',
+      status: 'False',
+      reason: 'PartiallyBound',
+      message: `${plan.failures.length} namespaces could not be bound; see status.failedNamespaces`,
+    };
+  }
+  return {
+    type: 'Ready',
+    status: 'True',
+    reason: plan.clusterWide ? 'BoundClusterWide' : 'Bound',
+    message: plan.clusterWide
+      ? `${plan.desired.length} ClusterRoleBindings in place`
+      : `${plan.desired.length} RoleBindings in ${bound} namespaces`,
+  };
 }

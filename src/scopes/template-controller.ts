@@ -2,14 +2,14 @@
 // references the template. A ClusterRole is removed only once no binding of ours points at it any more,
 // so a subject never loses access during a change (instances move their bindings first).
 import { type ScopeInstance, ScopeInstanceCrd, type ScopeTemplate, ScopeTemplateCrd } from '../api/scopes.ts';
-import { type Condition, setCondition } from '../kube/conditions.ts';
+import type { ConditionInput } from '../kube/conditions.ts';
 import { ensureOwned } from '../kube/ensure.ts';
 import { ByOwner } from '../kube/informer.ts';
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
+import { StatusWriter } from '../kube/status.ts';
 import { type Binding, type ClusterRole, desiredClusterRole, roleUpToDate } from './desired.ts';
 import { fieldManager, templateAnnotation } from './names.ts';
-import { statusChanged } from './status.ts';
 import {
   ByRoleRef,
   ByTemplate,
@@ -40,7 +40,8 @@ export function registerTemplateController(manager: Manager): void {
     .watches(ScopeInstanceCrd.type, (o) => [templateOf(o)])
     .watches(scopedBindingTypes[0]!, byAnnotation)
     .watches(scopedBindingTypes[1]!, byAnnotation)
-    .complete(async (name, { client, events }) => {
+    .complete(async (name, ctx) => {
+      const { client, events } = ctx;
       const template = templates.get(name);
       // Deleted: the garbage collector removes the ClusterRoles through their ownerReferences.
       if (!template || template.metadata.deletionTimestamp) return undefined;
@@ -97,46 +98,35 @@ export function registerTemplateController(manager: Manager): void {
       for (const message of conflicts)
         events.record(template, 'Warning', 'NameConflict', 'Reconcile', message);
 
-      const generation = template.metadata.generation ?? 0;
-      const ready: Omit<Condition, 'lastTransitionTime'> =
+      const ready: Omit<ConditionInput, 'observedGeneration'> =
         conflicts.length > 0
-          ? {
-              type: 'Ready',
-              status: 'False',
-              reason: 'NameConflict',
-              message: conflicts.join('; '),
-              observedGeneration: generation,
-            }
+          ? { type: 'Ready', status: 'False', reason: 'NameConflict', message: conflicts.join('; ') }
           : referenced
             ? {
                 type: 'Ready',
                 status: 'True',
                 reason: 'RolesReady',
                 message: `${desired.length} ClusterRoles in place`,
-                observedGeneration: generation,
               }
             : {
                 type: 'Ready',
                 status: 'True',
                 reason: 'Unreferenced',
                 message: 'no ScopeInstance references this template, so it has no ClusterRoles',
-                observedGeneration: generation,
               };
-      const status = {
-        observedGeneration: generation,
-        conditions: setCondition(template.status?.conditions, ready),
+      const status = new StatusWriter<NonNullable<ScopeTemplate['status']>>(
+        ctx,
+        ScopeTemplateCrd.type,
+        template,
+      );
+      await status.write({
+        observedGeneration: template.metadata.generation ?? 0,
+        conditions: status.condition(status.current, ready),
         clusterRoles: desired.map((r, i) => ({
           generateName: template.spec.clusterRoles[i]!.generateName,
           name: r.metadata.name!,
         })),
-      };
-      if (statusChanged(template.status, status)) {
-        await client.apply(ScopeTemplateCrd.type, { metadata: { name }, status } as ScopeTemplate, {
-          fieldManager,
-          force: true,
-          subresource: 'status',
-        });
-      }
+      });
       // Roles still bound by bindings that are on their way out: the binding deletions requeue us.
       return waiting > 0 ? { requeueAfterMs: 30_000 } : undefined;
     });

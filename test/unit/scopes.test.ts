@@ -7,6 +7,7 @@ import {
   roleUpToDate,
 } from '../../src/scopes/desired.ts';
 import { permissionsOf, privilegedRules } from '../../src/scopes/escalation.ts';
+import { type Namespace, planBindings } from '../../src/scopes/instance-controller.ts';
 import { bindingName, clusterRoleName } from '../../src/scopes/names.ts';
 
 const template = {
@@ -142,5 +143,50 @@ describe('escalation guard rules', () => {
       flagged([{ apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles'], verbs: ['get', 'list'] }]),
     ).toEqual([]);
     expect(flagged([{ apiGroups: [''], resources: ['pods'], verbs: ['*'] }])).toEqual([]);
+  });
+});
+
+describe('planBindings (what an instance wants, before anything is written)', () => {
+  const ns = (name: string, labels: Record<string, string> = {}, terminating = false): Namespace => ({
+    metadata: { name, labels, ...(terminating ? { deletionTimestamp: '2026-01-01T00:00:00Z' } : {}) },
+  });
+  const all = [ns('a', { team: 'x' }), ns('b', { team: 'x' }), ns('c'), ns('gone', { team: 'x' }, true)];
+  const lookup = (name: string) => all.find((n) => n.metadata.name === name);
+  const plan = (spec: Partial<ScopeInstance['spec']>, tpl: ScopeTemplate | undefined = template) =>
+    planBindings({ ...instance, spec: { ...instance.spec, ...spec } }, tpl, lookup, () => all);
+
+  it('binds cluster-wide only when neither namespaces nor a selector limit the scope', () => {
+    const p = plan({});
+    expect(p.clusterWide).toBe(true);
+    expect(p.desired.map((b) => b.metadata.namespace)).toEqual([undefined]);
+  });
+
+  it('binds listed and selected namespaces once each, and reports missing and terminating ones', () => {
+    const p = plan({ namespaces: ['c', 'missing', 'a'], namespaceSelector: { matchLabels: { team: 'x' } } });
+    expect(p.clusterWide).toBe(false);
+    expect(p.targets).toEqual(['a', 'b', 'c']);
+    expect(p.desired.map((b) => b.metadata.namespace)).toEqual(['a', 'b', 'c']);
+    expect(p.failures.map((f) => [f.namespace, f.reason])).toEqual([
+      ['gone', 'NamespaceTerminating'],
+      ['missing', 'NamespaceNotFound'],
+    ]);
+  });
+
+  it('binds nowhere when a selector matches nothing, and explains a missing template or a bad selector', () => {
+    expect(plan({ namespaceSelector: { matchLabels: { team: 'none' } } })).toMatchObject({
+      clusterWide: false,
+      desired: [],
+    });
+    expect(planBindings(instance, undefined, lookup, () => all).problem).toMatchObject({
+      reason: 'TemplateNotFound',
+    });
+    const bad = plan({
+      namespaceSelector: { matchExpressions: [{ key: 'team', operator: 'Sideways' }] } as never,
+    });
+    expect(bad.problem).toMatchObject({
+      reason: 'InvalidSelector',
+      message: expect.stringContaining('namespaceSelector'),
+    });
+    expect(bad.desired).toEqual([]);
   });
 });
