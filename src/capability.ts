@@ -1,8 +1,11 @@
 // The contract between tenantkit's runtime and its capabilities (scopes/, tenancy/, search/, backup/):
-// what a capability declares (the RBAC its components need) and how it plugs into a process (controllers
-// on a manager, admission webhooks). Capabilities import only this; the CLI wires them together.
+// what a capability declares (the RBAC its components need, the ClusterRoles it gives tenants) and how it
+// plugs into a process (controllers on a manager, admission webhooks, components of its own). A
+// capability uses the runtime (src/kube, src/webhook) and this contract, never another capability or the
+// CLI; the CLI wires them together.
 import type { KubeClient } from './kube/client.ts';
 import type { Manager } from './kube/manager.ts';
+import type { KubeObject } from './kube/resources.ts';
 import type { WebhookDefinition } from './webhook/registration.ts';
 
 export interface CapabilityContext {
@@ -42,4 +45,12 @@ export interface Capability {
   controllers?(ctx: CapabilityContext): void;
   /** Admission webhooks this capability serves. */
   webhooks?(ctx: CapabilityContext): WebhookDefinition[];
+  /**
+   * Components the capability runs as processes of their own (not in the controllers or webhooks process),
+   * each with its own ServiceAccount and exactly these rules; the chart names their ClusterRoles
+   * `<release>-<name>`.
+   */
+  components?: { name: string; rules: PolicyRule[] }[];
+  /** ClusterRoles that give tenants the capability (aggregated into admin/edit/view by their labels). */
+  userClusterRoles?(): KubeObject[];
 }

@@ -38,6 +38,7 @@ const config = NonAdminBackupConfigCrd.type;
 
 export const backup: Capability = {
   name: 'backup',
+  userClusterRoles: backupUserClusterRoles,
   // Cluster-wide: reading (informers over every namespace: Velero's namespace is live configuration)
   // and the tenants' own objects. Every write in Velero's namespace is in controllerNamespacedRules below.
   controllerRules: [

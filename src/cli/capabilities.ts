@@ -4,9 +4,10 @@
 import { backup } from '../backup/index.ts';
 import type { Capability, PolicyRule } from '../capability.ts';
 import { scopes } from '../scopes/index.ts';
+import { search } from '../search/index.ts';
 import { tenancy } from '../tenancy/index.ts';
 
-export const capabilities: Capability[] = [scopes, tenancy, backup];
+export const capabilities: Capability[] = [scopes, tenancy, search, backup];
 
 /** What every controllers process needs whatever capabilities it runs (leases are granted by a Role). */
 export const baseControllerRules: PolicyRule[] = [

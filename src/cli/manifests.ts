@@ -1,12 +1,9 @@
 // Renders the parts of the Helm chart that come from code: the RBAC each component needs and the
 // webhook registrations, so the chart can never drift from what the capabilities declare.
 import { stringify } from 'yaml';
-import { backupUserClusterRoles } from '../backup/index.ts';
 import { KubeClient } from '../kube/client.ts';
 import { silentLogger } from '../kube/log.ts';
 import { Manager } from '../kube/manager.ts';
-import { collectorRules } from '../search/collector/rules.ts';
-import { searchServiceRules, searchUserClusterRoles } from '../search/index.ts';
 import { webhookConfigurations } from '../webhook/registration.ts';
 import { baseControllerRules, capabilities } from './capabilities.ts';
 
@@ -63,11 +60,13 @@ export function renderRbac(): string {
     subjects: [{ kind: 'ServiceAccount', name: `${release}-webhooks`, namespace }],
   };
   // Tenants' rights (search, non-admin backup), aggregated into admin/edit/view; the names appear in messages.
-  const tenantRoles = [...searchUserClusterRoles(), ...backupUserClusterRoles()].map((r) => ({
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    ...r,
-    metadata: { ...r.metadata, labels: { ...r.metadata.labels, 'app.kubernetes.io/part-of': 'tenantkit' } },
-  }));
+  const tenantRoles = capabilities
+    .flatMap((c) => c.userClusterRoles?.() ?? [])
+    .map((r) => ({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      ...r,
+      metadata: { ...r.metadata, labels: { ...r.metadata.labels, 'app.kubernetes.io/part-of': 'tenantkit' } },
+    }));
   // Rules a capability needs in one configured namespace only: a Role there, bound to the controllers.
   const controllerRoles = capabilities.flatMap((c) =>
     (c.controllerNamespacedRules ?? []).flatMap(({ namespaceValue, rules }) => {
@@ -95,8 +94,7 @@ export function renderRbac(): string {
     clusterRole('controllers', controllerRules),
     ...controllerRoles,
     clusterRole('webhooks', webhookRules),
-    clusterRole('search', searchServiceRules),
-    clusterRole('search-collector', collectorRules),
+    ...capabilities.flatMap((c) => (c.components ?? []).map(({ name, rules }) => clusterRole(name, rules))),
     ...tenantRoles,
     role,
     roleBinding,

@@ -1,8 +1,11 @@
-// The search capability: what its processes need from the API server (rendered into the Helm chart's
-// RBAC) and the ClusterRoles it installs. The parts themselves start from service.ts (api, indexer) and
-// collector/ (one per cluster).
-import type { PolicyRule } from '../capability.ts';
+// The search capability: no controllers and no webhooks, two components of its own (the API with the
+// indexer, and a collector per cluster), what they need from the API server (rendered into the Helm
+// chart's RBAC) and the ClusterRoles it gives tenants. The parts themselves start from service.ts (api,
+// indexer) and collector/.
+import type { Capability, PolicyRule } from '../capability.ts';
 import { accessProviderRules } from './access/index.ts';
+import { searchUserClusterRoles } from './access/search-api.ts';
+import { collectorRules } from './collector/rules.ts';
 
 /** The API and indexer: RBAC informers for access sets, TokenReview for callers, and SubjectAccessReview
  * for collectors of managed clusters (may this identity write that cluster's rows?). */
@@ -15,3 +18,14 @@ export const searchServiceRules: PolicyRule[] = [
 ];
 
 export { SearchUserClusterRoleName, searchUserClusterRoles } from './access/search-api.ts';
+
+export const search: Capability = {
+  name: 'search',
+  controllerRules: [],
+  webhookRules: [],
+  components: [
+    { name: 'search', rules: searchServiceRules },
+    { name: 'search-collector', rules: collectorRules },
+  ],
+  userClusterRoles: searchUserClusterRoles,
+};
