@@ -26,6 +26,21 @@ export interface ReconcileContext {
 
 export type Reconciler = (key: string, ctx: ReconcileContext) => Promise<ReconcileResult | undefined>;
 
+/**
+ * The shape of a named reconciler (controller-runtime's `reconcile.Reconciler`): what it reads (its caches,
+ * wired by its register function) is given once; `reconcile` reads one view of the object from them and
+ * calls short, named steps. `complete((key, ctx) => r.reconcile(key, ctx))` runs it.
+ */
+export abstract class ReconcilerOf<Sources> {
+  protected readonly from: Sources;
+
+  constructor(sources: Sources) {
+    this.from = sources;
+  }
+
+  abstract reconcile(key: string, ctx: ReconcileContext): Promise<ReconcileResult | undefined>;
+}
+
 /** Maps an object of a watched resource to the keys of primary objects to reconcile. */
 export type MapFunc = (object: KubeObject) => string[];
 

@@ -6,7 +6,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { type ScopeInstance, ScopeInstanceCrd, type ScopeTemplate, ScopeTemplateCrd } from '../api/scopes.ts';
 import { mapLimit } from '../kube/access.ts';
 import type { ConditionInput } from '../kube/conditions.ts';
-import type { ReconcileContext, ReconcileResult } from '../kube/controller.ts';
+import { type ReconcileContext, type ReconcileResult, ReconcilerOf } from '../kube/controller.ts';
 import { ensureOwned } from '../kube/ensure.ts';
 import { ByOwner, type Informer } from '../kube/informer.ts';
 import type { Manager } from '../kube/manager.ts';
@@ -113,14 +113,8 @@ export function registerInstanceController(manager: Manager): void {
     .complete((name, ctx) => reconciler.reconcile(name, ctx));
 }
 
-export class InstanceReconciler {
-  private readonly from: InstanceSources;
-
-  constructor(sources: InstanceSources) {
-    this.from = sources;
-  }
-
-  async reconcile(name: string, ctx: ReconcileContext): Promise<ReconcileResult | undefined> {
+export class InstanceReconciler extends ReconcilerOf<InstanceSources> {
+  override async reconcile(name: string, ctx: ReconcileContext): Promise<ReconcileResult | undefined> {
     const instance = this.from.instances.get(name);
     // Deleted: the garbage collector removes the bindings through their ownerReferences.
     if (!instance || instance.metadata.deletionTimestamp) return undefined;

@@ -19,6 +19,7 @@ import { type BackupPolicy, currentPolicy } from '../policy/config.ts';
 import type { JsonObject } from '../policy/enforce.ts';
 import { Annotations, Labels } from '../velero/names.ts';
 import { backupOwner, defaultLocationOf, type Location, type Ownership } from '../velero/ownership.ts';
+import { backOff } from './back-off.ts';
 import { NabFinalizer } from './nab-delete.ts';
 
 export type VeleroBackup = KubeObject & { spec?: JsonObject; status?: JsonObject };
@@ -172,23 +173,12 @@ export async function reconcileAdoption(
   const ns = nab.metadata.namespace!;
   const name = syncedFromOf(nab)!;
   const base: Status = { ...(nab.status ?? {}) };
-  const backOff = async (reason: string, message: string): Promise<undefined> => {
-    const before = base.conditions?.find((c) => c.type === 'Accepted');
-    const known = before?.reason === reason && before.message === message;
-    await status.write(
-      {
-        ...base,
-        phase: 'BackingOff',
-        conditions: status.condition(base, { type: 'Accepted', status: 'False', reason, message }),
-      },
-      known ? {} : { event: { type: 'Warning', reason, action: 'Adopt', message } },
-    );
-    return undefined;
-  };
-  if (name.length > maxLabelValue) return backOff('NotAdoptable', `label ${Labels.syncedFrom} is too long`);
+  const refuse = (reason: string, message: string) =>
+    backOff(status, { reason, message }, { action: 'Adopt' });
+  if (name.length > maxLabelValue) return refuse('NotAdoptable', `label ${Labels.syncedFrom} is too long`);
   const backup = o.backup(policy.veleroNamespace, name);
   if (!backup && base.veleroBackup?.name === name) {
-    return backOff(
+    return refuse(
       'BackupNotFound',
       `Velero Backup ${name} no longer exists (expired or deleted); if its data is still in object storage, Velero's sync brings it back and this NonAdminBackup follows it again; otherwise delete this NonAdminBackup`,
     );
@@ -196,13 +186,13 @@ export async function reconcileAdoption(
   const problem = adoptionProblem(o, policy, ns, name);
   if (problem) {
     ctx.logger.info({ nab: `${ns}/${nab.metadata.name}`, backup: name }, 'refused to adopt a Velero Backup');
-    return backOff('NotAdoptable', problem);
+    return refuse('NotAdoptable', problem);
   }
   const other = o
     .nabsFor(ns, name)
     .find((n) => n.metadata.name !== nab.metadata.name && n.status?.veleroBackup?.name === name);
   if (other) {
-    return backOff(
+    return refuse(
       'AlreadyAdopted',
       `Velero Backup ${name} is already NonAdminBackup ${other.metadata.name}'s; delete this NonAdminBackup`,
     );

@@ -11,7 +11,12 @@ import {
 import { finishedPhases, VeleroResources } from '../../api/velero.ts';
 import { isAlreadyExists } from '../../kube/client.ts';
 import { type Condition, findCondition } from '../../kube/conditions.ts';
-import { generationChanged, type ReconcileContext, type ReconcileResult } from '../../kube/controller.ts';
+import {
+  generationChanged,
+  type ReconcileContext,
+  type ReconcileResult,
+  ReconcilerOf,
+} from '../../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
@@ -30,6 +35,7 @@ import {
   reconcileAdoption,
   syncedFromOf,
 } from './adopt.ts';
+import { backOff, type Refusal } from './back-off.ts';
 import { Index, isManaged, ManagedTypes, managedCache, type VeleroObject } from './caches.ts';
 import { deleteBackup, NabFinalizer } from './nab-delete.ts';
 import { queueLimitReached, waiting } from './nab-queue.ts';
@@ -43,8 +49,6 @@ import { backupQueuePhases, CreatedAtAnnotation, QueueTracker } from './queue.ts
 
 type Status = NonNullable<NonAdminBackup['status']>;
 type Result = Promise<ReconcileResult | undefined>;
-/** Why a NAB does not go on (now): a condition's reason and the message that says what to do. */
-type Refusal = { reason: string; message: string };
 
 /** The NAB a Velero object was made for, from the annotations tenantkit wrote (tenants cannot write there). */
 const originOf = (o: KubeObject): string[] => {
@@ -138,21 +142,15 @@ export function registerNabController(manager: Manager): void {
     .complete((key, ctx) => reconciler.reconcile(key, ctx));
 }
 
-export class NabReconciler {
-  private readonly from: NabSources;
-
-  constructor(sources: NabSources) {
-    this.from = sources;
-  }
-
-  async reconcile(key: string, ctx: ReconcileContext): Result {
+export class NabReconciler extends ReconcilerOf<NabSources> {
+  override async reconcile(key: string, ctx: ReconcileContext): Result {
     const nab = this.from.nabs.get(key);
     if (!nab) return undefined;
     const seen = this.read(nab, ctx);
     if (nab.metadata.deletionTimestamp) return this.finalize(seen);
     if (spec(nab).deleteBackup === true) return this.deleteBackup(seen);
     const refusal = refusalOf(seen);
-    if (refusal) return this.backOff(seen, refusal);
+    if (refusal) return backOff(seen.status, refusal);
     // A NAB for an existing Backup adopts it (if its namespace owns it) and never makes one.
     if (!seen.backup && syncedFromOf(nab) !== undefined) {
       return reconcileAdoption(this.from.adoption, nab, ctx, { policy: seen.policy, status: seen.status });
@@ -203,19 +201,6 @@ export class NabReconciler {
     return undefined;
   }
 
-  /** Not accepted (now): phase BackingOff, condition Accepted False saying why. */
-  private async backOff({ base, status }: Seen, refusal: Refusal, event?: boolean): Result {
-    await status.write(
-      {
-        ...base,
-        phase: 'BackingOff',
-        conditions: status.condition(base, { type: 'Accepted', status: 'False', ...refusal }),
-      },
-      event ? { event: { type: 'Warning', action: 'Validate', ...refusal } } : {},
-    );
-    return undefined;
-  }
-
   /**
    * Seen before (phase Created is written only once the Velero Backup was observed) and gone now:
    * deleted outside tenantkit, expired (its TTL), or left in Velero's previous namespace. Making it
@@ -261,7 +246,11 @@ export class NabReconciler {
     );
     if (problems.length > 0 && !uuid) {
       ctx.logger.info({ nab: objectKey(nab.metadata), problems }, 'NonAdminBackup rejected');
-      return this.backOff(seen, { reason: 'InvalidBackupSpec', message: problems.join('; ') }, true);
+      return backOff(
+        seen.status,
+        { reason: 'InvalidBackupSpec', message: problems.join('; ') },
+        { action: 'Validate', always: true },
+      );
     }
     const current = await ensureFinalizer(ctx.client, NonAdminBackupCrd.type, nab, NabFinalizer);
     if (!uuid) return this.admit(seen, current.metadata.resourceVersion);

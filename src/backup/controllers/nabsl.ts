@@ -18,7 +18,12 @@ import {
 import { VeleroResources } from '../../api/velero.ts';
 import { isAlreadyExists } from '../../kube/client.ts';
 import type { Condition, ConditionInput } from '../../kube/conditions.ts';
-import { generationChanged, type ReconcileContext, type ReconcileResult } from '../../kube/controller.ts';
+import {
+  generationChanged,
+  type ReconcileContext,
+  type ReconcileResult,
+  ReconcilerOf,
+} from '../../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
@@ -120,14 +125,8 @@ export function registerNabslController(manager: Manager): void {
     .complete((key, ctx) => reconciler.reconcile(key, ctx));
 }
 
-export class NabslReconciler {
-  private readonly from: NabslSources;
-
-  constructor(sources: NabslSources) {
-    this.from = sources;
-  }
-
-  async reconcile(key: string, ctx: ReconcileContext): Result {
+export class NabslReconciler extends ReconcilerOf<NabslSources> {
+  override async reconcile(key: string, ctx: ReconcileContext): Result {
     const nabsl = this.from.nabsls.get(key);
     if (!nabsl) return undefined;
     const seen = this.read(nabsl, ctx);

@@ -20,8 +20,13 @@ import {
 } from '../../api/backup.ts';
 import { VeleroResources } from '../../api/velero.ts';
 import { isAlreadyExists } from '../../kube/client.ts';
-import { type Condition, type ConditionInput, findCondition, isTrue } from '../../kube/conditions.ts';
-import { generationChanged, type ReconcileContext, type ReconcileResult } from '../../kube/controller.ts';
+import { type Condition, type ConditionInput, isTrue } from '../../kube/conditions.ts';
+import {
+  generationChanged,
+  type ReconcileContext,
+  type ReconcileResult,
+  ReconcilerOf,
+} from '../../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
@@ -30,6 +35,7 @@ import { StatusWriter } from '../../kube/status.ts';
 import { type BackupPolicy, configType, currentPolicy } from '../policy/config.ts';
 import { msUntilExpiry, type TargetOwner, targetOwner, targetProblems } from '../policy/nadr-target.ts';
 import { Annotations, Labels, managedLabels, nacObjectName } from '../velero/names.ts';
+import { backOff } from './back-off.ts';
 import { Index, ManagedTypes, managedCache } from './caches.ts';
 import { type Blocked, type Caches, type Resolved, resolveTarget } from './nadr-resolve.ts';
 
@@ -120,14 +126,8 @@ export function registerNadrController(manager: Manager): void {
     .complete((key, ctx) => reconciler.reconcile(key, ctx));
 }
 
-export class NadrReconciler {
-  private readonly from: NadrSources;
-
-  constructor(sources: NadrSources) {
-    this.from = sources;
-  }
-
-  async reconcile(key: string, ctx: ReconcileContext): Promise<ReconcileResult | undefined> {
+export class NadrReconciler extends ReconcilerOf<NadrSources> {
+  override async reconcile(key: string, ctx: ReconcileContext): Promise<ReconcileResult | undefined> {
     const nadr = this.from.nadrs.get(key);
     if (!nadr) return undefined;
     const seen = this.read(nadr, ctx);
@@ -137,7 +137,14 @@ export class NadrReconciler {
     const request = seen.found[0];
     if (request) return this.mirror(seen, request);
     const resolved = this.resolve(seen);
-    if ('reason' in resolved) return this.backOff(seen, resolved);
+    if ('reason' in resolved) {
+      const { reason, message, waiting } = resolved;
+      return backOff(
+        seen.status,
+        { reason, message },
+        { action: 'Validate', type: waiting ? 'Normal' : 'Warning' },
+      );
+    }
     // The finalizer first: from here on, a deleted request still gets its DownloadRequest removed.
     await ensureFinalizer(ctx.client, NonAdminDownloadRequestCrd.type, nadr, NadrFinalizer);
     if (seen.base.velero?.nacuuid !== seen.uuid) return this.admit(seen, resolved);
@@ -228,23 +235,6 @@ export class NadrReconciler {
       ...this.from,
       veleroNamespace: policy.veleroNamespace,
     });
-  }
-
-  /** Phase BackingOff, condition Accepted False; an Event when the message is new (Normal for a wait). */
-  private async backOff({ base, status }: Seen, blocked: Blocked): Promise<undefined> {
-    const previous = findCondition(base.conditions as Condition[] | undefined, 'Accepted');
-    const { reason, message } = blocked;
-    await status.write(
-      {
-        ...base,
-        phase: 'BackingOff',
-        conditions: status.condition(base, { type: 'Accepted', status: 'False', reason, message }),
-      },
-      previous?.message === message
-        ? {}
-        : { event: { type: blocked.waiting ? 'Normal' : 'Warning', reason, action: 'Validate', message } },
-    );
-    return undefined;
   }
 
   /** Step 1: the identity, in status, before anything exists in Velero's namespace. */

@@ -11,10 +11,8 @@ import { enforceableRestoreSpec, restoreSpecProblems } from '../policy/validate.
 import { withForcedRestoreFields } from '../policy/velero-filters.ts';
 import { Annotations } from '../velero/names.ts';
 import { adoptedBackup, type Ownerships } from './adopt.ts';
+import type { Refusal } from './back-off.ts';
 import { Index, type VeleroObject } from './caches.ts';
-
-/** Why a NAR does not go on (now): a condition's reason and the message that says what to do. */
-export type Refusal = { reason: string; message: string };
 
 /** A request that passed every check: where it restores from and as whom. */
 export interface Checked {

@@ -15,7 +15,12 @@ import {
 import { finishedPhases, VeleroResources } from '../../api/velero.ts';
 import { isAlreadyExists } from '../../kube/client.ts';
 import { type Condition, findCondition, isTrue } from '../../kube/conditions.ts';
-import { generationChanged, type ReconcileContext, type ReconcileResult } from '../../kube/controller.ts';
+import {
+  generationChanged,
+  type ReconcileContext,
+  type ReconcileResult,
+  ReconcilerOf,
+} from '../../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
@@ -25,8 +30,9 @@ import { RequesterAnnotation, requesterOf, requesterValue } from '../admission/r
 import { type BackupPolicy, configType, currentPolicy } from '../policy/config.ts';
 import { Annotations, isNacObjectName, Labels, ManagedByValue, nacObjectName } from '../velero/names.ts';
 import { type Ownerships, ownerships } from './adopt.ts';
+import { backOff, type Refusal } from './back-off.ts';
 import { Index, isManaged, ManagedTypes, managedCache, type VeleroObject } from './caches.ts';
-import { type Checked, checkRequest, type Refusal, veleroRestoreSpec } from './nar-request.ts';
+import { type Checked, checkRequest, veleroRestoreSpec } from './nar-request.ts';
 import { type ProgressSource, restoreProgress, withProgress } from './progress.ts';
 import { CreatedAtAnnotation, QueueTracker, restoreQueuePhases } from './queue.ts';
 import { RestoreGuardPresence, readRefusals, refusalSummary } from './restore-guard.ts';
@@ -116,20 +122,14 @@ export function registerNarController(manager: Manager): void {
     .complete((key, ctx) => reconciler.reconcile(key, ctx));
 }
 
-export class NarReconciler {
-  private readonly from: NarSources;
-
-  constructor(sources: NarSources) {
-    this.from = sources;
-  }
-
-  async reconcile(key: string, ctx: ReconcileContext): Result {
+export class NarReconciler extends ReconcilerOf<NarSources> {
+  override async reconcile(key: string, ctx: ReconcileContext): Result {
     const nar = this.from.nars.get(key);
     if (!nar) return undefined;
     const seen = this.read(nar, ctx);
     if (nar.metadata.deletionTimestamp) return this.finalize(seen);
     const refusal = refusalOf(seen);
-    if (refusal) return this.backOff(seen, refusal);
+    if (refusal) return backOff(seen.status, refusal);
     // Once a Velero Restore exists, the NAR's request is settled: mirror it, whatever the spec says now.
     const restore = seen.found[0];
     if (restore) return this.mirror(seen, restore);
@@ -143,7 +143,7 @@ export class NarReconciler {
     const checked = checkRequest(this.from, seen);
     if ('refusal' in checked) {
       ctx.logger.info({ nar: key, reason: checked.refusal.reason }, 'NonAdminRestore rejected');
-      return this.backOff(seen, checked.refusal, true);
+      return backOff(seen.status, checked.refusal, { action: 'Validate', always: true });
     }
     const current = await ensureFinalizer(ctx.client, NonAdminRestoreCrd.type, nar, NarFinalizer);
     if (!seen.uuid) return this.admit(seen, checked.nab, current.metadata.resourceVersion);
@@ -182,19 +182,6 @@ export class NarReconciler {
       await ctx.client.delete(VeleroResources.restores, uuid, policy.veleroNamespace);
     }
     await removeFinalizer(ctx.client, NonAdminRestoreCrd.type, nar, NarFinalizer);
-    return undefined;
-  }
-
-  /** Not accepted (now): phase BackingOff, condition Accepted False saying why (and an Event, if asked). */
-  private async backOff({ base, status }: Seen, refusal: Refusal, event?: boolean): Result {
-    await status.write(
-      {
-        ...base,
-        phase: 'BackingOff',
-        conditions: status.condition(base, { type: 'Accepted', status: 'False', ...refusal }),
-      },
-      event ? { event: { type: 'Warning', action: 'Validate', ...refusal } } : {},
-    );
     return undefined;
   }
 
@@ -249,7 +236,7 @@ export class NarReconciler {
     const missing = await this.from.guard.missing(ctx.client, policy.veleroNamespace);
     if (missing) {
       ctx.logger.info({ nar: objectKey(nar.metadata), veleroNamespace: policy.veleroNamespace }, missing);
-      await this.backOff(seen, { reason: 'RestoreGuardMissing', message: missing });
+      await backOff(seen.status, { reason: 'RestoreGuardMissing', message: missing });
       return { requeueAfterMs: 30_000 };
     }
     try {

@@ -16,7 +16,12 @@ import {
 } from '../../api/backup.ts';
 import { VeleroResources } from '../../api/velero.ts';
 import { apiVersionOf, isAlreadyExists, PatchType } from '../../kube/client.ts';
-import { generationChanged, ownerMapper, type ReconcileContext } from '../../kube/controller.ts';
+import {
+  generationChanged,
+  ownerMapper,
+  type ReconcileContext,
+  ReconcilerOf,
+} from '../../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
 import { ByOwner, type Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
@@ -28,6 +33,7 @@ import { scheduleProblems, templateOf } from '../policy/schedule.ts';
 import { withForcedBackupFields } from '../policy/velero-filters.ts';
 import { Annotations, Labels, ManagedByValue } from '../velero/names.ts';
 import { ensureSyncedNab, type Ownerships, ownerships } from './adopt.ts';
+import { backOff } from './back-off.ts';
 import { Index, IndexFunctions, ManagedTypes, managedCache, scheduleCache } from './caches.ts';
 import { type StorageLocationLookup, storageLocationLookup } from './location-lookup.ts';
 import {
@@ -101,23 +107,21 @@ export function registerScheduleController(manager: Manager): void {
     .complete((key, ctx) => reconciler.reconcile(key, ctx));
 }
 
-export class ScheduleReconciler {
-  private readonly from: ScheduleSources;
-
-  constructor(sources: ScheduleSources) {
-    this.from = sources;
-  }
-
-  async reconcile(key: string, ctx: ReconcileContext): Promise<undefined> {
+export class ScheduleReconciler extends ReconcilerOf<ScheduleSources> {
+  override async reconcile(key: string, ctx: ReconcileContext): Promise<undefined> {
     const nas = this.from.nass.get(key);
     if (!nas) return undefined;
     const seen = this.read(nas, ctx);
     if (nas.metadata.deletionTimestamp) return deleteSchedule(seen, this.from.schedules);
     if (!seen.policy.enabled) {
-      return this.backOff(
-        seen,
-        'NonAdminDisabled',
-        'non-admin backups are not enabled: an admin must set spec.nonAdmin.enable: true in NonAdminBackupConfig "cluster"',
+      return backOff(
+        seen.status,
+        {
+          reason: 'NonAdminDisabled',
+          message:
+            'non-admin backups are not enabled: an admin must set spec.nonAdmin.enable: true in NonAdminBackupConfig "cluster"',
+        },
+        { action: 'Validate' },
       );
     }
     // Checked on every change (a schedule stays editable); an invalid edit leaves the Velero Schedule as
@@ -125,7 +129,11 @@ export class ScheduleReconciler {
     const problems = this.problems(seen);
     if (problems.length > 0) {
       ctx.logger.info({ nas: key, problems }, 'NonAdminSchedule rejected');
-      return this.backOff(seen, 'InvalidSchedule', problems.join('; '));
+      return backOff(
+        seen.status,
+        { reason: 'InvalidSchedule', message: problems.join('; ') },
+        { action: 'Validate' },
+      );
     }
     const current = await ensureFinalizer(ctx.client, NonAdminScheduleCrd.type, nas, NasFinalizer);
     if (!seen.uuid) return this.admit(seen, current.metadata.resourceVersion);
@@ -164,21 +172,6 @@ export class ScheduleReconciler {
       (name) => this.from.locations.find(ns, name) !== undefined,
       policy.minimumScheduleIntervalMs,
     );
-  }
-
-  /** Phase BackingOff, condition Accepted False; an Event when the reason or message is new. */
-  private async backOff({ base, status }: Seen, reason: string, message: string): Promise<undefined> {
-    const before = base.conditions?.find((c) => c.type === 'Accepted');
-    const known = before?.reason === reason && before.message === message;
-    await status.write(
-      {
-        ...base,
-        phase: 'BackingOff',
-        conditions: status.condition(base, { type: 'Accepted', status: 'False', reason, message }),
-      },
-      known ? {} : { event: { type: 'Warning', reason, action: 'Validate', message } },
-    );
-    return undefined;
   }
 
   /**
