@@ -29,7 +29,7 @@ export type Reconciler = (key: string, ctx: ReconcileContext) => Promise<Reconci
 /**
  * The shape of a named reconciler (controller-runtime's `reconcile.Reconciler`): what it reads (its caches,
  * wired by its register function) is given once; `reconcile` reads one view of the object from them and
- * calls short, named steps. `complete((key, ctx) => r.reconcile(key, ctx))` runs it.
+ * calls short, named steps. `complete(reconciler)` runs it.
  */
 export abstract class ReconcilerOf<Sources> {
   protected readonly from: Sources;
@@ -122,8 +122,11 @@ export class ControllerBuilder {
     return this;
   }
 
-  complete(reconcile: Reconciler): void {
+  /** Starts the controller with a reconcile function or a named reconciler. */
+  complete(reconciler: Reconciler | ReconcilerOf<unknown>): void {
     if (!this.forType) throw new Error(`${this.name}: a controller needs for()`);
+    const reconcile: Reconciler =
+      typeof reconciler === 'function' ? reconciler : (key, ctx) => reconciler.reconcile(key, ctx);
     const forType = this.forType;
     const self: Watch = { type: forType, map: (o) => [objectKey(o.metadata)] };
     if (this.forPredicate) self.predicate = this.forPredicate;

@@ -5,6 +5,7 @@
 import type { KubeClient } from './client.ts';
 import { PatchType } from './client.ts';
 import { type Condition, type ConditionInput, setCondition } from './conditions.ts';
+import type { ReconcileContext } from './controller.ts';
 import type { EventRecorder, EventType } from './events.ts';
 import { type JsonObject, mergePatch } from './merge-patch.ts';
 import type { KubeObject, ResourceType } from './resources.ts';
@@ -76,4 +77,11 @@ export class StatusWriter<S extends object> {
   event(e: StatusEvent): void {
     this.events?.record(this.object, e.type, e.reason, e.action, e.message);
   }
+}
+
+/** What every step of one reconcile gets: the status as it was read, its writer, and the context. */
+export interface StatusView<S extends object> {
+  base: S;
+  status: StatusWriter<S>;
+  ctx: ReconcileContext;
 }

@@ -110,7 +110,7 @@ export function registerInstanceController(manager: Manager): void {
         (previous as Namespace).status?.phase !== (current as Namespace).status?.phase,
     )
     .concurrency(2)
-    .complete((name, ctx) => reconciler.reconcile(name, ctx));
+    .complete(reconciler);
 }
 
 export class InstanceReconciler extends ReconcilerOf<InstanceSources> {

@@ -13,7 +13,7 @@ import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import type { KubeObject, ResourceType } from '../../kube/resources.ts';
 import type { JsonObject } from '../policy/enforce.ts';
-import { Labels, ManagedByValue, managedSelector } from '../velero/names.ts';
+import { Annotations, Labels, ManagedByValue, managedSelector } from '../velero/names.ts';
 
 /** A Velero object as the controllers read it: they copy and compare its spec and status as JSON. */
 export type VeleroObject = KubeObject & { spec?: JsonObject; status?: JsonObject };
@@ -101,3 +101,22 @@ export function scheduleCache(manager: Manager): Informer<NonAdminSchedule> {
   informer.addIndex(Index.scheduleByUuid, scheduleUuidOf);
   return informer;
 }
+
+const origin =
+  (nameKey: string, namespaceKey: string) =>
+  (o: KubeObject): string[] => {
+    const ns = o.metadata.annotations?.[namespaceKey];
+    const name = o.metadata.annotations?.[nameKey];
+    return ns && name ? [`${ns}/${name}`] : [];
+  };
+
+/**
+ * The key (`namespace/name`) of the tenant object a Velero-side object was made for, from the origin
+ * annotations tenantkit wrote there (tenants cannot write in Velero's namespace); none when absent.
+ */
+export const Origin = {
+  nab: origin(Annotations.nabName, Annotations.nabNamespace),
+  nar: origin(Annotations.narName, Annotations.narNamespace),
+  nadr: origin(Annotations.nadrName, Annotations.nadrNamespace),
+  nabsl: origin(Annotations.nabslName, Annotations.nabslNamespace),
+};

@@ -3,13 +3,13 @@
 import type { NonAdminBackup } from '../../api/backup.ts';
 import { NonAdminBackupCrd } from '../../api/backup.ts';
 import { VeleroResources } from '../../api/velero.ts';
-import { isAlreadyExists } from '../../kube/client.ts';
 import type { ReconcileContext, ReconcileResult } from '../../kube/controller.ts';
 import { removeFinalizer } from '../../kube/finalizers.ts';
 import type { KubeObject } from '../../kube/resources.ts';
 import type { StatusWriter } from '../../kube/status.ts';
-import { Annotations, Labels, ManagedByValue } from '../velero/names.ts';
+import { Annotations, Labels } from '../velero/names.ts';
 import type { VeleroObject } from './caches.ts';
+import { createOnce, managedMeta } from './velero-objects.ts';
 
 export const NabFinalizer = 'tenantkit.io/nonadminbackup';
 type Status = NonNullable<NonAdminBackup['status']>;
@@ -86,34 +86,28 @@ async function createDeleteRequest(
   attempt: number,
 ): Promise<undefined> {
   const name = backup.metadata.name!;
-  try {
-    await ctx.client.create(VeleroResources.deleteBackupRequests, {
-      metadata: {
-        name: uuid,
-        namespace: backup.metadata.namespace,
-        labels: {
-          [Labels.managedBy]: ManagedByValue,
-          [Labels.oadp]: 'True',
-          [Labels.nabUuid]: uuid,
-          [Labels.backupName]: name,
-          ...(backup.metadata.uid ? { [Labels.backupUid]: backup.metadata.uid } : {}),
-        },
-        annotations: {
-          [Annotations.nabName]: nab.metadata.name!,
-          [Annotations.nabNamespace]: nab.metadata.namespace!,
-          [AttemptAnnotation]: String(attempt),
-        },
-      },
-      spec: { backupName: name },
-    } as KubeObject);
+  const metadata = managedMeta(
+    uuid,
+    backup.metadata.namespace!,
+    Labels.nabUuid,
+    {
+      [Annotations.nabName]: nab.metadata.name!,
+      [Annotations.nabNamespace]: nab.metadata.namespace!,
+      [AttemptAnnotation]: String(attempt),
+    },
+    {
+      [Labels.backupName]: name,
+      ...(backup.metadata.uid ? { [Labels.backupUid]: backup.metadata.uid } : {}),
+    },
+  );
+  const request = { metadata, spec: { backupName: name } } as KubeObject;
+  if (await createOnce(ctx, VeleroResources.deleteBackupRequests, request)) {
     status.event({
       type: 'Normal',
       reason: 'DeleteRequested',
       action: 'Delete',
       message: `asked Velero to delete backup ${name} and its data`,
     });
-  } catch (err) {
-    if (!isAlreadyExists(err)) throw err;
   }
   await status.write({
     ...base,

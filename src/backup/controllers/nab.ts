@@ -9,7 +9,6 @@ import {
   NonAdminBackupStorageLocationCrd,
 } from '../../api/backup.ts';
 import { finishedPhases, VeleroResources } from '../../api/velero.ts';
-import { isAlreadyExists } from '../../kube/client.ts';
 import { type Condition, findCondition } from '../../kube/conditions.ts';
 import {
   generationChanged,
@@ -21,12 +20,12 @@ import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/final
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, objectKey } from '../../kube/resources.ts';
-import { StatusWriter } from '../../kube/status.ts';
+import { type StatusView, StatusWriter } from '../../kube/status.ts';
 import { type BackupPolicy, configType, currentPolicy } from '../policy/config.ts';
 import { type JsonObject, withEnforced } from '../policy/enforce.ts';
 import { backupSpecProblems } from '../policy/validate.ts';
 import { withForcedBackupFields } from '../policy/velero-filters.ts';
-import { Annotations, isNacObjectName, Labels, ManagedByValue, nacObjectName } from '../velero/names.ts';
+import { Annotations, isNacObjectName, Labels, nacObjectName } from '../velero/names.ts';
 import {
   adoptedBackup,
   nabKeysFor,
@@ -36,7 +35,7 @@ import {
   syncedFromOf,
 } from './adopt.ts';
 import { backOff, type Refusal } from './back-off.ts';
-import { Index, isManaged, ManagedTypes, managedCache, type VeleroObject } from './caches.ts';
+import { Index, isManaged, ManagedTypes, managedCache, Origin, type VeleroObject } from './caches.ts';
 import { deleteBackup, NabFinalizer } from './nab-delete.ts';
 import { queueLimitReached, waiting } from './nab-queue.ts';
 
@@ -46,16 +45,10 @@ import { type StorageLocationLookup, storageLocationLookup } from './location-lo
 import { type LocationUse, locationUse } from './location-use.ts';
 import { backupProgress, type ProgressSource, withProgress } from './progress.ts';
 import { backupQueuePhases, CreatedAtAnnotation, QueueTracker } from './queue.ts';
+import { createOnce, managedMeta } from './velero-objects.ts';
 
 type Status = NonNullable<NonAdminBackup['status']>;
 type Result = Promise<ReconcileResult | undefined>;
-
-/** The NAB a Velero object was made for, from the annotations tenantkit wrote (tenants cannot write there). */
-const originOf = (o: KubeObject): string[] => {
-  const ns = o.metadata.annotations?.[Annotations.nabNamespace];
-  const name = o.metadata.annotations?.[Annotations.nabName];
-  return ns && name ? [`${ns}/${name}`] : [];
-};
 
 /** What the NAB controller reads, wired by registerNabController. */
 export interface NabSources {
@@ -71,7 +64,7 @@ export interface NabSources {
 }
 
 /** One reconcile's view of a NAB: read from the caches once, written through `status`. */
-interface Seen {
+interface Seen extends StatusView<Status> {
   nab: NonAdminBackup;
   ns: string;
   policy: BackupPolicy;
@@ -79,9 +72,6 @@ interface Seen {
   uuid: string | undefined;
   /** The Velero Backup made (or adopted) for this NAB, if any. */
   backup: VeleroObject | undefined;
-  base: Status;
-  status: StatusWriter<Status>;
-  ctx: ReconcileContext;
 }
 
 export function registerNabController(manager: Manager): void {
@@ -90,7 +80,7 @@ export function registerNabController(manager: Manager): void {
   // below maps each event to the NABs whose position it changed, and to nothing else.
   const queue = new QueueTracker({
     queuePhases: backupQueuePhases,
-    originOf: (o) => (isManaged(o) ? originOf(o)[0] : undefined),
+    originOf: (o) => (isManaged(o) ? Origin.nab(o)[0] : undefined),
   });
   manager.informer(VeleroResources.backups).addHandlers(queue.handlers());
   const nabs = manager.informer<NonAdminBackup>(NonAdminBackupCrd.type);
@@ -113,8 +103,8 @@ export function registerNabController(manager: Manager): void {
   manager
     .controller('nonadminbackup')
     .for(NonAdminBackupCrd.type)
-    .watches(ManagedTypes.backups, originOf)
-    .watches(ManagedTypes.deleteBackupRequests, originOf)
+    .watches(ManagedTypes.backups, Origin.nab)
+    .watches(ManagedTypes.deleteBackupRequests, Origin.nab)
     .watches(VeleroResources.backups, () => queue.drain())
     .watches(VeleroResources.backups, (b) => nabKeysFor(adoption, b))
     // NABs waiting for Velero: a location's phase moved, or a backup of their namespace finished.
@@ -139,7 +129,7 @@ export function registerNabController(manager: Manager): void {
         .map((n) => objectKey(n.metadata)),
     )
     .concurrency(4)
-    .complete((key, ctx) => reconciler.reconcile(key, ctx));
+    .complete(reconciler);
 }
 
 export class NabReconciler extends ReconcilerOf<NabSources> {
@@ -322,24 +312,13 @@ export class NabReconciler extends ReconcilerOf<NabSources> {
 
   /** Step 2: the Velero Backup, named and labelled by the NACUUID. */
   private async create({ nab, ns, policy, ctx }: Seen, uuid: string, backupSpec: JsonObject): Result {
-    try {
-      await ctx.client.create(VeleroResources.backups, {
-        metadata: {
-          // The NACUUID and the config's namespace: never a name or namespace read back from status.
-          name: uuid,
-          namespace: policy.veleroNamespace,
-          labels: { [Labels.managedBy]: ManagedByValue, [Labels.oadp]: 'True', [Labels.nabUuid]: uuid },
-          annotations: {
-            [Annotations.nabName]: nab.metadata.name!,
-            [Annotations.nabNamespace]: ns,
-            [CreatedAtAnnotation]: new Date().toISOString(),
-          },
-        },
-        spec: backupSpec,
-      } as KubeObject);
-    } catch (err) {
-      if (!isAlreadyExists(err)) throw err;
-    }
+    // The NACUUID and the config's namespace: never a name or namespace read back from status.
+    const metadata = managedMeta(uuid, policy.veleroNamespace, Labels.nabUuid, {
+      [Annotations.nabName]: nab.metadata.name!,
+      [Annotations.nabNamespace]: ns,
+      [CreatedAtAnnotation]: new Date().toISOString(),
+    });
+    await createOnce(ctx, VeleroResources.backups, { metadata, spec: backupSpec } as KubeObject);
     return undefined;
   }
 

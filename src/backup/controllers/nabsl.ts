@@ -28,7 +28,7 @@ import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/final
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, objectKey, Resources, type ResourceType } from '../../kube/resources.ts';
-import { StatusWriter, type WriteOptions } from '../../kube/status.ts';
+import { type StatusView, StatusWriter, type WriteOptions } from '../../kube/status.ts';
 import {
   bslSpecProblems,
   credentialProfile,
@@ -38,12 +38,13 @@ import {
 } from '../policy/bsl-validate.ts';
 import { type BackupPolicy, configType, currentPolicy } from '../policy/config.ts';
 import { type JsonObject, jsonEqual } from '../policy/enforce.ts';
-import { Annotations, Labels, managedLabels, nacObjectName } from '../velero/names.ts';
+import { Annotations, Labels, nacObjectName } from '../velero/names.ts';
 import { EndpointProbeTimeoutMs, probeEndpoint } from './bsl-probe.ts';
-import { Index, ManagedTypes, managedCache, type VeleroObject } from './caches.ts';
+import { Index, ManagedTypes, managedCache, Origin, type VeleroObject } from './caches.ts';
 import { isMadeFor, isNacuuidOf } from './location-lookup.ts';
 import { type LocationUse, locationUse } from './location-use.ts';
 import { approvalOf, ForeignObject } from './nabsl-approval.ts';
+import { managedMeta } from './velero-objects.ts';
 
 export const NabslFinalizer = 'tenantkit.io/nonadminbackupstoragelocation';
 /**
@@ -60,13 +61,6 @@ type Request = NonAdminBackupStorageLocationRequest;
 type Result = Promise<ReconcileResult | undefined>;
 type Credential = { name: string; key: string };
 
-/** The NABSL a Velero-side object was made for, from the annotations tenantkit wrote there. */
-const originOf = (o: KubeObject): string[] => {
-  const ns = o.metadata.annotations?.[Annotations.nabslNamespace];
-  const name = o.metadata.annotations?.[Annotations.nabslName];
-  return ns && name ? [`${ns}/${name}`] : [];
-};
-
 /** What the NABSL controller reads, wired by registerNabslController. */
 export interface NabslSources {
   nabsls: Informer<NonAdminBackupStorageLocation>;
@@ -80,7 +74,7 @@ export interface NabslSources {
  * One reconcile's view of a NABSL. Its conditions build up as the steps pass (each step sets its own),
  * and every write sends them along.
  */
-interface Seen {
+interface Seen extends StatusView<Status> {
   nabsl: NonAdminBackupStorageLocation;
   ns: string;
   name: string;
@@ -91,10 +85,7 @@ interface Seen {
   uuid: string | undefined;
   /** The BSLs the cache holds that tenantkit made for this location. */
   bsls: VeleroObject[];
-  base: Status;
   conditions: Condition[];
-  status: StatusWriter<Status>;
-  ctx: ReconcileContext;
 }
 
 export function registerNabslController(manager: Manager): void {
@@ -110,19 +101,19 @@ export function registerNabslController(manager: Manager): void {
   /** The location whose BSL a tenantkit Backup writes to (a deletion may wait for that Backup). */
   const locationOfBackup = (b: KubeObject & { spec?: JsonObject }) => {
     const bsl = bsls.get(`${b.metadata.namespace}/${String(b.spec?.storageLocation ?? '')}`);
-    return bsl ? originOf(bsl) : [];
+    return bsl ? Origin.nabsl(bsl) : [];
   };
 
   manager
     .controller('nonadminbackupstoragelocation')
     .for(NabslType)
-    .watches(ManagedTypes.backupStorageLocations, originOf)
-    .watches(ManagedTypes.locationRequests, originOf)
+    .watches(ManagedTypes.backupStorageLocations, Origin.nabsl)
+    .watches(ManagedTypes.locationRequests, Origin.nabsl)
     .watches(ManagedTypes.backups, locationOfBackup)
     // A policy change (enforced fields, approval on or off) applies live.
     .watches(configType, () => nabsls.list().map((n) => objectKey(n.metadata)), generationChanged)
     .concurrency(4)
-    .complete((key, ctx) => reconciler.reconcile(key, ctx));
+    .complete(reconciler);
 }
 
 export class NabslReconciler extends ReconcilerOf<NabslSources> {
@@ -491,12 +482,11 @@ const unmirrored = ({ base, uuid, veleroNs }: Seen): Status => ({
 });
 
 /** Name, marks and origin of what tenantkit makes in Velero's namespace for the location. */
-const objectMeta = ({ ns, name, veleroNs }: Seen, uuid: string) => ({
-  name: uuid,
-  namespace: veleroNs,
-  labels: { ...managedLabels, [Labels.nabslUuid]: uuid },
-  annotations: { [Annotations.nabslName]: name, [Annotations.nabslNamespace]: ns },
-});
+const objectMeta = ({ ns, name, veleroNs }: Seen, uuid: string) =>
+  managedMeta(uuid, veleroNs, Labels.nabslUuid, {
+    [Annotations.nabslName]: name,
+    [Annotations.nabslNamespace]: ns,
+  });
 
 /** Deletes `o` (by UID) when tenantkit made it for this location; otherwise leaves it alone with an Event. */
 async function removeOurs(

@@ -19,7 +19,6 @@ import {
   NonAdminRestoreCrd,
 } from '../../api/backup.ts';
 import { VeleroResources } from '../../api/velero.ts';
-import { isAlreadyExists } from '../../kube/client.ts';
 import { type Condition, type ConditionInput, isTrue } from '../../kube/conditions.ts';
 import {
   generationChanged,
@@ -31,13 +30,14 @@ import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/final
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, objectKey } from '../../kube/resources.ts';
-import { StatusWriter } from '../../kube/status.ts';
+import { type StatusView, StatusWriter } from '../../kube/status.ts';
 import { type BackupPolicy, configType, currentPolicy } from '../policy/config.ts';
 import { msUntilExpiry, type TargetOwner, targetOwner, targetProblems } from '../policy/nadr-target.ts';
-import { Annotations, Labels, managedLabels, nacObjectName } from '../velero/names.ts';
+import { Annotations, Labels, nacObjectName } from '../velero/names.ts';
 import { backOff } from './back-off.ts';
-import { Index, ManagedTypes, managedCache } from './caches.ts';
+import { Index, ManagedTypes, managedCache, Origin } from './caches.ts';
 import { type Blocked, type Caches, type Resolved, resolveTarget } from './nadr-resolve.ts';
+import { createOnce, managedMeta } from './velero-objects.ts';
 
 export const NadrFinalizer = 'tenantkit.io/nonadmindownloadrequest';
 /** NADRs by what they target, as `namespace/Kind/name`. */
@@ -58,17 +58,6 @@ type DownloadRequestStatus = { phase?: string; downloadURL?: string; expiration?
 type VeleroDownloadRequest = KubeObject & { status?: DownloadRequestStatus };
 type Status = NonNullable<NonAdminDownloadRequest['status']>;
 
-const origin =
-  (nameKey: string, namespaceKey: string) =>
-  (o: KubeObject): string[] => {
-    const ns = o.metadata.annotations?.[namespaceKey];
-    const name = o.metadata.annotations?.[nameKey];
-    return ns && name ? [`${ns}/${name}`] : [];
-  };
-const nadrOrigin = origin(Annotations.nadrName, Annotations.nadrNamespace);
-const nabOrigin = origin(Annotations.nabName, Annotations.nabNamespace);
-const narOrigin = origin(Annotations.narName, Annotations.narNamespace);
-
 /** What the NADR controller reads, wired by registerNadrController. */
 export interface NadrSources extends Caches {
   nadrs: Informer<NonAdminDownloadRequest>;
@@ -77,7 +66,7 @@ export interface NadrSources extends Caches {
 }
 
 /** One reconcile's view of a NADR: read from the caches once, written through `status`. */
-interface Seen {
+interface Seen extends StatusView<Status> {
   nadr: NonAdminDownloadRequest;
   ns: string;
   name: string;
@@ -87,9 +76,6 @@ interface Seen {
   ref: { nacuuid: string; name: string; namespace: string };
   /** Its DownloadRequests in that namespace the cache holds (one, or none yet). */
   found: VeleroDownloadRequest[];
-  base: Status;
-  status: StatusWriter<Status>;
-  ctx: ReconcileContext;
 }
 
 export function registerNadrController(manager: Manager): void {
@@ -115,15 +101,15 @@ export function registerNadrController(manager: Manager): void {
   manager
     .controller('nonadmindownloadrequest')
     .for(NonAdminDownloadRequestCrd.type)
-    .watches(ManagedTypes.downloadRequests, nadrOrigin)
+    .watches(ManagedTypes.downloadRequests, Origin.nadr)
     // A request waiting for its backup or restore to finish goes on when it does.
     .watches(NonAdminBackupCrd.type, (o) => ofBackup([objectKey(o.metadata)]))
     .watches(NonAdminRestoreCrd.type, (o) => ofRestore([objectKey(o.metadata)]))
-    .watches(ManagedTypes.backups, (o) => ofBackup(nabOrigin(o)))
-    .watches(ManagedTypes.restores, (o) => ofRestore(narOrigin(o)))
+    .watches(ManagedTypes.backups, (o) => ofBackup(Origin.nab(o)))
+    .watches(ManagedTypes.restores, (o) => ofRestore(Origin.nar(o)))
     .watches(configType, () => nadrs.list().map((n) => objectKey(n.metadata)), generationChanged)
     .concurrency(2)
-    .complete((key, ctx) => reconciler.reconcile(key, ctx));
+    .complete(reconciler);
 }
 
 export class NadrReconciler extends ReconcilerOf<NadrSources> {
@@ -259,24 +245,18 @@ export class NadrReconciler extends ReconcilerOf<NadrSources> {
     target: Resolved,
   ): Promise<undefined> {
     const kind = nadr.spec!.target.kind;
-    try {
-      await ctx.client.create(VeleroResources.downloadRequests, {
-        metadata: {
-          name: uuid,
-          namespace: ref.namespace,
-          labels: { ...managedLabels, [Labels.nadrUuid]: uuid },
-          annotations: { [Annotations.nadrName]: name, [Annotations.nadrNamespace]: ns },
-        },
-        spec: { target: { kind, name: target.veleroName } },
-      } as KubeObject);
+    const metadata = managedMeta(uuid, ref.namespace, Labels.nadrUuid, {
+      [Annotations.nadrName]: name,
+      [Annotations.nadrNamespace]: ns,
+    });
+    const spec = { target: { kind, name: target.veleroName } };
+    if (await createOnce(ctx, VeleroResources.downloadRequests, { metadata, spec } as KubeObject)) {
       status.event({
         type: 'Normal',
         reason: 'DownloadRequestCreated',
         action: 'Create',
         message: `asked Velero for the ${kind} of ${target.owner} ${nadr.spec!.target.name}`,
       });
-    } catch (err) {
-      if (!isAlreadyExists(err)) throw err;
     }
     return undefined;
   }

@@ -13,7 +13,6 @@ import {
   NonAdminRestoreCrd,
 } from '../../api/backup.ts';
 import { finishedPhases, VeleroResources } from '../../api/velero.ts';
-import { isAlreadyExists } from '../../kube/client.ts';
 import { type Condition, findCondition, isTrue } from '../../kube/conditions.ts';
 import {
   generationChanged,
@@ -25,17 +24,18 @@ import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/final
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, objectKey } from '../../kube/resources.ts';
-import { StatusWriter } from '../../kube/status.ts';
+import { type StatusView, StatusWriter } from '../../kube/status.ts';
 import { RequesterAnnotation, requesterOf, requesterValue } from '../admission/requester.ts';
 import { type BackupPolicy, configType, currentPolicy } from '../policy/config.ts';
-import { Annotations, isNacObjectName, Labels, ManagedByValue, nacObjectName } from '../velero/names.ts';
+import { Annotations, isNacObjectName, Labels, nacObjectName } from '../velero/names.ts';
 import { type Ownerships, ownerships } from './adopt.ts';
 import { backOff, type Refusal } from './back-off.ts';
-import { Index, isManaged, ManagedTypes, managedCache, type VeleroObject } from './caches.ts';
+import { Index, isManaged, ManagedTypes, managedCache, Origin, type VeleroObject } from './caches.ts';
 import { type Checked, checkRequest, veleroRestoreSpec } from './nar-request.ts';
 import { type ProgressSource, restoreProgress, withProgress } from './progress.ts';
 import { CreatedAtAnnotation, QueueTracker, restoreQueuePhases } from './queue.ts';
 import { RestoreGuardPresence, readRefusals, refusalSummary } from './restore-guard.ts';
+import { createOnce, managedMeta } from './velero-objects.ts';
 
 export const NarFinalizer = 'tenantkit.io/nonadminrestore';
 /** NARs by the NonAdminBackup they restore from, as `namespace/name`. */
@@ -46,13 +46,6 @@ const backupRefOf = (nar: NonAdminRestore): string[] => {
 };
 type Status = NonNullable<NonAdminRestore['status']>;
 type Result = Promise<ReconcileResult | undefined>;
-
-/** The NAR a Velero Restore was made for, from the annotations tenantkit wrote (tenants cannot write there). */
-const originOf = (o: KubeObject): string[] => {
-  const ns = o.metadata.annotations?.[Annotations.narNamespace];
-  const name = o.metadata.annotations?.[Annotations.narName];
-  return ns && name ? [`${ns}/${name}`] : [];
-};
 
 /** What the NAR controller reads, wired by registerNarController. */
 export interface NarSources {
@@ -68,7 +61,7 @@ export interface NarSources {
 }
 
 /** One reconcile's view of a NAR: read from the caches once, written through `status`. */
-interface Seen {
+interface Seen extends StatusView<Status> {
   nar: NonAdminRestore;
   ns: string;
   policy: BackupPolicy;
@@ -77,16 +70,13 @@ interface Seen {
   trusted: boolean;
   /** The Velero Restores made for this NAR that the cache holds (one, or none yet). */
   found: VeleroObject[];
-  base: Status;
-  status: StatusWriter<Status>;
-  ctx: ReconcileContext;
 }
 
 export function registerNarController(manager: Manager): void {
   // Velero's queue of Restores, anyone's (see the NAB controller): the tracker's handlers run first.
   const queue = new QueueTracker({
     queuePhases: restoreQueuePhases,
-    originOf: (o) => (isManaged(o) ? originOf(o)[0] : undefined),
+    originOf: (o) => (isManaged(o) ? Origin.nar(o)[0] : undefined),
   });
   manager.informer(VeleroResources.restores).addHandlers(queue.handlers());
   const nars = manager.informer<NonAdminRestore>(NonAdminRestoreCrd.type);
@@ -107,7 +97,7 @@ export function registerNarController(manager: Manager): void {
   manager
     .controller('nonadminrestore')
     .for(NonAdminRestoreCrd.type)
-    .watches(ManagedTypes.restores, originOf)
+    .watches(ManagedTypes.restores, Origin.nar)
     .watches(VeleroResources.restores, () => queue.drain())
     // Progress counts: a PodVolumeRestore or DataDownload of a tenant's Restore moved.
     .watches(progress.podVolumes, progress.map)
@@ -119,7 +109,7 @@ export function registerNarController(manager: Manager): void {
     // A policy change applies live: every NAR is checked again.
     .watches(configType, () => nars.list().map((n) => objectKey(n.metadata)), generationChanged)
     .concurrency(4)
-    .complete((key, ctx) => reconciler.reconcile(key, ctx));
+    .complete(reconciler);
 }
 
 export class NarReconciler extends ReconcilerOf<NarSources> {
@@ -161,7 +151,7 @@ export class NarReconciler extends ReconcilerOf<NarSources> {
     const ours = (r: KubeObject) =>
       r.metadata.name === uuid &&
       r.metadata.namespace === policy.veleroNamespace &&
-      originOf(r)[0] === `${ns}/${nar.metadata.name}`;
+      Origin.nar(r)[0] === `${ns}/${nar.metadata.name}`;
     const found = trusted ? this.from.restores.byIndex(Index.narUuid, uuid).filter(ours) : [];
     const status = new StatusWriter<Status>(ctx, NonAdminRestoreCrd.type, nar);
     return { nar, ns, policy, uuid, trusted, found, base: status.current, status, ctx };
@@ -239,31 +229,22 @@ export class NarReconciler extends ReconcilerOf<NarSources> {
       await backOff(seen.status, { reason: 'RestoreGuardMissing', message: missing });
       return { requeueAfterMs: 30_000 };
     }
-    try {
-      await ctx.client.create(VeleroResources.restores, {
-        metadata: {
-          // The NACUUID and the config's namespace: never a name or namespace read back from status.
-          name: uuid,
-          namespace: policy.veleroNamespace,
-          labels: { [Labels.managedBy]: ManagedByValue, [Labels.oadp]: 'True', [Labels.narUuid]: uuid },
-          annotations: {
-            [Annotations.narName]: nar.metadata.name!,
-            [Annotations.narNamespace]: ns,
-            [CreatedAtAnnotation]: new Date().toISOString(),
-            // The guard plugin checks every item as this user (admission/requester.ts).
-            [RequesterAnnotation]: requesterValue(checked.requester),
-          },
-        },
-        spec: veleroRestoreSpec(this.from.adoption, seen, checked),
-      } as KubeObject);
+    // The NACUUID and the config's namespace: never a name or namespace read back from status.
+    const metadata = managedMeta(uuid, policy.veleroNamespace, Labels.narUuid, {
+      [Annotations.narName]: nar.metadata.name!,
+      [Annotations.narNamespace]: ns,
+      [CreatedAtAnnotation]: new Date().toISOString(),
+      // The guard plugin checks every item as this user (admission/requester.ts).
+      [RequesterAnnotation]: requesterValue(checked.requester),
+    });
+    const spec = veleroRestoreSpec(this.from.adoption, seen, checked);
+    if (await createOnce(ctx, VeleroResources.restores, { metadata, spec } as KubeObject)) {
       status.event({
         type: 'Normal',
         reason: 'RestoreCreated',
         action: 'Create',
         message: `created Velero Restore ${uuid} from Velero Backup ${checked.backup.metadata.name} (NonAdminBackup ${checked.nab.metadata.name})`,
       });
-    } catch (err) {
-      if (!isAlreadyExists(err)) throw err;
     }
     return undefined;
   }

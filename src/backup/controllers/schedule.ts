@@ -15,7 +15,7 @@ import {
   NonAdminScheduleCrd,
 } from '../../api/backup.ts';
 import { VeleroResources } from '../../api/velero.ts';
-import { apiVersionOf, isAlreadyExists, PatchType } from '../../kube/client.ts';
+import { apiVersionOf, PatchType } from '../../kube/client.ts';
 import {
   generationChanged,
   ownerMapper,
@@ -26,12 +26,12 @@ import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/final
 import { ByOwner, type Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, objectKey } from '../../kube/resources.ts';
-import { StatusWriter } from '../../kube/status.ts';
+import { type StatusView, StatusWriter } from '../../kube/status.ts';
 import { type BackupPolicy, configType, currentPolicy } from '../policy/config.ts';
 import { type JsonObject, jsonEqual, withEnforced } from '../policy/enforce.ts';
 import { scheduleProblems, templateOf } from '../policy/schedule.ts';
 import { withForcedBackupFields } from '../policy/velero-filters.ts';
-import { Annotations, Labels, ManagedByValue } from '../velero/names.ts';
+import { Annotations, Labels } from '../velero/names.ts';
 import { ensureSyncedNab, type Ownerships, ownerships } from './adopt.ts';
 import { backOff } from './back-off.ts';
 import { Index, IndexFunctions, ManagedTypes, managedCache, scheduleCache } from './caches.ts';
@@ -45,6 +45,7 @@ import {
   scheduleObjectName,
   type VeleroSchedule,
 } from './schedule-runs.ts';
+import { createOnce, managedMeta } from './velero-objects.ts';
 
 export const NasFinalizer = 'tenantkit.io/nonadminschedule';
 /** Velero labels every run with its Schedule's name. */
@@ -68,16 +69,13 @@ export interface ScheduleSources {
 }
 
 /** One reconcile's view of a NAS: read from the caches once, written through `status`. */
-interface Seen {
+interface Seen extends StatusView<Status> {
   nas: NonAdminSchedule;
   ns: string;
   policy: BackupPolicy;
   uuid: string | undefined;
   /** The Velero Schedule made for this NAS, in the config's namespace (never the one status names). */
   schedule: VeleroSchedule | undefined;
-  base: Status;
-  status: StatusWriter<Status>;
-  ctx: ReconcileContext;
 }
 
 export function registerScheduleController(manager: Manager): void {
@@ -104,7 +102,7 @@ export function registerScheduleController(manager: Manager): void {
     .watches(NonAdminBackupCrd.type, ownerMapper(type))
     .watches(configType, () => nass.list().map((n) => objectKey(n.metadata)), generationChanged)
     .concurrency(2)
-    .complete((key, ctx) => reconciler.reconcile(key, ctx));
+    .complete(reconciler);
 }
 
 export class ScheduleReconciler extends ReconcilerOf<ScheduleSources> {
@@ -229,20 +227,13 @@ export class ScheduleReconciler extends ReconcilerOf<ScheduleSources> {
   private async create(seen: Seen, uuid: string, desired: JsonObject): Promise<undefined> {
     const { nas, ns, policy, base, status, ctx } = seen;
     const skip = nas.spec?.skipImmediately === true;
-    try {
-      await ctx.client.create(VeleroResources.schedules, {
-        metadata: {
-          name: uuid,
-          namespace: policy.veleroNamespace,
-          labels: { [Labels.managedBy]: ManagedByValue, [Labels.oadp]: 'True', [Labels.nasUuid]: uuid },
-          // Velero copies a Schedule's annotations onto every run: the runs' origin (velero/ownership.ts).
-          annotations: { [Annotations.nasName]: nas.metadata.name!, [Annotations.nasNamespace]: ns },
-        },
-        spec: { ...desired, skipImmediately: skip },
-      } as KubeObject);
-    } catch (err) {
-      if (!isAlreadyExists(err)) throw err;
-    }
+    // Velero copies a Schedule's annotations onto every run: the runs' origin (velero/ownership.ts).
+    const metadata = managedMeta(uuid, policy.veleroNamespace, Labels.nasUuid, {
+      [Annotations.nasName]: nas.metadata.name!,
+      [Annotations.nasNamespace]: ns,
+    });
+    const spec = { ...desired, skipImmediately: skip };
+    await createOnce(ctx, VeleroResources.schedules, { metadata, spec } as KubeObject);
     if (skip) await resetSkip(nas, ctx);
     await status.write({ ...base, conditions: status.condition(base, accepted(policy)) });
     return undefined;
