@@ -5,7 +5,8 @@ import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { probeEndpoint } from '../../src/backup/controllers/bsl-probe.ts';
-import { bslSpecProblems, endpointAllowed, endpointProblems } from '../../src/backup/policy/bsl-validate.ts';
+import { bslSpecProblems } from '../../src/backup/policy/bsl-validate.ts';
+import { endpointAllowed, endpointProblems } from '../../src/backup/policy/endpoint.ts';
 import type { JsonObject } from '../../src/backup/policy/enforce.ts';
 
 const spec = (s3Url?: string): JsonObject => ({

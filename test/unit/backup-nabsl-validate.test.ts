@@ -4,14 +4,16 @@ import { describe, expect, it } from 'vitest';
 import { isMadeFor, isNacuuidOf } from '../../src/backup/controllers/location-lookup.ts';
 import {
   bslSpecProblems,
-  credentialProblems,
   credentialProfile,
   forcedPrefix,
   prefixProblems,
-  readCredentials,
-  renderCredentials,
   veleroBslSpec,
 } from '../../src/backup/policy/bsl-validate.ts';
+import {
+  credentialProblems,
+  readCredentials,
+  renderCredentials,
+} from '../../src/backup/policy/credentials.ts';
 import type { JsonObject } from '../../src/backup/policy/enforce.ts';
 import { backupSpecProblems } from '../../src/backup/policy/validate.ts';
 import { Annotations, Labels, managedLabels, nacObjectName } from '../../src/backup/velero/names.ts';

@@ -29,14 +29,9 @@ import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, objectKey, Resources, type ResourceType } from '../../kube/resources.ts';
 import { type StatusView, StatusWriter, type WriteOptions } from '../../kube/status.ts';
-import {
-  bslSpecProblems,
-  credentialProfile,
-  readCredentials,
-  renderCredentials,
-  veleroBslSpec,
-} from '../policy/bsl-validate.ts';
+import { bslSpecProblems, credentialProfile, veleroBslSpec } from '../policy/bsl-validate.ts';
 import { type BackupPolicy, configType, currentPolicy } from '../policy/config.ts';
+import { readCredentials, renderCredentials } from '../policy/credentials.ts';
 import { type JsonObject, jsonEqual } from '../policy/enforce.ts';
 import { Annotations, Labels, nacObjectName } from '../velero/names.ts';
 import { EndpointProbeTimeoutMs, probeEndpoint } from './bsl-probe.ts';
