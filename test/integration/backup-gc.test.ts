@@ -19,7 +19,7 @@ import {
   type OriginKind,
   Origins,
   Targets,
-} from '../../src/backup/controllers/gc.ts';
+} from '../../src/backup/controllers/gc-rules.ts';
 import { Labels, managedLabels } from '../../src/backup/velero/names.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { registry } from '../../src/kube/metrics.ts';

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type NonAdminBackup, NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/api/backup.ts';
 import { VeleroResources } from '../../src/api/velero.ts';
-import { Origins } from '../../src/backup/controllers/gc.ts';
+import { Origins } from '../../src/backup/controllers/gc-rules.ts';
 import { TenantNamespaceLabel, viewObjectName } from '../../src/backup/controllers/transparency.ts';
 import { backup } from '../../src/backup/index.ts';
 import { Annotations, Labels, ManagedByValue } from '../../src/backup/velero/names.ts';
