@@ -17,9 +17,9 @@ import { createHash } from 'node:crypto';
 import type { NonAdminBackupConfig } from '../../api/backup.ts';
 import { VeleroResources } from '../../api/velero.ts';
 import { isAlreadyExists } from '../../kube/client.ts';
-import { generationChanged, type ReconcileContext } from '../../kube/controller.ts';
+import { generationChanged, type ReconcileContext, ReconcilerOf } from '../../kube/controller.ts';
 import { stableJson } from '../../kube/equality.ts';
-import { ByNamespace } from '../../kube/informer.ts';
+import { ByNamespace, type Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
 import { configType, currentPolicy } from '../policy/config.ts';
@@ -150,43 +150,54 @@ export function administeringSubjects(namespace: string, bindings: RoleBinding[]
   return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, s]) => s);
 }
 
+/** What the transparency controller reads, wired by registerTransparencyController. */
+export interface TransparencySources {
+  /** Every Backup (shared with the ownership rules): one in a tenant's bucket may lack tenantkit's labels. */
+  backups: Informer<Backup>;
+  bsls: Informer<Bsl>;
+  restores: Informer<KubeObject>;
+  bindings: Informer<RoleBinding>;
+  roles: Informer<Role>;
+  views: Informer<RoleBinding>;
+  configs: Informer<NonAdminBackupConfig>;
+}
+
+/** What one tenant namespace may see in Velero's namespace, and who may see it. */
+interface View {
+  namespace: string;
+  veleroNs: string;
+  name: string;
+  rules: Rule[];
+  subjects: Subject[];
+}
+
 export function registerTransparencyController(manager: Manager): void {
-  // Every Backup (shared with the ownership rules): one in a tenant's bucket may lack tenantkit's labels.
-  const backups = manager.informer<Backup>(VeleroResources.backups);
-  const bsls = manager.informer<Bsl>(VeleroResources.backupStorageLocations);
-  const restores = managedCache<KubeObject>(manager, 'restores');
-  const bindings = manager.informer<RoleBinding>(Resources.roleBindings);
-  const roles = manager.informer<Role>(viewRoles);
-  const views = manager.informer<RoleBinding>(viewBindings);
-  const configs = manager.informer<NonAdminBackupConfig>(configType);
+  const sources: TransparencySources = {
+    backups: manager.informer<Backup>(VeleroResources.backups),
+    bsls: manager.informer<Bsl>(VeleroResources.backupStorageLocations),
+    restores: managedCache<KubeObject>(manager, 'restores'),
+    bindings: manager.informer<RoleBinding>(Resources.roleBindings),
+    roles: manager.informer<Role>(viewRoles),
+    views: manager.informer<RoleBinding>(viewBindings),
+    configs: manager.informer<NonAdminBackupConfig>(configType),
+  };
+  const { backups, restores, roles, views } = sources;
   backups.addIndex(ByOrigin, backupOrigin);
   backups.addIndex(ByLocation, locationKeyOf);
   restores.addIndex(ByOrigin, restoreOrigin);
-  const locationFor = (b: Backup) => {
-    const named = locationOf(b);
-    return named
-      ? bsls.get(`${b.metadata.namespace}/${named}`)
-      : defaultLocationOf(bsls.byIndex(ByNamespace, b.metadata.namespace!));
-  };
-  const viewer = (b: Backup) => viewerOf(b, locationFor(b));
-  /** Namespaces to revisit when a Backup changes: whoever may read it now, and whoever its annotations name. */
-  const backupKeys = (b: KubeObject) => {
-    const now = viewer(b as Backup);
-    return [...new Set([...backupOrigin(b), ...(now ? [now] : [])])];
-  };
+  roles.addIndex(ByTenant, tenantOf);
+  views.addIndex(ByTenant, tenantOf);
+  const reconciler = new TransparencyReconciler(sources);
   /** A location's namespace and every namespace its Backups name (ownership moves with the location). */
   const locationKeys = (l: KubeObject) => {
     const ns = tenantLocationNamespace(l as Bsl);
     const onIt = backups.byIndex(ByLocation, `${l.metadata.namespace}/${l.metadata.name}`);
-    return [...new Set([...(ns ? [ns] : []), ...onIt.flatMap(backupKeys)])];
+    return [...new Set([...(ns ? [ns] : []), ...onIt.flatMap((b) => reconciler.backupKeys(b))])];
   };
-  roles.addIndex(ByTenant, tenantOf);
-  views.addIndex(ByTenant, tenantOf);
-
   /** Every namespace that has, or had, something to see. */
   const allTenants = () => [
     ...new Set([
-      ...backups.list().flatMap(backupKeys),
+      ...backups.list().flatMap((b) => reconciler.backupKeys(b)),
       ...restores.list().flatMap(restoreOrigin),
       ...roles.list().flatMap(tenantOf),
       ...views.list().flatMap(tenantOf),
@@ -201,7 +212,7 @@ export function registerTransparencyController(manager: Manager): void {
       (previous, current) =>
         !previous || previous.metadata.deletionTimestamp !== current.metadata.deletionTimestamp,
     )
-    .watches(VeleroResources.backups, backupKeys)
+    .watches(VeleroResources.backups, (b) => reconciler.backupKeys(b))
     .watches(VeleroResources.backupStorageLocations, locationKeys)
     .watches(ManagedTypes.restores, restoreOrigin)
     // Who administers a namespace changes with its RoleBindings.
@@ -214,66 +225,117 @@ export function registerTransparencyController(manager: Manager): void {
     // Velero's namespace may change live: everything moves, the old namespace is cleaned up.
     .watches(configType, allTenants, generationChanged)
     .concurrency(2)
-    .complete(async (namespace, ctx) => {
-      const veleroNs = currentPolicy(configs).veleroNamespace;
-      const inVelero = (o: KubeObject) => o.metadata.namespace === veleroNs;
-      // Candidates: Backups whose annotations name the namespace, and those on its own locations; each
-      // then kept only if it is the namespace's by viewerOf.
-      const own = bsls
-        .byIndex(ByNamespace, veleroNs)
-        .filter((l) => tenantLocationNamespace(l) === namespace)
-        .flatMap((l) => backups.byIndex(ByLocation, `${veleroNs}/${l.metadata.name}`));
-      const backupNames = [
-        ...new Set(
-          [...backups.byIndex(ByOrigin, namespace), ...own]
-            .filter((b) => inVelero(b) && viewer(b) === namespace)
-            .map((o) => o.metadata.name!),
-        ),
-      ];
-      const restoreNames = restores
-        .byIndex(ByOrigin, namespace)
-        .filter(inVelero)
-        .map((o) => o.metadata.name!);
-      const rules = viewRules(backupNames, restoreNames);
-      const subjects = administeringSubjects(namespace, bindings.byIndex(ByNamespace, namespace));
-      const name = viewObjectName(namespace);
-      const meta = {
-        name,
-        namespace: veleroNs,
-        labels: { [Labels.managedBy]: TransparencyManager, [TenantNamespaceLabel]: namespace },
-      };
-      const wantRole = rules.length > 0;
-      const wantBinding = wantRole && subjects.length > 0;
+    .complete(reconciler);
+}
 
-      // Grant first (Role, then its binding), then revoke what is no longer wanted (binding first).
-      if (wantRole) {
-        const desired: Role = { apiVersion: `${rbacGroup}/v1`, kind: 'Role', metadata: meta, rules };
-        await ensure(ctx, Resources.roles, roles.get(`${veleroNs}/${name}`), desired, (a) =>
-          sameJson(normalize(a.rules), rules),
-        );
-      }
-      if (wantBinding) {
-        const desired: RoleBinding = {
-          apiVersion: `${rbacGroup}/v1`,
-          kind: 'RoleBinding',
-          metadata: meta,
-          roleRef: { apiGroup: rbacGroup, kind: 'Role', name },
-          subjects,
-        };
-        await ensure(ctx, Resources.roleBindings, views.get(`${veleroNs}/${name}`), desired, (a) =>
-          sameJson(a.subjects ?? [], subjects),
-        );
-      }
-      const stale = (o: KubeObject, wanted: boolean) =>
-        !wanted || o.metadata.namespace !== veleroNs || o.metadata.name !== name;
-      for (const b of views.byIndex(ByTenant, namespace)) {
-        if (stale(b, wantBinding)) await remove(ctx, Resources.roleBindings, b);
-      }
-      for (const r of roles.byIndex(ByTenant, namespace)) {
-        if (stale(r, wantRole)) await remove(ctx, Resources.roles, r);
-      }
-      return undefined;
-    });
+export class TransparencyReconciler extends ReconcilerOf<TransparencySources> {
+  /** Keys are tenant namespaces. Grant first (Role, then its binding), then revoke what is no longer wanted. */
+  override async reconcile(namespace: string, ctx: ReconcileContext): Promise<undefined> {
+    const view = this.read(namespace);
+    const wantRole = view.rules.length > 0;
+    const wantBinding = wantRole && view.subjects.length > 0;
+    if (wantRole) await this.grantRole(ctx, view);
+    if (wantBinding) await this.grantBinding(ctx, view);
+    await this.revoke(ctx, view, wantRole, wantBinding);
+    return undefined;
+  }
+
+  /** Namespaces to revisit when a Backup changes: whoever may read it now, and whoever its annotations name. */
+  backupKeys(b: KubeObject): string[] {
+    const now = this.viewer(b as Backup);
+    return [...new Set([...backupOrigin(b), ...(now ? [now] : [])])];
+  }
+
+  private viewer(b: Backup): string | undefined {
+    const { bsls } = this.from;
+    const named = locationOf(b);
+    const location = named
+      ? bsls.get(`${b.metadata.namespace}/${named}`)
+      : defaultLocationOf(bsls.byIndex(ByNamespace, b.metadata.namespace!));
+    return viewerOf(b, location);
+  }
+
+  /**
+   * The names the namespace may `get`: Backups whose annotations name it and those on its own locations,
+   * each kept only if it is the namespace's by viewerOf; Restores made for it. And who administers it.
+   */
+  private read(namespace: string): View {
+    const { backups, bsls, restores, bindings, configs } = this.from;
+    const veleroNs = currentPolicy(configs).veleroNamespace;
+    const inVelero = (o: KubeObject) => o.metadata.namespace === veleroNs;
+    const own = bsls
+      .byIndex(ByNamespace, veleroNs)
+      .filter((l) => tenantLocationNamespace(l) === namespace)
+      .flatMap((l) => backups.byIndex(ByLocation, `${veleroNs}/${l.metadata.name}`));
+    const backupNames = [
+      ...new Set(
+        [...backups.byIndex(ByOrigin, namespace), ...own]
+          .filter((b) => inVelero(b) && this.viewer(b) === namespace)
+          .map((o) => o.metadata.name!),
+      ),
+    ];
+    const restoreNames = restores
+      .byIndex(ByOrigin, namespace)
+      .filter(inVelero)
+      .map((o) => o.metadata.name!);
+    return {
+      namespace,
+      veleroNs,
+      name: viewObjectName(namespace),
+      rules: viewRules(backupNames, restoreNames),
+      subjects: administeringSubjects(namespace, bindings.byIndex(ByNamespace, namespace)),
+    };
+  }
+
+  private meta({ name, veleroNs, namespace }: View) {
+    return {
+      name,
+      namespace: veleroNs,
+      labels: { [Labels.managedBy]: TransparencyManager, [TenantNamespaceLabel]: namespace },
+    };
+  }
+
+  private async grantRole(ctx: ReconcileContext, view: View): Promise<void> {
+    const desired: Role = {
+      apiVersion: `${rbacGroup}/v1`,
+      kind: 'Role',
+      metadata: this.meta(view),
+      rules: view.rules,
+    };
+    const cached = this.from.roles.get(`${view.veleroNs}/${view.name}`);
+    await ensure(ctx, Resources.roles, cached, desired, (a) => sameJson(normalize(a.rules), view.rules));
+  }
+
+  private async grantBinding(ctx: ReconcileContext, view: View): Promise<void> {
+    const desired: RoleBinding = {
+      apiVersion: `${rbacGroup}/v1`,
+      kind: 'RoleBinding',
+      metadata: this.meta(view),
+      roleRef: { apiGroup: rbacGroup, kind: 'Role', name: view.name },
+      subjects: view.subjects,
+    };
+    const cached = this.from.views.get(`${view.veleroNs}/${view.name}`);
+    await ensure(ctx, Resources.roleBindings, cached, desired, (a) =>
+      sameJson(a.subjects ?? [], view.subjects),
+    );
+  }
+
+  /** Removes what is no longer wanted, or stands elsewhere (Velero's namespace moved): binding first. */
+  private async revoke(
+    ctx: ReconcileContext,
+    view: View,
+    wantRole: boolean,
+    wantBinding: boolean,
+  ): Promise<void> {
+    const stale = (o: KubeObject, wanted: boolean) =>
+      !wanted || o.metadata.namespace !== view.veleroNs || o.metadata.name !== view.name;
+    for (const b of this.from.views.byIndex(ByTenant, view.namespace)) {
+      if (stale(b, wantBinding)) await remove(ctx, Resources.roleBindings, b);
+    }
+    for (const r of this.from.roles.byIndex(ByTenant, view.namespace)) {
+      if (stale(r, wantRole)) await remove(ctx, Resources.roles, r);
+    }
+  }
 }
 
 const sameJson = (a: unknown, b: unknown) => stableJson(a) === stableJson(b);
