@@ -112,6 +112,58 @@ class Alarm {
   }
 }
 
+/**
+ * The GarbageCollected condition on the NonAdminBackupConfig: written by server-side apply of this one
+ * entry (conditions are a map keyed by type), so other writers' conditions are left alone; not written
+ * again while the config (or the last write, which the cache may not show yet) already says it.
+ */
+class ConditionReporter {
+  private readonly client: KubeClient;
+  private readonly configs: Informer<NonAdminBackupConfig>;
+  private readonly logger: Logger;
+  private reported: string | undefined;
+
+  constructor(client: KubeClient, configs: Informer<NonAdminBackupConfig>, logger: Logger) {
+    this.client = client;
+    this.configs = configs;
+    this.logger = logger;
+  }
+
+  /** The config was deleted: its next incarnation is told again. */
+  forget(): void {
+    this.reported = undefined;
+  }
+
+  async report(condition: ConditionInput): Promise<void> {
+    const config = this.configs.get(ConfigName);
+    if (!config) return;
+    const current = findCondition(config.status?.conditions as Condition[] | undefined, condition.type);
+    const same =
+      current &&
+      current.status === condition.status &&
+      current.reason === condition.reason &&
+      current.message === condition.message &&
+      current.observedGeneration === condition.observedGeneration;
+    if (same || this.reported === JSON.stringify(condition)) return;
+    const [next] = setCondition(current ? [current] : [], condition);
+    try {
+      await this.client.apply(
+        configType,
+        {
+          apiVersion: `${configType.group}/${configType.version}`,
+          kind: configType.kind,
+          metadata: { name: ConfigName },
+          status: { conditions: [next] },
+        } as KubeObject,
+        { fieldManager: GcFieldManager, force: true, subresource: 'status' },
+      );
+      this.reported = JSON.stringify(condition);
+    } catch (err) {
+      this.logger.warn({ err: message(err) }, 'could not report garbage collection on the config');
+    }
+  }
+}
+
 export function registerGarbageCollector(manager: Manager): void {
   const configs = manager.informer<NonAdminBackupConfig>(configType);
   const namespaces = manager.informer<KubeObject>(Resources.namespaces);
@@ -120,8 +172,7 @@ export function registerGarbageCollector(manager: Manager): void {
   );
   const logger = manager.logger.child({ controller: 'backup-gc' });
   const alarm = new Alarm();
-  /** The condition last written (the cache may not show it yet): not written twice. */
-  let reported: string | undefined;
+  const reporter = new ConditionReporter(manager.client, configs, logger);
   const specChanged = (p: KubeObject | undefined, c: KubeObject) =>
     p?.metadata.generation !== c.metadata.generation;
   configs.addHandlers({
@@ -130,7 +181,7 @@ export function registerGarbageCollector(manager: Manager): void {
       if (specChanged(p, c)) alarm.ring();
     },
     onDelete: () => {
-      reported = undefined;
+      reporter.forget();
       alarm.ring();
     },
   });
@@ -150,36 +201,7 @@ export function registerGarbageCollector(manager: Manager): void {
     leader: true,
     async run(signal) {
       let lastStart: number | undefined;
-      const report = async (condition: ConditionInput) => {
-        const config = configs.get(ConfigName);
-        if (!config) return;
-        const current = findCondition(config.status?.conditions as Condition[] | undefined, condition.type);
-        const same =
-          current &&
-          current.status === condition.status &&
-          current.reason === condition.reason &&
-          current.message === condition.message &&
-          current.observedGeneration === condition.observedGeneration;
-        if (same || reported === JSON.stringify(condition)) return;
-        const [next] = setCondition(current ? [current] : [], condition);
-        try {
-          // Server-side apply of this one entry (conditions are a map keyed by type): other writers'
-          // conditions are left alone.
-          await manager.client.apply(
-            configType,
-            {
-              apiVersion: `${configType.group}/${configType.version}`,
-              kind: configType.kind,
-              metadata: { name: ConfigName },
-              status: { conditions: [next] },
-            } as KubeObject,
-            { fieldManager: GcFieldManager, force: true, subresource: 'status' },
-          );
-          reported = JSON.stringify(condition);
-        } catch (err) {
-          logger.warn({ err: message(err) }, 'could not report garbage collection on the config');
-        }
-      };
+      const report = (condition: ConditionInput) => reporter.report(condition);
       while (!signal.aborted) {
         const policy = currentPolicy(configs);
         const period = policy.garbageCollectionPeriodMs;
