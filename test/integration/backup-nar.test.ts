@@ -403,6 +403,53 @@ describe('NonAdminRestore', { timeout: veleroQueueMs + 30_000 }, () => {
     expect(await cluster.admin.get(VeleroResources.restores, name, velero.namespace)).toBeUndefined();
   });
 
+  it("waits while the backup's storage location is not Available (Velero would fail the restore), then restores", async () => {
+    await completedBackup('before-outage');
+    const bsls = VeleroResources.backupStorageLocations;
+    const location = velero.storageLocation;
+    const phase = async () =>
+      (
+        await cluster.admin.get<KubeObject & { status?: { phase?: string } }>(
+          bsls,
+          location,
+          velero.namespace,
+        )
+      )?.status?.phase;
+    // The admin points the default location at a bucket that does not exist: Velero marks it Unavailable.
+    await cluster.admin.patch(bsls, location, velero.namespace, {
+      spec: { objectStorage: { bucket: 'gone' } },
+    });
+    try {
+      await eventually(async () => (await phase()) === 'Unavailable', {
+        timeoutMs: 60_000,
+        what: 'location Unavailable',
+      });
+      await tenant.create(narType, {
+        metadata: { name: 'during-outage', namespace: ns },
+        spec: { restoreSpec: { backupName: 'before-outage' } },
+      } as KubeObject);
+      const waiting = await eventually(
+        async () => {
+          const queued = (await nar('during-outage'))?.status?.conditions?.find((c) => c.type === 'Queued');
+          return queued?.reason === 'StorageLocationUnavailable' ? queued : undefined;
+        },
+        { what: 'NonAdminRestore waiting for the location' },
+      );
+      expect(waiting.status).toBe('False');
+      expect(waiting.message).toContain(`the backup's storage location ${location} is Unavailable`);
+      const uuid = (await nar('during-outage'))?.status?.veleroRestore?.nacuuid;
+      expect(uuid).toBeDefined();
+      expect(await cluster.admin.get(VeleroResources.restores, uuid!, velero.namespace)).toBeUndefined();
+    } finally {
+      await cluster.admin.patch(bsls, location, velero.namespace, {
+        spec: { objectStorage: { bucket: velero.bucket } },
+      });
+    }
+    // Available again: the restore goes on by itself and completes.
+    const done = await settled('during-outage');
+    expect(done.status?.veleroRestore?.status?.phase).toBe('Completed');
+  });
+
   it('holds restores while the admin has disabled the feature, and runs them once it is enabled again', async () => {
     await setPolicy({ enable: false });
     try {

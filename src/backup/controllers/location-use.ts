@@ -26,6 +26,11 @@ export interface LocationUse {
    * now, or undefined when it would take it.
    */
   unusable(veleroNs: string, name: string | undefined): string | undefined;
+  /**
+   * Why Velero would fail a restore from a backup on BSL `name` right now (it must exist and be
+   * Available: Velero v1.18 marks the Restore FailedValidation otherwise), or undefined.
+   */
+  unreadable(veleroNs: string, name: string | undefined): string | undefined;
 }
 
 export function locationUse(manager: Manager): LocationUse {
@@ -36,6 +41,7 @@ export function locationUse(manager: Manager): LocationUse {
     unfinishedBackups: (veleroNs, name) =>
       backups.byIndex(ByStorageLocation, `${veleroNs}/${name}`).filter(unfinished),
     unusable: (veleroNs, name) => locationProblem(locations, veleroNs, name),
+    unreadable: (veleroNs, name) => readProblem(locations, veleroNs, name),
   };
 }
 
@@ -71,4 +77,20 @@ function locationProblem(
     return `${which} is ${phase ? String(phase) : 'not validated by Velero yet'}${said}; Velero would fail the backup, so it starts once the location is Available`;
   }
   return undefined;
+}
+
+function readProblem(
+  locations: Informer<VeleroObject>,
+  veleroNs: string,
+  wanted: string | undefined,
+): string | undefined {
+  const name = wanted || defaultLocation(locations, veleroNs);
+  const bsl = locations.get(`${veleroNs}/${name}`);
+  const which = `the backup's storage location ${name}`;
+  if (!bsl || bsl.metadata.deletionTimestamp) {
+    return `${which} does not exist in Velero (namespace ${veleroNs}); the restore starts once it does`;
+  }
+  const phase = bsl.status?.phase;
+  if (phase === 'Available') return undefined;
+  return `${which} is ${phase ? String(phase) : 'not validated by Velero yet'}; Velero would fail the restore, so it starts once the location is Available`;
 }

@@ -31,6 +31,7 @@ import { Annotations, isNacObjectName, Labels, nacObjectName } from '../velero/n
 import { type Ownerships, ownerships } from './adopt.ts';
 import { backOff, type Refusal } from './back-off.ts';
 import { Index, isManaged, ManagedTypes, managedCache, Origin, type VeleroObject } from './caches.ts';
+import { type LocationUse, locationUse } from './location-use.ts';
 import { type Checked, checkRequest, veleroRestoreSpec } from './nar-request.ts';
 import { type ProgressSource, restoreProgress, withProgress } from './progress.ts';
 import { CreatedAtAnnotation, QueueTracker, restoreQueuePhases } from './queue.ts';
@@ -38,6 +39,10 @@ import { RestoreGuardPresence, readRefusals, refusalSummary } from './restore-gu
 import { createOnce, managedMeta } from './velero-objects.ts';
 
 export const NarFinalizer = 'tenantkit.io/nonadminrestore';
+/** The Queued reason of a NAR whose Velero Restore waits for the backup's location to be Available. */
+const LocationUnavailable = 'StorageLocationUnavailable';
+const queuedReason = (nar: NonAdminRestore) =>
+  findCondition(nar.status?.conditions as Condition[] | undefined, 'Queued')?.reason;
 /** NARs by the NonAdminBackup they restore from, as `namespace/name`. */
 const ByBackupRef = 'backup/nar-backup';
 const backupRefOf = (nar: NonAdminRestore): string[] => {
@@ -58,6 +63,7 @@ export interface NarSources {
   progress: ProgressSource;
   queue: QueueTracker;
   guard: RestoreGuardPresence;
+  use: LocationUse;
 }
 
 /** One reconcile's view of a NAR: read from the caches once, written through `status`. */
@@ -92,6 +98,7 @@ export function registerNarController(manager: Manager): void {
     progress,
     queue,
     guard: new RestoreGuardPresence(),
+    use: locationUse(manager),
   });
 
   manager
@@ -105,6 +112,13 @@ export function registerNarController(manager: Manager): void {
     // A NAR waiting for its backup to complete (or to exist) goes on when it does.
     .watches(NonAdminBackupCrd.type, (nab) =>
       nars.byIndex(ByBackupRef, objectKey(nab.metadata)).map((n) => objectKey(n.metadata)),
+    )
+    // NARs waiting for the backup's location: its phase moved.
+    .watches(VeleroResources.backupStorageLocations, () =>
+      nars
+        .list()
+        .filter((n) => queuedReason(n) === LocationUnavailable)
+        .map((n) => objectKey(n.metadata)),
     )
     // A policy change applies live: every NAR is checked again.
     .watches(configType, () => nars.list().map((n) => objectKey(n.metadata)), generationChanged)
@@ -125,9 +139,8 @@ export class NarReconciler extends ReconcilerOf<NarSources> {
     if (restore) return this.mirror(seen, restore);
     // Seen before (Queued is only set once the Restore was observed) and gone now: deleted outside
     // tenantkit. Making it again would restore a second time, unasked.
-    if (seen.uuid && findCondition(seen.base.conditions as Condition[] | undefined, 'Queued')) {
-      return this.reportDeleted(seen);
-    }
+    const queued = queuedReason(seen.nar);
+    if (seen.uuid && queued !== undefined && queued !== LocationUnavailable) return this.reportDeleted(seen);
     // Checked again before the Restore is made (not only before the NACUUID is): the backup named must
     // still be there and complete when Velero is asked to restore it.
     const checked = checkRequest(this.from, seen);
@@ -223,6 +236,9 @@ export class NarReconciler extends ReconcilerOf<NarSources> {
    */
   private async create(seen: Seen, uuid: string, checked: Checked): Result {
     const { nar, ns, policy, status, ctx } = seen;
+    const location = checked.backup.spec?.storageLocation;
+    const unreadable = this.from.use.unreadable(policy.veleroNamespace, location as string | undefined);
+    if (unreadable) return this.waitForLocation(seen, unreadable);
     const missing = await this.from.guard.missing(ctx.client, policy.veleroNamespace);
     if (missing) {
       ctx.logger.info({ nar: objectKey(nar.metadata), veleroNamespace: policy.veleroNamespace }, missing);
@@ -246,6 +262,16 @@ export class NarReconciler extends ReconcilerOf<NarSources> {
         message: `created Velero Restore ${uuid} from Velero Backup ${checked.backup.metadata.name} (NonAdminBackup ${checked.nab.metadata.name})`,
       });
     }
+    return undefined;
+  }
+
+  /** Waiting for the backup's location to be Available: condition Queued False saying why. */
+  private async waitForLocation({ base, status }: Seen, message: string): Result {
+    const reason = LocationUnavailable;
+    await status.write({
+      ...base,
+      conditions: status.condition(base, { type: 'Queued', status: 'False', reason, message }),
+    });
     return undefined;
   }
 
