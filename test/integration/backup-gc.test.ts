@@ -139,7 +139,8 @@ async function tenantWithEverything(prefix: string): Promise<Tenant> {
     spec: { target: { kind: 'BackupLog', name: 'nightly' } },
   } as KubeObject);
   const restored = await settledRestore(cluster, ns, 'back');
-  expect(['Completed', 'PartiallyFailed']).toContain(restored.status?.veleroRestore?.status?.phase);
+  const veleroStatus = restored.status?.veleroRestore?.status;
+  expect(['Completed', 'PartiallyFailed'], JSON.stringify(veleroStatus)).toContain(veleroStatus?.phase);
   for (const [origin, name] of [
     [Origins.nabsl, 'own'],
     [Origins.nab, 'nightly'],
