@@ -35,7 +35,7 @@ import {
   syncedFromOf,
 } from './adopt.ts';
 import { backOff, type Refusal } from './back-off.ts';
-import { Index, isManaged, ManagedTypes, managedCache, Origin, type VeleroObject } from './caches.ts';
+import { Index, ManagedTypes, managedCache, Origin, type VeleroObject } from './caches.ts';
 import { deleteBackup, NabFinalizer } from './nab-delete.ts';
 import { queueLimitReached, waiting } from './nab-queue.ts';
 
@@ -44,7 +44,7 @@ export { NabFinalizer };
 import { type StorageLocationLookup, storageLocationLookup } from './location-lookup.ts';
 import { type LocationUse, locationUse } from './location-use.ts';
 import { backupProgress, type ProgressSource, withProgress } from './progress.ts';
-import { backupQueuePhases, CreatedAtAnnotation, QueueTracker } from './queue.ts';
+import { backupQueuePhases, CreatedAtAnnotation, type QueueTracker, trackQueue } from './queue.ts';
 import { createOnce, managedMeta } from './velero-objects.ts';
 
 type Status = NonNullable<NonAdminBackup['status']>;
@@ -75,14 +75,8 @@ interface Seen extends StatusView<Status> {
 }
 
 export function registerNabController(manager: Manager): void {
-  // Velero's queue: every Backup in Velero's namespace counts, not only tenantkit's, so this informer
-  // is unfiltered. The tracker's handlers run before the controller's (registered first), so the watch
-  // below maps each event to the NABs whose position it changed, and to nothing else.
-  const queue = new QueueTracker({
-    queuePhases: backupQueuePhases,
-    originOf: (o) => (isManaged(o) ? Origin.nab(o)[0] : undefined),
-  });
-  manager.informer(VeleroResources.backups).addHandlers(queue.handlers());
+  // Velero's queue: every Backup in Velero's namespace counts, not only tenantkit's.
+  const queue = trackQueue(manager, VeleroResources.backups, backupQueuePhases, Origin.nab);
   const nabs = manager.informer<NonAdminBackup>(NonAdminBackupCrd.type);
   // NABs of existing Backups (schedule runs, backup sync): see adopt.ts.
   const adoption = ownerships(manager);

@@ -30,11 +30,11 @@ import { type BackupPolicy, configType, currentPolicy } from '../policy/config.t
 import { Annotations, isNacObjectName, Labels, nacObjectName } from '../velero/names.ts';
 import { type Ownerships, ownerships } from './adopt.ts';
 import { backOff, type Refusal } from './back-off.ts';
-import { Index, isManaged, ManagedTypes, managedCache, Origin, type VeleroObject } from './caches.ts';
+import { Index, ManagedTypes, managedCache, Origin, type VeleroObject } from './caches.ts';
 import { type LocationUse, locationUse } from './location-use.ts';
 import { type Checked, checkRequest, veleroRestoreSpec } from './nar-request.ts';
 import { type ProgressSource, restoreProgress, withProgress } from './progress.ts';
-import { CreatedAtAnnotation, QueueTracker, restoreQueuePhases } from './queue.ts';
+import { CreatedAtAnnotation, type QueueTracker, restoreQueuePhases, trackQueue } from './queue.ts';
 import { RestoreGuardPresence, readRefusals, refusalSummary } from './restore-guard.ts';
 import { createOnce, managedMeta } from './velero-objects.ts';
 
@@ -79,12 +79,8 @@ interface Seen extends StatusView<Status> {
 }
 
 export function registerNarController(manager: Manager): void {
-  // Velero's queue of Restores, anyone's (see the NAB controller): the tracker's handlers run first.
-  const queue = new QueueTracker({
-    queuePhases: restoreQueuePhases,
-    originOf: (o) => (isManaged(o) ? Origin.nar(o)[0] : undefined),
-  });
-  manager.informer(VeleroResources.restores).addHandlers(queue.handlers());
+  // Velero's queue of Restores, anyone's.
+  const queue = trackQueue(manager, VeleroResources.restores, restoreQueuePhases, Origin.nar);
   const nars = manager.informer<NonAdminRestore>(NonAdminRestoreCrd.type);
   nars.addIndex(ByBackupRef, backupRefOf);
   const progress = restoreProgress(manager);

@@ -11,8 +11,10 @@
 // Same-second creations are ordered by the millisecond time tenantkit writes on its own objects, then by
 // name: an order that is the same after a restart, so a restart rewrites no position.
 import type { EventHandlers } from '../../kube/informer.ts';
+import type { Manager } from '../../kube/manager.ts';
 import { mergePatch } from '../../kube/merge-patch.ts';
-import type { KubeObject } from '../../kube/resources.ts';
+import type { KubeObject, ResourceType } from '../../kube/resources.ts';
+import { isManaged } from './caches.ts';
 
 /**
  * The status patch from `previous` to `next`: a queue move sends `queueInfo` alone, not the whole status
@@ -199,4 +201,20 @@ export class QueueTracker {
   private indexOf(queue: Entry[], entry: Entry): number {
     return this.insertionPoint(queue, entry);
   }
+}
+
+/**
+ * Velero's queue of `type` (Backups or Restores), anyone's, so read from the unfiltered informer; `origin`
+ * names the tenant object of one tenantkit made. Its handlers are registered before the controller's, so
+ * a watch that drains it maps each event to the tenant objects whose position changed, and to nothing else.
+ */
+export function trackQueue(
+  manager: Manager,
+  type: ResourceType,
+  queuePhases: readonly string[],
+  origin: (o: KubeObject) => string[],
+): QueueTracker {
+  const queue = new QueueTracker({ queuePhases, originOf: (o) => (isManaged(o) ? origin(o)[0] : undefined) });
+  manager.informer(type).addHandlers(queue.handlers());
+  return queue;
 }
