@@ -2,6 +2,7 @@
 // Watches (with a mapper to keys of the primary resource); write one `reconcile(key)` function.
 // Keys are `namespace/name` (or `name`) of the primary object. Reconcile is called with a key, never
 // with an event, so it must read the world from the caches and converge: level-triggered.
+import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import type { KubeClient } from './client.ts';
 import type { EventRecorder } from './events.ts';
@@ -47,6 +48,8 @@ export type MapFunc = (object: KubeObject) => string[];
 export interface Watch {
   type: ResourceType;
   map: MapFunc;
+  /** Every object of the primary type is concerned by any change (`map` is not used). */
+  all?: boolean;
   /** Ignore updates that change only status and metadata we do not care about (default: any change). */
   predicate?: (previous: KubeObject | undefined, current: KubeObject) => boolean;
 }
@@ -79,8 +82,8 @@ export function generationChanged(previous: KubeObject | undefined, current: Kub
   return (
     previous.metadata.generation !== current.metadata.generation ||
     previous.metadata.deletionTimestamp !== current.metadata.deletionTimestamp ||
-    JSON.stringify(previous.metadata.labels) !== JSON.stringify(current.metadata.labels) ||
-    JSON.stringify(previous.metadata.annotations) !== JSON.stringify(current.metadata.annotations)
+    !isDeepStrictEqual(previous.metadata.labels, current.metadata.labels) ||
+    !isDeepStrictEqual(previous.metadata.annotations, current.metadata.annotations)
   );
 }
 
@@ -114,6 +117,12 @@ export class ControllerBuilder {
   /** Any other resource, mapped to primary keys by `map`. */
   watches(type: ResourceType, map: MapFunc, predicate?: Watch['predicate']): this {
     this.watchList.push({ type, map, ...(predicate ? { predicate } : {}) });
+    return this;
+  }
+
+  /** A resource whose change concerns every primary object (a policy, say): each is reconciled again. */
+  watchesAll(type: ResourceType, predicate?: Watch['predicate']): this {
+    this.watchList.push({ type, map: () => [], all: true, ...(predicate ? { predicate } : {}) });
     return this;
   }
 
@@ -167,8 +176,12 @@ export class ControllerRunner {
   /** Connects watch events to the queue. Call before the informers sync so no event is missed. */
   wire(informer: (type: ResourceType) => Informer<KubeObject>): void {
     for (const watch of this.spec.watches) {
+      const primaries = informer(this.spec.forType);
+      const keysOf: MapFunc = watch.all
+        ? () => primaries.list().map((o) => objectKey(o.metadata))
+        : watch.map;
       const enqueue = (object: KubeObject) => {
-        for (const key of watch.map(object)) this.queue.add(key);
+        for (const key of keysOf(object)) this.queue.add(key);
       };
       informer(watch.type).addHandlers({
         onAdd: enqueue,

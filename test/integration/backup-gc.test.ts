@@ -115,8 +115,18 @@ async function tenantWithEverything(prefix: string): Promise<Tenant> {
   await ownLocation(env, client, ns, tenantBucket);
   // The admin approves the location's request in Velero's namespace.
   const locationUuid = await nacuuid(Origins.nabsl, ns, 'own');
-  await eventually(() =>
-    admin.get(NonAdminBackupStorageLocationRequestCrd.type, locationUuid, env.velero.namespace),
+  // As an admin decides: once the request shows the location's spec (tenantkit puts a decision taken
+  // before that back to pending, so that an approval never covers a spec the admin did not see).
+  await eventually(
+    async () => {
+      const request = await admin.get<
+        KubeObject & { status?: { phase?: string; nonAdminBackupStorageLocation?: unknown } }
+      >(NonAdminBackupStorageLocationRequestCrd.type, locationUuid, env.velero.namespace);
+      return (
+        request?.status?.phase === 'Pending' && request.status.nonAdminBackupStorageLocation !== undefined
+      );
+    },
+    { what: 'the request shows the location to approve' },
   );
   await admin.patch(NonAdminBackupStorageLocationRequestCrd.type, locationUuid, env.velero.namespace, {
     spec: { approvalDecision: 'approve' },

@@ -3,6 +3,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { isConflict } from '../../src/kube/client.ts';
 import { ensureFinalizer, removeFinalizer } from '../../src/kube/finalizers.ts';
 import { ByLabel, ByNamespace, ByOwner, Informer } from '../../src/kube/informer.ts';
+import { silentLogger } from '../../src/kube/log.ts';
+import { Manager } from '../../src/kube/manager.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 
@@ -129,5 +131,51 @@ describe('finalizer helpers', () => {
     const released = await removeFinalizer(cluster.admin, Resources.configMaps, guarded, 'tenantkit.io/test');
     expect(released.metadata.finalizers).toEqual(['example.com/other']);
     await removeFinalizer(cluster.admin, Resources.configMaps, released, 'example.com/other');
+  });
+});
+
+describe('controller watches', () => {
+  it('reconciles every primary object again when a resource it watchesAll changes, and not on a filtered update', async () => {
+    const ns = await cluster.namespace('watch-all');
+    for (const name of ['a', 'b', 'c']) {
+      await cluster.admin.create(Resources.configMaps, { metadata: { name, namespace: ns } });
+    }
+    const seen: string[] = [];
+    const manager = new Manager({ client: cluster.admin, logger: silentLogger, component: 'watch-all-test' });
+    manager
+      .controller('watch-all')
+      .for(Resources.configMaps)
+      .watchesAll(
+        Resources.secrets,
+        (previous, current) => previous?.metadata.labels?.v !== current.metadata.labels?.v,
+      )
+      .complete(async (key) => {
+        // The namespace's own kube-root-ca.crt is a primary too, and not ours.
+        if (key.startsWith(`${ns}/`) && !key.endsWith('/kube-root-ca.crt')) seen.push(key);
+        return undefined;
+      });
+    const stop = new AbortController();
+    const run = manager.start(stop.signal);
+    try {
+      const ours = () => [...new Set(seen)].sort();
+      await eventually(() => ours().length === 3, { what: 'first reconcile of every primary' });
+      seen.length = 0;
+      await cluster.admin.create(Resources.secrets, {
+        metadata: { name: 'policy', namespace: ns, labels: { v: '1' } },
+      });
+      await eventually(() => ours().join() === [`${ns}/a`, `${ns}/b`, `${ns}/c`].join(), {
+        what: 'every primary again after the watched object appeared',
+      });
+      seen.length = 0;
+      // An update the predicate filters out (the label stays) reconciles nothing.
+      await cluster.admin.patch(Resources.secrets, 'policy', ns, { metadata: { annotations: { x: 'y' } } });
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(seen).toEqual([]);
+      await cluster.admin.patch(Resources.secrets, 'policy', ns, { metadata: { labels: { v: '2' } } });
+      await eventually(() => ours().length === 3, { what: 'every primary again after a relevant update' });
+    } finally {
+      stop.abort();
+      await run.catch(() => {});
+    }
   });
 });

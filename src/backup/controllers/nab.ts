@@ -110,7 +110,7 @@ export function registerNabController(manager: Manager): void {
     .watches(progress.podVolumes, progress.map)
     .watches(progress.dataMovers, progress.map)
     // A policy change applies live: every NAB is checked again.
-    .watches(configType, () => nabs.list().map((n) => objectKey(n.metadata)), generationChanged)
+    .watchesAll(configType, generationChanged)
     // A NAB naming a tenant storage location goes on when that location is ready (or refuses it when gone).
     .watches(NonAdminBackupStorageLocationCrd.type, (l) =>
       nabs

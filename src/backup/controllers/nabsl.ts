@@ -27,7 +27,7 @@ import {
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
-import { type KubeObject, objectKey, Resources, type ResourceType } from '../../kube/resources.ts';
+import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
 import { type StatusView, StatusWriter, type WriteOptions } from '../../kube/status.ts';
 import { bslSpecProblems, credentialProfile, veleroBslSpec } from '../policy/bsl-validate.ts';
 import { type BackupPolicy, configType, currentPolicy } from '../policy/config.ts';
@@ -106,7 +106,7 @@ export function registerNabslController(manager: Manager): void {
     .watches(ManagedTypes.locationRequests, Origin.nabsl)
     .watches(ManagedTypes.backups, locationOfBackup)
     // A policy change (enforced fields, approval on or off) applies live.
-    .watches(configType, () => nabsls.list().map((n) => objectKey(n.metadata)), generationChanged)
+    .watchesAll(configType, generationChanged)
     .concurrency(4)
     .complete(reconciler);
 }

@@ -107,7 +107,7 @@ export function registerNadrController(manager: Manager): void {
     .watches(NonAdminRestoreCrd.type, (o) => ofRestore([objectKey(o.metadata)]))
     .watches(ManagedTypes.backups, (o) => ofBackup(Origin.nab(o)))
     .watches(ManagedTypes.restores, (o) => ofRestore(Origin.nar(o)))
-    .watches(configType, () => nadrs.list().map((n) => objectKey(n.metadata)), generationChanged)
+    .watchesAll(configType, generationChanged)
     .concurrency(2)
     .complete(reconciler);
 }

@@ -117,7 +117,7 @@ export function registerNarController(manager: Manager): void {
         .map((n) => objectKey(n.metadata)),
     )
     // A policy change applies live: every NAR is checked again.
-    .watches(configType, () => nars.list().map((n) => objectKey(n.metadata)), generationChanged)
+    .watchesAll(configType, generationChanged)
     .concurrency(4)
     .complete(reconciler);
 }

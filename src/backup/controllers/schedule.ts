@@ -100,7 +100,7 @@ export function registerScheduleController(manager: Manager): void {
     // ownership before being shown (a tenant's bucket may hold Backups with any labels).
     .watches(VeleroResources.backups, (b) => IndexFunctions.nasUuid(b).flatMap(byUuid))
     .watches(NonAdminBackupCrd.type, ownerMapper(type))
-    .watches(configType, () => nass.list().map((n) => objectKey(n.metadata)), generationChanged)
+    .watchesAll(configType, generationChanged)
     .concurrency(2)
     .complete(reconciler);
 }

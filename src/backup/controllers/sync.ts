@@ -27,7 +27,7 @@ export function registerSyncController(manager: Manager): void {
     .controller('backupsync')
     .for(VeleroResources.backups)
     // Turning sync on, changing its period or Velero's namespace: every Backup is looked at again.
-    .watches(configType, () => o.backups.list().map((b) => objectKey(b.metadata)), generationChanged)
+    .watchesAll(configType, generationChanged)
     // A tenant namespace made (again, after it was deleted): its Backups get their NABs now, not at the
     // next periodic look.
     .watches(
