@@ -2,28 +2,12 @@
 // under the admin's NonAdminBackupConfig. The one entry point of the capability.
 import {
   backupCrds,
-  type NonAdminBackup,
-  type NonAdminBackupConfig,
   NonAdminBackupConfigCrd,
   NonAdminBackupCrd,
-  NonAdminBackupStorageLocationCrd,
   NonAdminBackupStorageLocationRequestCrd,
-  type NonAdminDownloadRequest,
-  NonAdminDownloadRequestCrd,
-  type NonAdminRestore,
-  NonAdminRestoreCrd,
-  type NonAdminSchedule,
-  NonAdminScheduleCrd,
 } from '../api/backup.ts';
 import type { Capability } from '../capability.ts';
 import type { KubeObject } from '../kube/resources.ts';
-import type { AdmissionRequest } from '../webhook/admission.ts';
-import { reviewNonAdminBackup, reviewNonAdminRestore } from './admission/backup-restore.ts';
-import { reviewNonAdminDownloadRequest } from './admission/download.ts';
-import { reviewNonAdminBackupStorageLocation } from './admission/location.ts';
-import { recordRequester, requesterUnchanged } from './admission/requester.ts';
-import { reviewNonAdminSchedule } from './admission/schedule.ts';
-import { ownerships, reviewSyncedFrom } from './controllers/adopt.ts';
 import { registerGarbageCollector } from './controllers/gc.ts';
 import { registerNabController } from './controllers/nab.ts';
 import { NabslType, registerNabslController } from './controllers/nabsl.ts';
@@ -32,6 +16,7 @@ import { registerNarController } from './controllers/nar.ts';
 import { registerScheduleController } from './controllers/schedule.ts';
 import { registerSyncController } from './controllers/sync.ts';
 import { registerTransparencyController } from './controllers/transparency.ts';
+import { backupWebhooks } from './webhooks.ts';
 
 const nab = NonAdminBackupCrd.type;
 const config = NonAdminBackupConfigCrd.type;
@@ -164,103 +149,7 @@ export const backup: Capability = {
       verbs: ['get', 'list', 'watch'],
     },
   ],
-  webhooks({ manager }) {
-    const configs = manager.informer<NonAdminBackupConfig>(config);
-    const locations = manager.informer(NabslType);
-    const owners = ownerships(manager, { nabs: false });
-    const hasLocation = (namespace: string, name: string) =>
-      locations.get(`${namespace}/${name}`) !== undefined;
-    const rule = (type: { group: string; version: string; plural: string }) => ({
-      operations: ['CREATE' as const, 'UPDATE' as const],
-      apiGroups: [type.group],
-      apiVersions: [type.version],
-      resources: [type.plural],
-    });
-    return [
-      {
-        name: 'nonadminbackups',
-        type: 'validating',
-        // Fail closed: the controller would refuse the same objects, but the tenant deserves to hear it now.
-        failurePolicy: 'Fail',
-        timeoutSeconds: 5,
-        rules: [rule(nab)],
-        specSchema: NonAdminBackupCrd.spec,
-        handler: async (request) => {
-          const review = request as AdmissionRequest<NonAdminBackup>;
-          // A location created a moment ago (one `kubectl apply` of both) may not be cached yet: the API
-          // server is asked before the backup is refused for naming a missing one.
-          const wanted = review.object?.spec?.backupSpec?.storageLocation;
-          const ns = review.namespace ?? '';
-          const live =
-            typeof wanted === 'string' && wanted !== '' && !locations.get(`${ns}/${wanted}`)
-              ? await manager.client.get(NabslType, wanted, ns).catch(() => undefined)
-              : undefined;
-          return (
-            reviewSyncedFrom(owners, configs, review) ??
-            reviewNonAdminBackup(
-              configs,
-              review,
-              (namespace, name) =>
-                locations.get(`${namespace}/${name}`) !== undefined ||
-                (live !== undefined && namespace === ns && name === wanted),
-            )
-          );
-        },
-      },
-      {
-        name: 'nonadminschedules',
-        type: 'validating',
-        failurePolicy: 'Fail',
-        timeoutSeconds: 5,
-        rules: [rule(NonAdminScheduleCrd.type)],
-        specSchema: NonAdminScheduleCrd.spec,
-        handler: (request) =>
-          reviewNonAdminSchedule(configs, request as AdmissionRequest<NonAdminSchedule>, hasLocation),
-      },
-      {
-        name: 'nonadminbackupstoragelocations',
-        type: 'validating',
-        // Fail closed: a location's spec decides where Velero writes and with which credentials.
-        failurePolicy: 'Fail',
-        timeoutSeconds: 5,
-        rules: [rule(NabslType)],
-        specSchema: NonAdminBackupStorageLocationCrd.spec,
-        handler: (request) => reviewNonAdminBackupStorageLocation(configs, request),
-      },
-      {
-        // Who asked: the restore writes only what this user could write (admission/requester.ts). Fail closed: a
-        // NonAdminRestore without a trusted requester is refused by the controller anyway.
-        name: 'nonadminrestores-requester',
-        type: 'mutating',
-        failurePolicy: 'Fail',
-        timeoutSeconds: 5,
-        rules: [rule(NonAdminRestoreCrd.type)],
-        specSchema: NonAdminRestoreCrd.spec,
-        handler: (request) => recordRequester(request as AdmissionRequest<NonAdminRestore>),
-      },
-      {
-        name: 'nonadminrestores',
-        type: 'validating',
-        failurePolicy: 'Fail',
-        timeoutSeconds: 5,
-        rules: [rule(NonAdminRestoreCrd.type)],
-        specSchema: NonAdminRestoreCrd.spec,
-        handler: (request) =>
-          requesterUnchanged(request as AdmissionRequest<NonAdminRestore>) ??
-          reviewNonAdminRestore(configs, request as AdmissionRequest<NonAdminRestore>),
-      },
-      {
-        name: 'nonadmindownloadrequests',
-        type: 'validating',
-        failurePolicy: 'Fail',
-        timeoutSeconds: 5,
-        rules: [rule(NonAdminDownloadRequestCrd.type)],
-        specSchema: NonAdminDownloadRequestCrd.spec,
-        handler: (request) =>
-          reviewNonAdminDownloadRequest(request as AdmissionRequest<NonAdminDownloadRequest>),
-      },
-    ];
-  },
+  webhooks: ({ manager }) => backupWebhooks(manager),
   controllers(ctx) {
     registerNabController(ctx.manager);
     registerNabslController(ctx.manager);

@@ -42,6 +42,35 @@ export abstract class ReconcilerOf<Sources> {
   abstract reconcile(key: string, ctx: ReconcileContext): Promise<ReconcileResult | undefined>;
 }
 
+/**
+ * A reconciler of one primary object with a finalizer: the opening every such controller shares (get it
+ * from its cache, gone means done, read one view, deleting means finalize) is here once, and a subclass
+ * writes the steps: `read`, `finalize` and `converge`.
+ */
+export abstract class ObjectReconciler<Sources, T extends KubeObject, Seen> extends ReconcilerOf<Sources> {
+  /** The primary objects' cache (a key not in it is gone: nothing to do). */
+  private readonly primary: { get(key: string): T | undefined };
+
+  constructor(sources: Sources, primary: { get(key: string): T | undefined }) {
+    super(sources);
+    this.primary = primary;
+  }
+
+  /** One view of the object and of what it depends on, from the caches. */
+  protected abstract read(object: T, ctx: ReconcileContext): Seen;
+  /** Deletion was requested: release what the object holds, then its finalizer. */
+  protected abstract finalize(seen: Seen): Promise<ReconcileResult | undefined>;
+  /** The object is live: converge the world on it. */
+  protected abstract converge(seen: Seen): Promise<ReconcileResult | undefined>;
+
+  override async reconcile(key: string, ctx: ReconcileContext): Promise<ReconcileResult | undefined> {
+    const object = this.primary.get(key);
+    if (!object) return undefined;
+    const seen = this.read(object, ctx);
+    return object.metadata.deletionTimestamp ? this.finalize(seen) : this.converge(seen);
+  }
+}
+
 /** Maps an object of a watched resource to the keys of primary objects to reconcile. */
 export type MapFunc = (object: KubeObject) => string[];
 

@@ -7,7 +7,7 @@
 // a real Velero are in backup-gc.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VeleroResources } from '../../src/api/velero.ts';
-import { type Cache, GarbageCollector, type GcApi } from '../../src/backup/controllers/gc.ts';
+import { type Cache, GarbageCollector, type GcApi } from '../../src/backup/controllers/gc-pass.ts';
 import {
   type OriginKind,
   Origins,

@@ -12,16 +12,16 @@ import { finishedPhases, VeleroResources } from '../../api/velero.ts';
 import { type Condition, findCondition } from '../../kube/conditions.ts';
 import {
   generationChanged,
+  ObjectReconciler,
   type ReconcileContext,
   type ReconcileResult,
-  ReconcilerOf,
 } from '../../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, objectKey } from '../../kube/resources.ts';
 import { type StatusView, StatusWriter } from '../../kube/status.ts';
-import { type BackupPolicy, configType, currentPolicy } from '../policy/config.ts';
+import { type BackupPolicy, configType, currentPolicy, NonAdminDisabled } from '../policy/config.ts';
 import { type JsonObject, withEnforced } from '../policy/enforce.ts';
 import { backupSpecProblems } from '../policy/validate.ts';
 import { withForcedBackupFields } from '../policy/velero-filters.ts';
@@ -82,17 +82,20 @@ export function registerNabController(manager: Manager): void {
   const adoption = ownerships(manager);
   // Counted objects map to the NAB by the Backup's annotations, or to the NAB that adopted it.
   const progress = backupProgress(manager, (b) => nabKeysFor(adoption, b));
-  const reconciler = new NabReconciler({
+  const reconciler = new NabReconciler(
+    {
+      nabs,
+      backups: managedCache(manager, 'backups'),
+      deleteRequests: managedCache(manager, 'deleteBackupRequests'),
+      configs: manager.informer<NonAdminBackupConfig>(configType),
+      locations: storageLocationLookup(manager),
+      use: locationUse(manager),
+      progress,
+      adoption,
+      queue,
+    },
     nabs,
-    backups: managedCache(manager, 'backups'),
-    deleteRequests: managedCache(manager, 'deleteBackupRequests'),
-    configs: manager.informer<NonAdminBackupConfig>(configType),
-    locations: storageLocationLookup(manager),
-    use: locationUse(manager),
-    progress,
-    adoption,
-    queue,
-  });
+  );
 
   manager
     .controller('nonadminbackup')
@@ -126,12 +129,9 @@ export function registerNabController(manager: Manager): void {
     .complete(reconciler);
 }
 
-export class NabReconciler extends ReconcilerOf<NabSources> {
-  override async reconcile(key: string, ctx: ReconcileContext): Result {
-    const nab = this.from.nabs.get(key);
-    if (!nab) return undefined;
-    const seen = this.read(nab, ctx);
-    if (nab.metadata.deletionTimestamp) return this.finalize(seen);
+export class NabReconciler extends ObjectReconciler<NabSources, NonAdminBackup, Seen> {
+  protected override async converge(seen: Seen): Result {
+    const { nab, ctx } = seen;
     if (spec(nab).deleteBackup === true) return this.deleteBackup(seen);
     const refusal = refusalOf(seen);
     if (refusal) return backOff(seen.status, refusal);
@@ -146,7 +146,7 @@ export class NabReconciler extends ReconcilerOf<NabSources> {
   }
 
   /** The NAB's policy, identity and Velero Backup, from the caches. */
-  private read(nab: NonAdminBackup, ctx: ReconcileContext): Seen {
+  protected override read(nab: NonAdminBackup, ctx: ReconcileContext): Seen {
     const policy = currentPolicy(this.from.configs);
     const uuid = nab.status?.veleroBackup?.nacuuid;
     const ns = nab.metadata.namespace!;
@@ -169,7 +169,7 @@ export class NabReconciler extends ReconcilerOf<NabSources> {
   }
 
   /** Removed by the tenant: the Velero Backup object goes, its data stays in storage. */
-  private async finalize({ nab, backup, ctx, status }: Seen): Result {
+  protected override async finalize({ nab, backup, ctx, status }: Seen): Result {
     if (!hasFinalizer(nab, NabFinalizer)) return undefined;
     if (backup)
       await ctx.client.delete(VeleroResources.backups, backup.metadata.name!, backup.metadata.namespace);
@@ -398,11 +398,7 @@ export function refusalOf({
     };
   }
   if (!policy.enabled) {
-    return {
-      reason: 'NonAdminDisabled',
-      message:
-        'non-admin backups are not enabled: an admin must set spec.nonAdmin.enable: true in NonAdminBackupConfig "cluster"',
-    };
+    return NonAdminDisabled;
   }
   return undefined;
 }

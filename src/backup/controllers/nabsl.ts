@@ -13,33 +13,37 @@ import {
   type NonAdminBackupStorageLocation,
   NonAdminBackupStorageLocationCrd,
   type NonAdminBackupStorageLocationRequest,
-  NonAdminBackupStorageLocationRequestCrd,
 } from '../../api/backup.ts';
 import { VeleroResources } from '../../api/velero.ts';
-import { isAlreadyExists } from '../../kube/client.ts';
 import type { Condition, ConditionInput } from '../../kube/conditions.ts';
 import {
   generationChanged,
+  ObjectReconciler,
   type ReconcileContext,
   type ReconcileResult,
-  ReconcilerOf,
 } from '../../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
-import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
+import type { KubeObject } from '../../kube/resources.ts';
 import { type StatusView, StatusWriter, type WriteOptions } from '../../kube/status.ts';
 import { bslSpecProblems, credentialProfile, veleroBslSpec } from '../policy/bsl-validate.ts';
-import { type BackupPolicy, configType, currentPolicy } from '../policy/config.ts';
-import { readCredentials, renderCredentials } from '../policy/credentials.ts';
+import { type BackupPolicy, configType, currentPolicy, NonAdminDisabled } from '../policy/config.ts';
+import { renderCredentials } from '../policy/credentials.ts';
 import { type JsonObject, jsonEqual } from '../policy/enforce.ts';
-import { Annotations, Labels, nacObjectName } from '../velero/names.ts';
+import { nacObjectName } from '../velero/names.ts';
 import { EndpointProbeTimeoutMs, probeEndpoint } from './bsl-probe.ts';
 import { Index, ManagedTypes, managedCache, Origin, type VeleroObject } from './caches.ts';
 import { isMadeFor, isNacuuidOf } from './location-lookup.ts';
 import { type LocationUse, locationUse } from './location-use.ts';
 import { approvalOf, ForeignObject } from './nabsl-approval.ts';
-import { managedMeta } from './velero-objects.ts';
+import {
+  type Credential,
+  createBslObject,
+  readTenantCredential,
+  removeLocationObjects,
+  syncSecretCopy,
+} from './nabsl-objects.ts';
 
 export const NabslFinalizer = 'tenantkit.io/nonadminbackupstoragelocation';
 /**
@@ -49,12 +53,9 @@ export const NabslFinalizer = 'tenantkit.io/nonadminbackupstoragelocation';
 export const SecretResyncMs = 30_000;
 
 export const NabslType = NonAdminBackupStorageLocationCrd.type;
-const requestType = NonAdminBackupStorageLocationRequestCrd.type;
-type Secret = KubeObject & { type?: string; data?: Record<string, string> };
 type Status = NonNullable<NonAdminBackupStorageLocation['status']>;
 type Request = NonAdminBackupStorageLocationRequest;
 type Result = Promise<ReconcileResult | undefined>;
-type Credential = { name: string; key: string };
 
 /** What the NABSL controller reads, wired by registerNabslController. */
 export interface NabslSources {
@@ -86,13 +87,16 @@ interface Seen extends StatusView<Status> {
 export function registerNabslController(manager: Manager): void {
   const nabsls = manager.informer<NonAdminBackupStorageLocation>(NabslType);
   const bsls = managedCache(manager, 'backupStorageLocations');
-  const reconciler = new NabslReconciler({
+  const reconciler = new NabslReconciler(
+    {
+      nabsls,
+      bsls,
+      requests: managedCache<Request>(manager, 'locationRequests'),
+      configs: manager.informer<NonAdminBackupConfig>(configType),
+      use: locationUse(manager),
+    },
     nabsls,
-    bsls,
-    requests: managedCache<Request>(manager, 'locationRequests'),
-    configs: manager.informer<NonAdminBackupConfig>(configType),
-    use: locationUse(manager),
-  });
+  );
   /** The location whose BSL a tenantkit Backup writes to (a deletion may wait for that Backup). */
   const locationOfBackup = (b: KubeObject & { spec?: JsonObject }) => {
     const bsl = bsls.get(`${b.metadata.namespace}/${String(b.spec?.storageLocation ?? '')}`);
@@ -111,21 +115,12 @@ export function registerNabslController(manager: Manager): void {
     .complete(reconciler);
 }
 
-export class NabslReconciler extends ReconcilerOf<NabslSources> {
-  override async reconcile(key: string, ctx: ReconcileContext): Result {
-    const nabsl = this.from.nabsls.get(key);
-    if (!nabsl) return undefined;
-    const seen = this.read(nabsl, ctx);
-    if (nabsl.metadata.deletionTimestamp) return this.finalize(seen);
+export class NabslReconciler extends ObjectReconciler<NabslSources, NonAdminBackupStorageLocation, Seen> {
+  protected override async converge(seen: Seen): Result {
+    const { nabsl, ctx } = seen;
     if (seen.claimed && !seen.uuid) return this.refuseNacuuid(seen, seen.claimed);
     if (!seen.policy.enabled) {
-      set(seen, {
-        type: 'Accepted',
-        status: 'False',
-        reason: 'NonAdminDisabled',
-        message:
-          'non-admin backups are not enabled: an admin must set spec.nonAdmin.enable: true in NonAdminBackupConfig "cluster"',
-      });
+      set(seen, { type: 'Accepted', status: 'False', ...NonAdminDisabled });
       return this.write(seen, { ...seen.base, phase: 'BackingOff' });
     }
     const spec = { ...((nabsl.spec?.backupStorageLocationSpec ?? {}) as JsonObject) };
@@ -148,7 +143,7 @@ export class NabslReconciler extends ReconcilerOf<NabslSources> {
     }
   }
 
-  private read(nabsl: NonAdminBackupStorageLocation, ctx: ReconcileContext): Seen {
+  protected override read(nabsl: NonAdminBackupStorageLocation, ctx: ReconcileContext): Seen {
     const policy = currentPolicy(this.from.configs);
     const ns = nabsl.metadata.namespace!;
     const name = nabsl.metadata.name!;
@@ -173,7 +168,7 @@ export class NabslReconciler extends ReconcilerOf<NabslSources> {
   }
 
   /** Removed by the tenant: the BSL, the Secret copy and the request go; the bucket's data stays. */
-  private async finalize(seen: Seen): Result {
+  protected override async finalize(seen: Seen): Result {
     if (!hasFinalizer(seen.nabsl, NabslFinalizer)) return undefined;
     const { busy } = await this.teardown(seen, true);
     if (busy > 0) {
@@ -251,7 +246,7 @@ export class NabslReconciler extends ReconcilerOf<NabslSources> {
       message: `the endpoint answered within the ${EndpointProbeTimeoutMs / 1000}s tenantkit allows`,
     });
     // Step 4: the Secret copy in Velero's namespace.
-    await this.syncSecret(seen, uuid, credential, renderCredentials(read.keys));
+    await syncSecretCopy(seen, uuid, credential, renderCredentials(read.keys));
     set(seen, {
       type: 'SecretSynced',
       status: 'True',
@@ -321,59 +316,8 @@ export class NabslReconciler extends ReconcilerOf<NabslSources> {
     return { requeueAfterMs: SecretResyncMs };
   }
 
-  /**
-   * Step 4: the Secret copy in Velero's namespace: a file tenantkit writes, holding only the static keys
-   * read from the tenant's (never the tenant's bytes).
-   */
-  private async syncSecret(seen: Seen, uuid: string, credential: Credential, file: string): Promise<void> {
-    const { veleroNs, ctx, status } = seen;
-    const meta = objectMeta(seen, uuid);
-    const data = { [credential.key]: Buffer.from(file).toString('base64') };
-    const copy = await ctx.client.get<Secret>(Resources.secrets, uuid, veleroNs);
-    if (!copy) {
-      await ctx.client.create<Secret>(Resources.secrets, { metadata: meta, type: 'Opaque', data });
-      return;
-    }
-    if (!isMadeFor(copy, uuid, seen.ns, seen.name)) throw new ForeignObject('Secret', `${veleroNs}/${uuid}`);
-    if (jsonEqual(copy.data ?? {}, data) && jsonEqual(copy.metadata.labels ?? {}, meta.labels)) return;
-    // Carries copy's resourceVersion: a change made in between fails (409) and is judged again.
-    await ctx.client.replace<Secret>(Resources.secrets, {
-      ...copy,
-      metadata: {
-        ...copy.metadata,
-        labels: meta.labels,
-        annotations: { ...copy.metadata.annotations, ...meta.annotations },
-      },
-      data,
-    });
-    status.event({
-      type: 'Normal',
-      reason: 'SecretSynced',
-      action: 'Sync',
-      message: `copied the new keys of Secret ${credential.name} key ${credential.key} for Velero`,
-    });
-  }
-
   private async createBsl(seen: Seen, uuid: string, desired: JsonObject): Result {
-    const { veleroNs, ctx, status } = seen;
-    const bslType = VeleroResources.backupStorageLocations;
-    const storage = desired.objectStorage as JsonObject;
-    try {
-      await ctx.client.create(bslType, { metadata: objectMeta(seen, uuid), spec: desired } as KubeObject);
-      status.event({
-        type: 'Normal',
-        reason: 'BackupStorageLocationCreated',
-        action: 'Create',
-        message: `created Velero BackupStorageLocation ${uuid} (bucket ${storage.bucket}, prefix ${storage.prefix})`,
-      });
-    } catch (err) {
-      if (!isAlreadyExists(err)) throw err;
-      // Ours, not in the cache yet; or someone else's, which is left alone.
-      const existing = await ctx.client.get<VeleroObject>(bslType, uuid, veleroNs);
-      if (existing && !isMadeFor(existing, uuid, seen.ns, seen.name)) {
-        throw new ForeignObject('BackupStorageLocation', `${veleroNs}/${uuid}`);
-      }
-    }
+    await createBslObject(seen, uuid, desired);
     set(seen, {
       type: 'BackupStorageLocationSynced',
       status: 'True',
@@ -442,25 +386,11 @@ export class NabslReconciler extends ReconcilerOf<NabslSources> {
    * tenant (location-use.ts): the location stays while tenantkit's backups to it are unfinished (`busy`).
    */
   private async teardown(seen: Seen, all: boolean): Promise<{ removed: boolean; busy: number }> {
-    const { uuid, veleroNs, ctx } = seen;
+    const { uuid, veleroNs } = seen;
     if (!uuid) return { removed: false, busy: 0 };
     const busy = this.from.use.unfinishedBackups(veleroNs, uuid).length;
     if (busy > 0) return { removed: false, busy };
-    let removed = false;
-    const bslType = VeleroResources.backupStorageLocations;
-    for (const b of seen.bsls)
-      removed = (await removeOurs(seen, uuid, bslType, 'BackupStorageLocation', b)) || removed;
-    // By name too: one created just now may not be in the cache yet.
-    if (!seen.bsls.some((b) => b.metadata.name === uuid && b.metadata.namespace === veleroNs)) {
-      const live = await ctx.client.get<VeleroObject>(bslType, uuid, veleroNs);
-      removed = (await removeOurs(seen, uuid, bslType, 'BackupStorageLocation', live)) || removed;
-    }
-    const copy = await ctx.client.get<Secret>(Resources.secrets, uuid, veleroNs);
-    removed = (await removeOurs(seen, uuid, Resources.secrets, 'Secret', copy)) || removed;
-    if (all) {
-      const request = await ctx.client.get<Request>(requestType, uuid, veleroNs);
-      await removeOurs(seen, uuid, requestType, 'NonAdminBackupStorageLocationRequest', request);
-    }
+    const removed = await removeLocationObjects(seen, uuid, seen.bsls, all);
     return { removed, busy: 0 };
   }
 }
@@ -475,64 +405,3 @@ const unmirrored = ({ base, uuid, veleroNs }: Seen): Status => ({
   ...base,
   ...(uuid ? { veleroBackupStorageLocation: { nacuuid: uuid, name: uuid, namespace: veleroNs } } : {}),
 });
-
-/** Name, marks and origin of what tenantkit makes in Velero's namespace for the location. */
-const objectMeta = ({ ns, name, veleroNs }: Seen, uuid: string) =>
-  managedMeta(uuid, veleroNs, Labels.nabslUuid, {
-    [Annotations.nabslName]: name,
-    [Annotations.nabslNamespace]: ns,
-  });
-
-/** Deletes `o` (by UID) when tenantkit made it for this location; otherwise leaves it alone with an Event. */
-async function removeOurs(
-  { ns, name, status, ctx }: Seen,
-  uuid: string,
-  type: ResourceType,
-  kind: string,
-  o: KubeObject | undefined,
-): Promise<boolean> {
-  if (!o) return false;
-  if (!isMadeFor(o, uuid, ns, name)) {
-    status.event({
-      type: 'Warning',
-      reason: 'ForeignObjectLeftAlone',
-      action: 'Delete',
-      message: `${kind} ${o.metadata.namespace}/${o.metadata.name} has this location's name but tenantkit did not make it for this location; it was left alone`,
-    });
-    return false;
-  }
-  return ctx.client.delete(type, o.metadata.name!, o.metadata.namespace, {
-    preconditions: { uid: o.metadata.uid },
-  });
-}
-
-/** The static keys of the tenant's credential Secret (of the location's own namespace), or what is wrong. */
-async function readTenantCredential(
-  ctx: ReconcileContext,
-  ns: string,
-  credential: Credential,
-  profile: string,
-): Promise<ReturnType<typeof readCredentials> & { where: string }> {
-  const secret = await ctx.client.get<Secret>(Resources.secrets, credential.name, ns);
-  const where = `Secret ${credential.name} key ${credential.key}`;
-  if (!secret) {
-    return {
-      where,
-      problems: [
-        `Secret ${credential.name} does not exist in namespace ${ns} (a location can only use a Secret of its own namespace); create it with key ${credential.key} holding an AWS credentials file`,
-      ],
-    };
-  }
-  // Own keys only: a key named like an Object.prototype member is not in the Secret.
-  const value =
-    secret.data && Object.hasOwn(secret.data, credential.key) ? secret.data[credential.key] : undefined;
-  if (value === undefined) {
-    return {
-      where,
-      problems: [
-        `Secret ${credential.name} has no key ${credential.key}; add it, or change spec.backupStorageLocationSpec.credential.key`,
-      ],
-    };
-  }
-  return { where, ...readCredentials(Buffer.from(value, 'base64').toString('utf8'), profile, where) };
-}

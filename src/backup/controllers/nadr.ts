@@ -22,16 +22,16 @@ import { VeleroResources } from '../../api/velero.ts';
 import { type Condition, type ConditionInput, isTrue } from '../../kube/conditions.ts';
 import {
   generationChanged,
+  ObjectReconciler,
   type ReconcileContext,
   type ReconcileResult,
-  ReconcilerOf,
 } from '../../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, objectKey } from '../../kube/resources.ts';
 import { type StatusView, StatusWriter } from '../../kube/status.ts';
-import { type BackupPolicy, configType, currentPolicy } from '../policy/config.ts';
+import { type BackupPolicy, configType, currentPolicy, NonAdminDisabled } from '../policy/config.ts';
 import { msUntilExpiry, type TargetOwner, targetOwner, targetProblems } from '../policy/nadr-target.ts';
 import { Annotations, Labels, nacObjectName } from '../velero/names.ts';
 import { backOff } from './back-off.ts';
@@ -81,15 +81,18 @@ interface Seen extends StatusView<Status> {
 export function registerNadrController(manager: Manager): void {
   const nadrs = manager.informer<NonAdminDownloadRequest>(NonAdminDownloadRequestCrd.type);
   nadrs.addIndex(ByTarget, targetOf);
-  const reconciler = new NadrReconciler({
+  const reconciler = new NadrReconciler(
+    {
+      nadrs,
+      nabs: manager.informer<NonAdminBackup>(NonAdminBackupCrd.type),
+      nars: manager.informer<NonAdminRestore>(NonAdminRestoreCrd.type),
+      requests: managedCache<VeleroDownloadRequest>(manager, 'downloadRequests'),
+      backups: managedCache(manager, 'backups'),
+      restores: managedCache(manager, 'restores'),
+      configs: manager.informer<NonAdminBackupConfig>(configType),
+    },
     nadrs,
-    nabs: manager.informer<NonAdminBackup>(NonAdminBackupCrd.type),
-    nars: manager.informer<NonAdminRestore>(NonAdminRestoreCrd.type),
-    requests: managedCache<VeleroDownloadRequest>(manager, 'downloadRequests'),
-    backups: managedCache(manager, 'backups'),
-    restores: managedCache(manager, 'restores'),
-    configs: manager.informer<NonAdminBackupConfig>(configType),
-  });
+  );
   const targeting = (owner: TargetOwner) => (keys: string[]) =>
     keys.flatMap((key) => {
       const [ns, name] = key.split('/');
@@ -112,12 +115,9 @@ export function registerNadrController(manager: Manager): void {
     .complete(reconciler);
 }
 
-export class NadrReconciler extends ReconcilerOf<NadrSources> {
-  override async reconcile(key: string, ctx: ReconcileContext): Promise<ReconcileResult | undefined> {
-    const nadr = this.from.nadrs.get(key);
-    if (!nadr) return undefined;
-    const seen = this.read(nadr, ctx);
-    if (nadr.metadata.deletionTimestamp) return this.finalize(seen);
+export class NadrReconciler extends ObjectReconciler<NadrSources, NonAdminDownloadRequest, Seen> {
+  protected override async converge(seen: Seen): Promise<ReconcileResult | undefined> {
+    const { nadr, ctx } = seen;
     if (isOver(seen)) return this.expire(seen);
     // Velero made the DownloadRequest's URL (or will): mirror it, and come back when it expires.
     const request = seen.found[0];
@@ -137,7 +137,7 @@ export class NadrReconciler extends ReconcilerOf<NadrSources> {
     return this.create(seen, resolved);
   }
 
-  private read(nadr: NonAdminDownloadRequest, ctx: ReconcileContext): Seen {
+  protected override read(nadr: NonAdminDownloadRequest, ctx: ReconcileContext): Seen {
     const policy = currentPolicy(this.from.configs);
     const uuid = nacuuidOf(nadr);
     const ref = { nacuuid: uuid, name: uuid, namespace: policy.veleroNamespace };
@@ -149,7 +149,7 @@ export class NadrReconciler extends ReconcilerOf<NadrSources> {
     return { nadr, ns: namespace!, name: name!, policy, uuid, ref, found, base: status.current, status, ctx };
   }
 
-  private async finalize(seen: Seen): Promise<undefined> {
+  protected override async finalize(seen: Seen): Promise<undefined> {
     if (!hasFinalizer(seen.nadr, NadrFinalizer)) return undefined;
     await removeDownloadRequests(seen);
     await removeFinalizer(seen.ctx.client, NonAdminDownloadRequestCrd.type, seen.nadr, NadrFinalizer);
@@ -208,12 +208,7 @@ export class NadrReconciler extends ReconcilerOf<NadrSources> {
   /** What the request's target is in Velero, or why it cannot be downloaded (yet). */
   private resolve({ nadr, ns, policy }: Seen): Resolved | Blocked {
     if (!policy.enabled) {
-      return {
-        reason: 'NonAdminDisabled',
-        message:
-          'non-admin backups are not enabled: an admin must set spec.nonAdmin.enable: true in NonAdminBackupConfig "cluster"',
-        waiting: true,
-      };
+      return { ...NonAdminDisabled, waiting: true };
     }
     const problems = targetProblems(nadr.spec?.target);
     if (problems.length > 0) return { reason: 'InvalidTarget', message: problems.join('; ') };

@@ -16,9 +16,9 @@ import { finishedPhases, VeleroResources } from '../../api/velero.ts';
 import { type Condition, findCondition, isTrue } from '../../kube/conditions.ts';
 import {
   generationChanged,
+  ObjectReconciler,
   type ReconcileContext,
   type ReconcileResult,
-  ReconcilerOf,
 } from '../../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
 import type { Informer } from '../../kube/informer.ts';
@@ -84,18 +84,21 @@ export function registerNarController(manager: Manager): void {
   const nars = manager.informer<NonAdminRestore>(NonAdminRestoreCrd.type);
   nars.addIndex(ByBackupRef, backupRefOf);
   const progress = restoreProgress(manager);
-  const reconciler = new NarReconciler({
+  const reconciler = new NarReconciler(
+    {
+      nars,
+      nabs: manager.informer<NonAdminBackup>(NonAdminBackupCrd.type),
+      restores: managedCache(manager, 'restores'),
+      backups: managedCache(manager, 'backups'),
+      configs: manager.informer<NonAdminBackupConfig>(configType),
+      adoption: ownerships(manager),
+      progress,
+      queue,
+      guard: new RestoreGuardPresence(),
+      use: locationUse(manager),
+    },
     nars,
-    nabs: manager.informer<NonAdminBackup>(NonAdminBackupCrd.type),
-    restores: managedCache(manager, 'restores'),
-    backups: managedCache(manager, 'backups'),
-    configs: manager.informer<NonAdminBackupConfig>(configType),
-    adoption: ownerships(manager),
-    progress,
-    queue,
-    guard: new RestoreGuardPresence(),
-    use: locationUse(manager),
-  });
+  );
 
   manager
     .controller('nonadminrestore')
@@ -122,12 +125,10 @@ export function registerNarController(manager: Manager): void {
     .complete(reconciler);
 }
 
-export class NarReconciler extends ReconcilerOf<NarSources> {
-  override async reconcile(key: string, ctx: ReconcileContext): Result {
-    const nar = this.from.nars.get(key);
-    if (!nar) return undefined;
-    const seen = this.read(nar, ctx);
-    if (nar.metadata.deletionTimestamp) return this.finalize(seen);
+export class NarReconciler extends ObjectReconciler<NarSources, NonAdminRestore, Seen> {
+  protected override async converge(seen: Seen): Result {
+    const { nar, ctx } = seen;
+    const key = objectKey(nar.metadata);
     const refusal = refusalOf(seen);
     if (refusal) return backOff(seen.status, refusal);
     // Once a Velero Restore exists, the NAR's request is settled: mirror it, whatever the spec says now.
@@ -149,7 +150,7 @@ export class NarReconciler extends ReconcilerOf<NarSources> {
     return this.create(seen, seen.uuid, checked);
   }
 
-  private read(nar: NonAdminRestore, ctx: ReconcileContext): Seen {
+  protected override read(nar: NonAdminRestore, ctx: ReconcileContext): Seen {
     const policy = currentPolicy(this.from.configs);
     const uuid = nar.status?.veleroRestore?.nacuuid;
     const ns = nar.metadata.namespace!;
@@ -170,7 +171,7 @@ export class NarReconciler extends ReconcilerOf<NarSources> {
    * Removed by the tenant: the Velero Restore object goes too (Velero then removes its own finalizer and
    * the restore's logs and results); what was restored stays in the namespace.
    */
-  private async finalize({ nar, uuid, trusted, found, policy, ctx }: Seen): Result {
+  protected override async finalize({ nar, uuid, trusted, found, policy, ctx }: Seen): Result {
     if (!hasFinalizer(nar, NarFinalizer)) return undefined;
     for (const r of found) {
       await ctx.client.delete(VeleroResources.restores, r.metadata.name!, r.metadata.namespace);

@@ -18,16 +18,16 @@ import { VeleroResources } from '../../api/velero.ts';
 import { apiVersionOf, PatchType } from '../../kube/client.ts';
 import {
   generationChanged,
+  ObjectReconciler,
   ownerMapper,
   type ReconcileContext,
-  ReconcilerOf,
 } from '../../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
 import { ByOwner, type Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, objectKey } from '../../kube/resources.ts';
 import { type StatusView, StatusWriter } from '../../kube/status.ts';
-import { type BackupPolicy, configType, currentPolicy } from '../policy/config.ts';
+import { type BackupPolicy, configType, currentPolicy, NonAdminDisabled } from '../policy/config.ts';
 import { type JsonObject, jsonEqual, withEnforced } from '../policy/enforce.ts';
 import { scheduleProblems, templateOf } from '../policy/schedule.ts';
 import { withForcedBackupFields } from '../policy/velero-filters.ts';
@@ -83,13 +83,16 @@ export function registerScheduleController(manager: Manager): void {
   const nass = scheduleCache(manager);
   const runs = ownerships(manager);
   runs.backups.addIndex(Index.nasUuid, IndexFunctions.nasUuid);
-  const reconciler = new ScheduleReconciler({
+  const reconciler = new ScheduleReconciler(
+    {
+      nass,
+      schedules: managedCache<VeleroSchedule>(manager, 'schedules'),
+      configs: manager.informer<NonAdminBackupConfig>(configType),
+      locations: storageLocationLookup(manager),
+      runs,
+    },
     nass,
-    schedules: managedCache<VeleroSchedule>(manager, 'schedules'),
-    configs: manager.informer<NonAdminBackupConfig>(configType),
-    locations: storageLocationLookup(manager),
-    runs,
-  });
+  );
   const byUuid = (uuid: string) => nass.byIndex(Index.scheduleByUuid, uuid).map((n) => objectKey(n.metadata));
 
   manager
@@ -105,22 +108,16 @@ export function registerScheduleController(manager: Manager): void {
     .complete(reconciler);
 }
 
-export class ScheduleReconciler extends ReconcilerOf<ScheduleSources> {
-  override async reconcile(key: string, ctx: ReconcileContext): Promise<undefined> {
-    const nas = this.from.nass.get(key);
-    if (!nas) return undefined;
-    const seen = this.read(nas, ctx);
-    if (nas.metadata.deletionTimestamp) return deleteSchedule(seen, this.from.schedules);
+export class ScheduleReconciler extends ObjectReconciler<ScheduleSources, NonAdminSchedule, Seen> {
+  protected override finalize(seen: Seen): Promise<undefined> {
+    return deleteSchedule(seen, this.from.schedules);
+  }
+
+  protected override async converge(seen: Seen): Promise<undefined> {
+    const { nas, ctx } = seen;
+    const key = objectKey(nas.metadata);
     if (!seen.policy.enabled) {
-      return backOff(
-        seen.status,
-        {
-          reason: 'NonAdminDisabled',
-          message:
-            'non-admin backups are not enabled: an admin must set spec.nonAdmin.enable: true in NonAdminBackupConfig "cluster"',
-        },
-        { action: 'Validate' },
-      );
+      return backOff(seen.status, NonAdminDisabled, { action: 'Validate' });
     }
     // Checked on every change (a schedule stays editable); an invalid edit leaves the Velero Schedule as
     // it was last accepted.
@@ -149,7 +146,7 @@ export class ScheduleReconciler extends ReconcilerOf<ScheduleSources> {
     return this.mirror(seen, seen.uuid, seen.schedule);
   }
 
-  private read(nas: NonAdminSchedule, ctx: ReconcileContext): Seen {
+  protected override read(nas: NonAdminSchedule, ctx: ReconcileContext): Seen {
     const policy = currentPolicy(this.from.configs);
     const uuid = nas.status?.veleroSchedule?.nacuuid;
     const veleroNs = policy.veleroNamespace;

@@ -37,6 +37,12 @@ export interface BackupPolicy {
 
 export const configType = NonAdminBackupConfigCrd.type;
 
+/** Why every controller holds a tenant's request while the admin has not turned non-admin backups on. */
+export const NonAdminDisabled = {
+  reason: 'NonAdminDisabled',
+  message: `non-admin backups are not enabled: an admin must set spec.nonAdmin.enable: true in NonAdminBackupConfig "${ConfigName}"`,
+} as const;
+
 const units: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1e3, m: 60e3, h: 3600e3 };
 
 /**
