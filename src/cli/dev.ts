@@ -10,6 +10,8 @@ import { allCrds } from '../api/index.ts';
 import { crdManifest } from '../api/schema.ts';
 import { OrganizationCrd, TenantUserCrd } from '../api/tenancy.ts';
 import { backupUserClusterRoles } from '../backup/index.ts';
+import { ConsoleServer } from '../console/server/server.ts';
+import { consoleAssets } from '../console/web/build.ts';
 import { ensureVeleroImage } from '../controlplane/images.ts';
 import { startControlPlane } from '../controlplane/launch.ts';
 import { type LocalNode, nodeUnavailable, startNode } from '../controlplane/node-launch.ts';
@@ -37,6 +39,7 @@ export const exampleTenants = [
 
 const systemNamespace = 'tenantkit-system';
 const devSearchPort = 4010;
+const devConsolePort = 4020;
 const webhookConfigName = 'tenantkit-dev';
 const fieldManager = 'tenantkit-dev';
 
@@ -258,6 +261,14 @@ export async function runDev(args: string[], stop: AbortController): Promise<voi
 
     const running = manager.start(stop.signal);
     const search = await startDevSearch(client, ca, dir, stop.signal, logger);
+    const tenantConsole = await ConsoleServer.start({
+      logger: logger.child({ subsystem: 'console' }),
+      certificate: serving,
+      port: (await portIsFree(devConsolePort)) ? devConsolePort : 0,
+      kube: { url: new URL(controlPlane.server), caPem: controlPlane.caPem },
+      search: { url: new URL(search.url), caPem: ca.certPem },
+      assetsDir: await consoleAssets(),
+    });
     const tenants = exampleTenants
       .map(
         (t) =>
@@ -270,6 +281,10 @@ export async function runDev(args: string[], stop: AbortController): Promise<voi
     say(`
 tenantkit dev is running (${capabilities.length} capabilities, webhooks on https://127.0.0.1:${port},
 search on ${search.url}/searchapi/graphql).
+
+Console: ${tenantConsole.url} (its certificate is from ${join(dir, 'webhook-pki', 'ca.crt')}: trust that CA, or accept
+         the browser's warning). Sign in as alice with the token this prints:
+         kubectl --kubeconfig ${controlPlane.tokenKubeconfigPath('alice')} config view --raw -o jsonpath='{.users[0].user.token}'
 
 Admin:   export KUBECONFIG=${controlPlane.adminKubeconfigPath}
 Tenants:
@@ -296,6 +311,7 @@ Ctrl-C stops everything; the next run reuses ${dir}.
 `);
     await running;
     await search.done;
+    await tenantConsole.stop();
     // Fail-closed webhooks must not outlive their server, or the next start could be blocked by them.
     await client.delete(Resources.validatingWebhookConfigurations, webhookConfigName).catch(() => {});
     await client.delete(Resources.mutatingWebhookConfigurations, webhookConfigName).catch(() => {});

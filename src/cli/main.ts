@@ -1,5 +1,5 @@
 // The tenantkit command. Run modes: `dev` (everything on a local control plane), `controllers`,
-// `webhooks`, `search api`; tools: `crds`, `check`, `controlplane build`, `images build`, `version`.
+// `webhooks`, `search api`, `console`; tools: `crds`, `check`, `controlplane build`, `images build`, `version`.
 // Each command loads only its own modules (a Pod's memory holds what it runs, not the whole CLI).
 import { shutdownSignal } from './signals.ts';
 
@@ -24,6 +24,9 @@ Usage:
                                             back up your namespace (NonAdminBackups); see tenantkit backup --help
   tenantkit restore create|get|describe|logs|delete ... [-n NS]
                                             restore it from those backups; see tenantkit restore --help
+  tenantkit console --cert-dir DIR [--port 8443] [--kube-server URL --kube-ca FILE] [--search-url URL --search-ca FILE]
+                                            serve the tenant console (the page, and the API calls it makes as the
+                                            signed-in user); in a Pod the API server is the in-cluster one
   tenantkit check --ca-file FILE URL...     GET each https URL trusting only that CA; exit 1 unless all answer 200
                                             (what the chart's \`helm test\` runs)
   tenantkit crds                            print tenantkit's CustomResourceDefinitions as YAML
@@ -48,6 +51,8 @@ async function main(argv: string[]): Promise<void> {
       return (await import('../backup/client/backup.ts')).backupCommand(rest);
     case 'restore':
       return (await import('../backup/client/restore.ts')).restoreCommand(rest);
+    case 'console':
+      return (await import('./console.ts')).consoleCommand(rest);
     case 'check':
       return (await import('./check.ts')).checkCommand(rest);
     case 'crds': {

@@ -5,18 +5,14 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
-import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const testenvDir = resolve(dirname(fileURLToPath(import.meta.url)), '../../testenv');
 
-export function cacheDir(): string {
-  return (
-    process.env.TENANTKIT_CACHE_DIR ??
-    join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'tenantkit')
-  );
-}
+import { cacheDir } from '../cache.ts';
+
+export { cacheDir };
 
 export type Progress = (line: string) => void;
 

@@ -28,6 +28,8 @@ export interface HttpsListenerOptions {
    */
   drainMs?: number;
   handler(req: IncomingMessage, res: ServerResponse): Promise<void>;
+  /** The metrics label of a request path (default: the path); a server with open-ended paths folds them. */
+  route?(path: string): string;
 }
 
 export class HttpsListener {
@@ -47,8 +49,9 @@ export class HttpsListener {
       res.once('finish', () => {
         const path = (req.url ?? '').split('?')[0] ?? '';
         // Paths are the server's own routes; anything else is one label, so callers cannot add series.
+        const route = options.route ? options.route(path) : path;
         metrics.httpsRequestDuration.observe(
-          { path: res.statusCode === 404 ? 'other' : path },
+          { path: res.statusCode === 404 ? 'other' : route },
           (performance.now() - started) / 1000,
         );
       });

@@ -10,11 +10,7 @@ import WebSocket from 'ws';
 import { silentLogger } from '../../src/kube/log.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { createCA } from '../../src/pki/certs.ts';
-import {
-  SearchUserClusterRoleName,
-  searchServiceRules,
-  searchUserClusterRoles,
-} from '../../src/search/index.ts';
+import { SearchUserClusterRoleName } from '../../src/search/index.ts';
 import { HubCluster, type IndexedResource, type ResourceData } from '../../src/search/model.ts';
 import { type SearchService, startSearchService } from '../../src/search/service.ts';
 import {
@@ -30,6 +26,7 @@ import {
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { startTestDatabase } from '../harness/postgres.ts';
 import { type GraphQLReply, postGraphQL, postGraphQLText } from '../harness/search-client.ts';
+import { searchServiceIdentity } from '../harness/search-service.ts';
 
 const cluster = await TestCluster.connect();
 const db = await startTestDatabase();
@@ -114,15 +111,7 @@ beforeAll(async () => {
   nsA = await cluster.namespace('search-a');
   nsB = await cluster.namespace('search-b');
   // The service's own identity: exactly the rules the chart grants it.
-  const identityNs = await cluster.namespace('search-sys');
-  const { client } = await cluster.serviceAccount(identityNs, 'search');
-  await cluster.grant(
-    { kind: 'ServiceAccount', name: 'search', namespace: identityNs },
-    { rules: searchServiceRules },
-  );
-  for (const role of searchUserClusterRoles()) {
-    await cluster.admin.apply(Resources.clusterRoles, role, { fieldManager: 'search-api-test', force: true });
-  }
+  const client = await searchServiceIdentity(cluster);
   // Tenants: a service account per namespace, admin there (which aggregates the search user role).
   tokenA = (await cluster.serviceAccount(nsA, 'tenant')).token;
   tokenB = (await cluster.serviceAccount(nsB, 'tenant')).token;

@@ -1,0 +1,57 @@
+// `tenantkit console`: the tenant console's HTTPS server. The page is served from the build (dist in a
+// package, built on first use in a checkout); Kubernetes calls go to the API server (in a Pod: the
+// in-cluster address and CA) and search calls to the search service, always as the signed-in user.
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { ConsoleServer } from '../console/server/server.ts';
+import { consoleAssets } from '../console/web/build.ts';
+import { createLogger } from '../kube/log.ts';
+import { shutdownSignal } from './signals.ts';
+
+const serviceAccountCa = '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt';
+
+export async function consoleCommand(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      'cert-dir': { type: 'string' },
+      port: { type: 'string', default: '8443' },
+      'kube-server': { type: 'string' },
+      'kube-ca': { type: 'string' },
+      'search-url': { type: 'string' },
+      'search-ca': { type: 'string' },
+    },
+  });
+  if (!values['cert-dir']) throw new Error('--cert-dir (a directory with tls.crt and tls.key) is required');
+  const inCluster = process.env.KUBERNETES_SERVICE_HOST
+    ? `https://${process.env.KUBERNETES_SERVICE_HOST}:${process.env.KUBERNETES_SERVICE_PORT ?? '443'}`
+    : undefined;
+  const kubeServer = values['kube-server'] ?? inCluster;
+  if (!kubeServer) throw new Error('--kube-server URL is required outside a cluster (and --kube-ca FILE)');
+  const logger = createLogger('tenantkit-console');
+  const server = await ConsoleServer.start({
+    logger,
+    host: '0.0.0.0',
+    port: Number(values.port),
+    certificate: { certFile: `${values['cert-dir']}/tls.crt`, keyFile: `${values['cert-dir']}/tls.key` },
+    kube: { url: new URL(kubeServer), caPem: readFileSync(values['kube-ca'] ?? serviceAccountCa, 'utf8') },
+    ...(values['search-url']
+      ? {
+          search: {
+            url: new URL(values['search-url']),
+            caPem: readFileSync(values['search-ca'] ?? serviceAccountCa, 'utf8'),
+          },
+        }
+      : {}),
+    assetsDir: await consoleAssets(),
+  });
+  logger.info(
+    { port: server.listener.port, kube: kubeServer, search: values['search-url'] },
+    'console serving',
+  );
+  const stop = shutdownSignal();
+  await new Promise<void>((resolve) =>
+    stop.signal.addEventListener('abort', () => resolve(), { once: true }),
+  );
+  await server.stop();
+}

@@ -1,0 +1,32 @@
+// The tenant console's contract: the page (web/) and its same-origin backend (server/) agree on these
+// paths. The backend forwards only the Kubernetes API calls the page needs (server/allow-list.ts), each
+// with the caller's own bearer token, and the search API's GraphQL; it holds no identity of its own that a
+// page could borrow.
+
+/** Kubernetes API calls: `/api/kube` + the API server's own path (e.g. `/api/kube/api/v1/namespaces`). */
+export const KubePrefix = '/api/kube';
+/** The search API's GraphQL endpoint (ACM's `searchResult`, `searchComplete`, ...). */
+export const SearchPath = '/api/search/graphql';
+
+/** Where the backend sends what it forwards, and which CA it trusts there. */
+export interface Upstream {
+  url: URL;
+  /** PEM bundle of the CAs that sign the upstream's serving certificate. */
+  caPem: string;
+}
+
+export interface ConsoleOptions {
+  /** The Kubernetes API server. Never given the console's own credentials: only the caller's token. */
+  kube: Upstream;
+  /** The search service (its base URL; `/searchapi/graphql` is added). Without it, search answers 503. */
+  search?: Upstream;
+  /** The built page: index.html, app.js, app.css and their assets. */
+  assetsDir: string;
+}
+
+/** What the backend answers when it refuses a call: why, and what to do instead. */
+export interface Refusal {
+  status: number;
+  reason: string;
+  message: string;
+}

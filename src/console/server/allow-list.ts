@@ -1,0 +1,70 @@
+// The Kubernetes API calls the console may forward, and nothing else: the page's needs, written down.
+// Each rule names methods and a path pattern whose variable parts are DNS names only (no `..`, no
+// encoded slashes, no subresources unless named), and only these query parameters pass. Whether the
+// caller may make the call is the API server's business (RBAC, admission): the list only keeps the
+// console from being a general-purpose proxy for a token a page holds.
+import type { Refusal } from '../model.ts';
+
+const dns = '[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?';
+const oadp = '/apis/oadp.openshift.io/v1alpha1';
+const tenantKinds =
+  'nonadminbackups|nonadminrestores|nonadminschedules|nonadminbackupstoragelocations|nonadmindownloadrequests';
+
+interface Rule {
+  methods: readonly string[];
+  path: RegExp;
+}
+
+const rule = (methods: readonly string[], path: string): Rule => ({ methods, path: new RegExp(`^${path}$`) });
+
+export const AllowedCalls: readonly Rule[] = [
+  // Who am I (the page shows it), and may I (buttons the user cannot use are not offered).
+  rule(['POST'], '/apis/authentication.k8s.io/v1/selfsubjectreviews'),
+  rule(['POST'], '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews'),
+  rule(['POST'], '/apis/authorization.k8s.io/v1/selfsubjectrulesreviews'),
+  // Namespaces: list and read (what the user may see), create (the organization's policy decides).
+  rule(['GET', 'POST'], '/api/v1/namespaces'),
+  rule(['GET'], `/api/v1/namespaces/${dns}`),
+  rule(['GET'], `/api/v1/namespaces/${dns}/resourcequotas`),
+  // The tenant's backup kinds in one namespace: list, create, read, delete.
+  rule(['GET', 'POST'], `${oadp}/namespaces/${dns}/(${tenantKinds})`),
+  rule(['GET', 'DELETE'], `${oadp}/namespaces/${dns}/(${tenantKinds})/${dns}`),
+  // What the admin enforces (the create dialogs show it), when the user may read it.
+  rule(['GET'], `${oadp}/nonadminbackupconfigs/${dns}`),
+  // Organizations and the scope instances bound for the user.
+  rule(['GET'], '/apis/tenancy.tenantkit.io/v1alpha1/organizations'),
+  rule(['GET'], `/apis/tenancy.tenantkit.io/v1alpha1/organizations/${dns}`),
+  rule(['GET'], '/apis/operators.coreos.com/v1alpha1/scopeinstances'),
+];
+
+export const AllowedQuery = new Set(['labelSelector', 'fieldSelector', 'limit', 'continue']);
+
+/** Why the console does not forward `method path?query`, or undefined when it does. */
+export function refusalOf(method: string, path: string, query: URLSearchParams): Refusal | undefined {
+  const rules = AllowedCalls.filter((r) => r.path.test(path));
+  if (rules.length === 0) {
+    return {
+      status: 403,
+      reason: 'PathNotAllowed',
+      message: `the console does not forward ${path}: it forwards only the API calls its pages make; use kubectl for anything else`,
+    };
+  }
+  if (!rules.some((r) => r.methods.includes(method))) {
+    const allowed = [...new Set(rules.flatMap((r) => r.methods))].join(', ');
+    return {
+      status: 405,
+      reason: 'MethodNotAllowed',
+      message: `the console forwards ${path} only for ${allowed}, not ${method}`,
+    };
+  }
+  for (const name of query.keys()) {
+    if (!AllowedQuery.has(name)) {
+      return {
+        status: 400,
+        reason: 'QueryNotAllowed',
+        message: `query parameter "${name}" is not forwarded; the console passes only ${[...AllowedQuery].join(', ')}`,
+      };
+    }
+  }
+  return undefined;
+}

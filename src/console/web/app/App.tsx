@@ -1,0 +1,76 @@
+import {
+  Button,
+  Masthead,
+  MastheadBrand,
+  MastheadContent,
+  MastheadMain,
+  Page,
+  PageSection,
+  Tab,
+  Tabs,
+  TabTitleText,
+  Title,
+} from '@patternfly/react-core';
+import { useEffect, useState } from 'react';
+import type { Api } from './api.ts';
+import { BackupsPage } from './BackupsPage.tsx';
+import { SearchPage } from './SearchPage.tsx';
+import { SignIn } from './SignIn.tsx';
+
+type TabKey = 'search' | 'backups';
+
+/** The tab and its state from the address (`#search?q=...`), so a search is a link one can share. */
+function fromHash(): { tab: TabKey; params: URLSearchParams } {
+  const [name, query] = window.location.hash.replace(/^#/, '').split('?');
+  return { tab: name === 'backups' ? 'backups' : 'search', params: new URLSearchParams(query ?? '') };
+}
+
+export function App() {
+  const [session, setSession] = useState<{ api: Api; username: string } | undefined>();
+  const [route, setRoute] = useState(fromHash);
+  useEffect(() => {
+    const onHash = () => setRoute(fromHash());
+    window.addEventListener('hashchange', onHash);
+    return () => window.removeEventListener('hashchange', onHash);
+  }, []);
+
+  if (!session) return <SignIn onSignedIn={(api, username) => setSession({ api, username })} />;
+
+  const masthead = (
+    <Masthead>
+      <MastheadMain>
+        <MastheadBrand>
+          <Title headingLevel="h1" size="lg">
+            tenantkit
+          </Title>
+        </MastheadBrand>
+      </MastheadMain>
+      <MastheadContent>
+        <span id="signed-in-user">{session.username}</span>{' '}
+        <Button variant="secondary" onClick={() => setSession(undefined)}>
+          Sign out
+        </Button>
+      </MastheadContent>
+    </Masthead>
+  );
+  return (
+    <Page masthead={masthead}>
+      <PageSection>
+        <Tabs
+          activeKey={route.tab}
+          onSelect={(_e, key) => {
+            window.location.hash = String(key);
+          }}
+          aria-label="Console sections"
+        >
+          <Tab eventKey="search" title={<TabTitleText>Search</TabTitleText>}>
+            <SearchPage api={session.api} initial={route.params.get('q') ?? ''} />
+          </Tab>
+          <Tab eventKey="backups" title={<TabTitleText>Backups</TabTitleText>}>
+            <BackupsPage api={session.api} initial={route.params.get('namespace') ?? ''} />
+          </Tab>
+        </Tabs>
+      </PageSection>
+    </Page>
+  );
+}

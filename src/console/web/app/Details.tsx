@@ -1,0 +1,110 @@
+import {
+  Alert,
+  Button,
+  Card,
+  CardBody,
+  CardTitle,
+  DescriptionList,
+  DescriptionListDescription,
+  DescriptionListGroup,
+  DescriptionListTerm,
+  Spinner,
+  Title,
+} from '@patternfly/react-core';
+import { useEffect, useState } from 'react';
+import type { Api } from './api.ts';
+
+/** One object as the index holds it (Secret data is never indexed). */
+export type Item = Record<string, unknown> & { kind?: string; name?: string; namespace?: string };
+
+const relatedQuery = /* GraphQL */ `
+  query Related($input: [SearchInput]) {
+    search(input: $input) {
+      related {
+        kind
+        count
+        items
+      }
+    }
+  }
+`;
+
+type Related = { kind: string; count: number; items: Item[] }[];
+
+/** The object to find again: by kind, name and namespace (and cluster, when the index names one). */
+function inputFor(item: Item) {
+  const filters = [
+    { property: 'kind', values: [String(item.kind ?? '')] },
+    { property: 'name', values: [String(item.name ?? '')] },
+  ];
+  if (item.namespace) filters.push({ property: 'namespace', values: [String(item.namespace)] });
+  if (item.cluster) filters.push({ property: 'cluster', values: [String(item.cluster)] });
+  return [{ filters }];
+}
+
+/** A search result opened: its indexed properties, and the objects related to it that the user may see. */
+export function Details({ api, item, onOpen }: { api: Api; item: Item; onOpen(item: Item): void }) {
+  const [related, setRelated] = useState<Related | 'loading' | { error: string }>('loading');
+  useEffect(() => {
+    let live = true;
+    setRelated('loading');
+    api
+      .search<{ search: { related: Related | null }[] }>(relatedQuery, { input: inputFor(item) })
+      .then((data) => live && setRelated(data.search[0]?.related ?? []))
+      .catch((err: unknown) => live && setRelated({ error: (err as Error).message }));
+    return () => {
+      live = false;
+    };
+  }, [api, item]);
+
+  const properties = Object.entries(item)
+    .filter(([k]) => !k.startsWith('_'))
+    .sort(([a], [b]) => a.localeCompare(b));
+  return (
+    <Card id="details">
+      <CardTitle component="h2">
+        {item.kind} {item.namespace ? `${item.namespace}/` : ''}
+        {item.name}
+      </CardTitle>
+      <CardBody>
+        <DescriptionList isCompact isHorizontal>
+          {properties.map(([k, v]) => (
+            <DescriptionListGroup key={k}>
+              <DescriptionListTerm>{k}</DescriptionListTerm>
+              <DescriptionListDescription>
+                {typeof v === 'string' ? v : JSON.stringify(v)}
+              </DescriptionListDescription>
+            </DescriptionListGroup>
+          ))}
+        </DescriptionList>
+        <Title headingLevel="h3">Related</Title>
+        {related === 'loading' ? (
+          <Spinner size="md" aria-label="Loading related resources" />
+        ) : 'error' in related ? (
+          <Alert variant="danger" isInline title={related.error} />
+        ) : related.length === 0 ? (
+          <p>No related resources you may see.</p>
+        ) : (
+          <ul id="related">
+            {related.map((group) => (
+              <li key={group.kind} data-kind={group.kind}>
+                {group.kind} ({group.count}):{' '}
+                {group.items.map((r) => (
+                  <Button
+                    key={`${r.namespace}/${r.name}`}
+                    variant="link"
+                    isInline
+                    data-name={String(r.name)}
+                    onClick={() => onOpen(r)}
+                  >
+                    {String(r.name)}
+                  </Button>
+                ))}
+              </li>
+            ))}
+          </ul>
+        )}
+      </CardBody>
+    </Card>
+  );
+}

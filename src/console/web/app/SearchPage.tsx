@@ -1,0 +1,186 @@
+import {
+  Alert,
+  Button,
+  Card,
+  CardBody,
+  CardTitle,
+  EmptyState,
+  EmptyStateBody,
+  Form,
+  InputGroup,
+  InputGroupItem,
+  Label,
+  LabelGroup,
+  Spinner,
+  TextInput,
+} from '@patternfly/react-core';
+import { useEffect, useState } from 'react';
+import { parseSearchText } from '../../../search/client/query-text.ts';
+import type { Api } from './api.ts';
+import { Details, type Item } from './Details.tsx';
+import { ResourceTable, type Row } from './ResourceTable.tsx';
+
+const searchQuery = /* GraphQL */ `
+  query Search($input: [SearchInput]) {
+    search(input: $input) {
+      count
+      items
+    }
+  }
+`;
+const completeQuery = /* GraphQL */ `
+  query Complete($property: String!, $query: SearchInput) {
+    searchComplete(property: $property, query: $query, limit: 10)
+  }
+`;
+
+type Outcome =
+  | { state: 'idle' }
+  | { state: 'loading' }
+  | { state: 'error'; message: string }
+  | { state: 'done'; count: number; items: Item[] };
+
+/** Results grouped by kind, kinds in order of name. */
+function byKind(items: Item[]): [string, Item[]][] {
+  const groups = new Map<string, Item[]>();
+  for (const item of items) {
+    const kind = String(item.kind ?? 'Unknown');
+    groups.set(kind, [...(groups.get(kind) ?? []), item]);
+  }
+  return [...groups].sort(([a], [b]) => a.localeCompare(b));
+}
+
+export function SearchPage({ api, initial }: { api: Api; initial: string }) {
+  const [text, setText] = useState(initial);
+  const [outcome, setOutcome] = useState<Outcome>({ state: 'idle' });
+  const [suggestions, setSuggestions] = useState<{ property: string; values: string[] }>();
+  const [selected, setSelected] = useState<Item>();
+
+  const run = async (query: string) => {
+    window.location.hash = `search?${new URLSearchParams({ q: query })}`;
+    setOutcome({ state: 'loading' });
+    setSelected(undefined);
+    try {
+      const input = parseSearchText(query);
+      const data = await api.search<{ search: { count: number; items: Item[] }[] }>(searchQuery, {
+        input: [{ ...input, limit: 1000 }],
+      });
+      const result = data.search[0] ?? { count: 0, items: [] };
+      setOutcome({ state: 'done', count: result.count, items: result.items });
+    } catch (err) {
+      setOutcome({ state: 'error', message: (err as Error).message });
+    }
+  };
+
+  // A shared link runs its search at once.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: only on arrival
+  useEffect(() => {
+    if (initial) void run(initial);
+  }, []);
+
+  // Suggestions for the word being typed: `property:` completes values of that property.
+  useEffect(() => {
+    const last = text.split(/\s+/).at(-1) ?? '';
+    const match = /^([A-Za-z_][\w./-]*):([^,]*)$/.exec(last);
+    if (!match) {
+      setSuggestions(undefined);
+      return;
+    }
+    const property = match[1]!;
+    const typed = match[2]!;
+    const timer = setTimeout(async () => {
+      try {
+        const data = await api.search<{ searchComplete: string[] | null }>(completeQuery, { property });
+        const values = (data.searchComplete ?? []).filter((v) => v.startsWith(typed)).slice(0, 10);
+        setSuggestions({ property, values });
+      } catch {
+        setSuggestions(undefined);
+      }
+    }, 200);
+    return () => clearTimeout(timer);
+  }, [text, api]);
+
+  const pick = (property: string, value: string) => {
+    const words = text.split(/\s+/);
+    words[words.length - 1] = `${property}:${value}`;
+    setText(`${words.join(' ')} `);
+    setSuggestions(undefined);
+  };
+
+  return (
+    <div>
+      <Form
+        onSubmit={(e) => {
+          e.preventDefault();
+          void run(text);
+        }}
+      >
+        <InputGroup>
+          <InputGroupItem isFill>
+            <TextInput
+              id="search-query"
+              aria-label="Search query"
+              placeholder="kind:Pod namespace:team-a, or any words"
+              value={text}
+              onChange={(_e, v) => setText(v)}
+            />
+          </InputGroupItem>
+          <InputGroupItem>
+            <Button type="submit" id="search-submit">
+              Search
+            </Button>
+          </InputGroupItem>
+        </InputGroup>
+        {suggestions && suggestions.values.length > 0 && (
+          <LabelGroup categoryName={`${suggestions.property}:`} id="search-suggestions">
+            {suggestions.values.map((v) => (
+              <Label key={v} onClick={() => pick(suggestions.property, v)}>
+                {v}
+              </Label>
+            ))}
+          </LabelGroup>
+        )}
+      </Form>
+      {selected && <Details api={api} item={selected} onOpen={setSelected} />}
+      <SearchResults outcome={outcome} onOpen={setSelected} />
+    </div>
+  );
+}
+
+function SearchResults({ outcome, onOpen }: { outcome: Outcome; onOpen(item: Item): void }) {
+  if (outcome.state === 'idle') return null;
+  if (outcome.state === 'loading') return <Spinner aria-label="Searching" />;
+  if (outcome.state === 'error') return <Alert variant="danger" isInline title={outcome.message} />;
+  if (outcome.items.length === 0) {
+    return (
+      <EmptyState titleText="No resources found" headingLevel="h2">
+        <EmptyStateBody>Nothing you may list matches this search.</EmptyStateBody>
+      </EmptyState>
+    );
+  }
+  return (
+    <div id="search-results">
+      <p>{outcome.count} results</p>
+      {byKind(outcome.items).map(([kind, items]) => (
+        <Card key={kind} data-kind={kind}>
+          <CardTitle component="h2">
+            {kind} ({items.length})
+          </CardTitle>
+          <CardBody>
+            <ResourceTable
+              rows={items.map(
+                (i): Row => ({
+                  name: String(i.name ?? ''),
+                  onOpen: () => onOpen(i),
+                  namespace: String(i.namespace ?? ''),
+                  detail: String(i.status ?? i.created ?? ''),
+                }),
+              )}
+              detail="Status"
+            />
+          </CardBody>
+        </Card>
+      ))}
+    </div>
+  );
+}

@@ -1,0 +1,398 @@
+// The tenant console against real parts: the API server (RBAC, admission), the search service on a real
+// PostgreSQL collecting this cluster, Velero with the backup capability, and the console's own server.
+// First its backend as an HTTP client sees it (what it forwards, as whom, what it refuses), then the page
+// in Chromium as two tenants, alice and bob, each with a ServiceAccount token as kubectl would hold.
+import { request } from 'node:https';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NonAdminBackupCrd } from '../../src/api/backup.ts';
+import { ConsoleServer } from '../../src/console/server/server.ts';
+import { consoleAssets } from '../../src/console/web/build.ts';
+import { silentLogger } from '../../src/kube/log.ts';
+import { Resources } from '../../src/kube/resources.ts';
+import { createCA } from '../../src/pki/certs.ts';
+import { type SearchService, startSearchService } from '../../src/search/service.ts';
+import { type BackupEnvironment, startBackupEnvironment } from '../harness/backup.ts';
+import { browserSkipReason, launchBrowser } from '../harness/browser.ts';
+import { eventually, TestCluster } from '../harness/cluster.ts';
+import { startTestDatabase } from '../harness/postgres.ts';
+import { searchServiceIdentity } from '../harness/search-service.ts';
+import { veleroStartTimeoutMs } from '../harness/velero.ts';
+
+const cluster = await TestCluster.connect();
+const ca = await createCA('console-test-ca');
+const db = await startTestDatabase();
+const stop = new AbortController();
+let env: BackupEnvironment;
+let search: SearchService;
+let server: ConsoleServer;
+let nsA: string;
+let nsB: string;
+let alice: string;
+let bob: string;
+
+beforeAll(async () => {
+  env = await startBackupEnvironment(cluster);
+  nsA = await env.namespace('console-a');
+  nsB = await env.namespace('console-b');
+  alice = await tenantToken(nsA, 'alice');
+  bob = await tenantToken(nsB, 'bob');
+  // The search service under exactly the chart's rules, collecting this cluster.
+  const client = await searchServiceIdentity(cluster, { alsoCollects: true });
+  await cluster.aggregated('admin', 'searches');
+  const searchCert = await ca.issue({ commonName: '127.0.0.1', usage: 'server', ipAddresses: ['127.0.0.1'] });
+  search = await startSearchService(
+    { client, logger: silentLogger, databaseUrl: db.url, certificate: searchCert, hubCollector: { client } },
+    stop.signal,
+  );
+  const consoleCert = await ca.issue({
+    commonName: '127.0.0.1',
+    usage: 'server',
+    ipAddresses: ['127.0.0.1'],
+  });
+  server = await ConsoleServer.start({
+    logger: silentLogger,
+    certificate: consoleCert,
+    kube: { url: new URL(cluster.server), caPem: cluster.caPemText },
+    search: { url: new URL(`https://127.0.0.1:${search.port}`), caPem: ca.certPem },
+    assetsDir: await consoleAssets(),
+  });
+  // A Pod of alice's that mounts her ConfigMap: the index relates the two.
+  await cluster.admin.create(Resources.pods, {
+    metadata: { name: 'web-alice', namespace: nsA },
+    spec: {
+      containers: [{ name: 'web', image: 'tenantkit.local/none:1' }],
+      volumes: [{ name: 'settings', configMap: { name: 'settings-alice' } }],
+    },
+  });
+  for (const [ns, name] of [
+    [nsA, 'settings-alice'],
+    [nsB, 'settings-bob'],
+  ] as const) {
+    await cluster.admin.create(Resources.configMaps, { metadata: { name, namespace: ns }, data: { a: '1' } });
+  }
+}, veleroStartTimeoutMs);
+
+afterAll(async () => {
+  await server?.stop();
+  stop.abort();
+  await search?.done;
+  await env?.stop();
+  await db.close();
+});
+
+/** A ServiceAccount token for a tenant holding `admin` in `namespace` (what `kubectl create token` gives). */
+async function tenantToken(namespace: string, name: string): Promise<string> {
+  const { token } = await cluster.serviceAccount(namespace, name);
+  await cluster.grant({ kind: 'ServiceAccount', name, namespace }, { clusterRole: 'admin' }, namespace);
+  return token;
+}
+
+interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: { reason?: string; message?: string; items?: unknown[]; [k: string]: unknown };
+}
+
+/** One call to the console as an HTTP client, trusting the test CA. */
+function call(
+  method: string,
+  path: string,
+  options: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<Reply> {
+  const text = options.body === undefined ? undefined : JSON.stringify(options.body);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      new URL(path, server.url),
+      {
+        method,
+        ca: ca.certPem,
+        headers: {
+          ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
+          ...(text !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...options.headers,
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const raw = Buffer.concat(chunks).toString('utf8');
+          let body: Reply['body'] = {};
+          try {
+            body = raw ? JSON.parse(raw) : {};
+          } catch {
+            body = { message: raw };
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(text);
+  });
+}
+
+const oadp = '/api/kube/apis/oadp.openshift.io/v1alpha1';
+
+describe('the console backend', () => {
+  it('forwards an allowed call as the caller: alice reads her namespace, not bob’s', async () => {
+    const mine = await call('GET', `${oadp}/namespaces/${nsA}/nonadminbackups`, { token: alice });
+    expect(mine.status).toBe(200);
+    expect(mine.body.items).toEqual([]);
+    const theirs = await call('GET', `${oadp}/namespaces/${nsB}/nonadminbackups`, { token: alice });
+    expect(theirs.status).toBe(403);
+    expect(theirs.body.message).toContain(`system:serviceaccount:${nsA}:alice`);
+  });
+
+  it('says who the caller is from their own token', async () => {
+    const review = await call('POST', '/api/kube/apis/authentication.k8s.io/v1/selfsubjectreviews', {
+      token: bob,
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+    });
+    expect(review.status).toBe(201);
+    expect((review.body.status as { userInfo: { username: string } }).userInfo.username).toBe(
+      `system:serviceaccount:${nsB}:bob`,
+    );
+  });
+
+  it('refuses what its pages never call, with the reason and what to do instead', async () => {
+    const secrets = await call('GET', `/api/kube/api/v1/namespaces/${nsA}/secrets`, { token: alice });
+    expect(secrets.status).toBe(403);
+    expect(secrets.body).toMatchObject({ reason: 'PathNotAllowed' });
+    expect(secrets.body.message).toMatch(/use kubectl/);
+    // Dot segments and encoded slashes do not reach another path.
+    for (const path of [
+      `/api/kube/api/v1/namespaces/${nsA}/../../namespaces/${nsA}/secrets`,
+      `/api/kube/apis/oadp.openshift.io/v1alpha1/namespaces/${nsA}/nonadminbackups%2F..%2F..%2Fsecrets`,
+    ]) {
+      const reply = await call('GET', path, { token: alice });
+      expect(reply.status, path).toBe(403);
+    }
+    const put = await call('PUT', `${oadp}/namespaces/${nsA}/nonadminbackups/x`, { token: alice, body: {} });
+    expect(put.status).toBe(405);
+    expect(put.body.message).toMatch(/only for GET, DELETE/);
+    const watch = await call('GET', `${oadp}/namespaces/${nsA}/nonadminbackups?watch=true`, { token: alice });
+    expect(watch.status).toBe(400);
+    expect(watch.body).toMatchObject({ reason: 'QueryNotAllowed' });
+  });
+
+  it('needs a bearer token and never lends an identity of its own', async () => {
+    const none = await call('GET', `${oadp}/namespaces/${nsA}/nonadminbackups`);
+    expect(none.status).toBe(401);
+    expect(none.body.message).toMatch(/Authorization: Bearer/);
+    const cookie = await call('GET', `${oadp}/namespaces/${nsA}/nonadminbackups`, {
+      headers: { cookie: `acm-access-token-cookie=${alice}` },
+    });
+    expect(cookie.status).toBe(401);
+    // Impersonation headers are dropped: bob stays bob.
+    const impersonating = await call('GET', `${oadp}/namespaces/${nsA}/nonadminbackups`, {
+      token: bob,
+      headers: { 'impersonate-user': `system:serviceaccount:${nsA}:alice` },
+    });
+    expect(impersonating.status).toBe(403);
+  });
+
+  it('refuses requests from other sites (CSRF) and bodies that are not JSON', async () => {
+    const path = `${oadp}/namespaces/${nsA}/nonadminbackups`;
+    const body = {
+      apiVersion: 'oadp.openshift.io/v1alpha1',
+      kind: 'NonAdminBackup',
+      metadata: { name: 'x' },
+    };
+    const cross = await call('POST', path, {
+      token: alice,
+      body,
+      headers: { origin: 'https://evil.example' },
+    });
+    expect(cross.status).toBe(403);
+    expect(cross.body).toMatchObject({ reason: 'CrossSiteRequest' });
+    const site = await call('POST', path, {
+      token: alice,
+      body,
+      headers: { 'sec-fetch-site': 'cross-site' },
+    });
+    expect(site.status).toBe(403);
+    const form = await call('POST', path, { token: alice, headers: { 'content-type': 'text/plain' } });
+    expect(form.status).toBe(415);
+    const broken = await new Promise<number>((resolve, reject) => {
+      const req = request(
+        new URL(path, server.url),
+        {
+          method: 'POST',
+          ca: ca.certPem,
+          headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json' },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on('error', reject);
+      req.end('{"not json');
+    });
+    expect(broken).toBe(400);
+  });
+
+  it('serves the page with a strict Content-Security-Policy and no inline script', async () => {
+    const page = await call('GET', '/');
+    expect(page.status).toBe(200);
+    const csp = String(page.headers['content-security-policy']);
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(page.headers['x-content-type-options']).toBe('nosniff');
+    expect(String(page.body.message)).not.toMatch(/<script>|<script [^>]*>[^<]/);
+    expect(server.assets.firstVisitBytes).toBeLessThan(500 * 1024);
+  });
+
+  it('forwards search as the caller: each tenant finds only their own objects', async () => {
+    const query = {
+      query: 'query($i:[SearchInput]){search(input:$i){items}}',
+      variables: {
+        i: [
+          {
+            filters: [
+              { property: 'kind', values: ['ConfigMap'] },
+              { property: 'name', values: ['settings-*'] },
+            ],
+          },
+        ],
+      },
+    };
+    const names = async (token: string) => {
+      const reply = await call('POST', '/api/search/graphql', { token, body: query });
+      expect(reply.status).toBe(200);
+      const data = reply.body.data as { search: { items: { name: string }[] }[] };
+      return data.search[0]!.items.map((i) => i.name).sort();
+    };
+    await eventually(async () => (await names(alice)).includes('settings-alice'), {
+      what: 'alice’s ConfigMap indexed',
+    });
+    expect(await names(alice)).toEqual(['settings-alice']);
+    expect(await names(bob)).toEqual(['settings-bob']);
+  });
+});
+
+/** With CONSOLE_SCREENSHOTS=docs/images, the pages docs/console.md shows are saved there. */
+async function screenshot(page: Page, name: string): Promise<void> {
+  const dir = process.env.CONSOLE_SCREENSHOTS;
+  if (dir) await page.screenshot({ path: join(dir, `console-${name}.png`) });
+}
+
+describe.skipIf(browserSkipReason !== undefined)('the console page in Chromium', () => {
+  let browser: Browser;
+  beforeAll(async () => {
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  /** A new tab signed in with `token`; the test CA is not the browser's, so its certificate errors are waived. */
+  async function signedIn(token: string): Promise<Page> {
+    const context = await browser.newContext({
+      ignoreHTTPSErrors: true,
+      viewport: { width: 1280, height: 720 },
+    });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error') problems.push(m.text());
+    });
+    (page as Page & { problems?: string[] }).problems = problems;
+    await page.goto(server.url);
+    await page.fill('#token', token);
+    await page.click('button[type=submit]');
+    await page.waitForSelector('#signed-in-user');
+    return page;
+  }
+
+  it('signs in with a token, keeps it in memory only, and forgets it on sign-out', async () => {
+    const page = await signedIn(alice);
+    expect(await page.textContent('#signed-in-user')).toBe(`system:serviceaccount:${nsA}:alice`);
+    // Page code, written as text: this file is checked without the browser's types.
+    const stored = await page.evaluate(
+      '({ local: localStorage.length, session: sessionStorage.length, cookies: document.cookie })',
+    );
+    expect(stored).toEqual({ local: 0, session: 0, cookies: '' });
+    await page.click('text=Sign out');
+    await page.waitForSelector('#token');
+    expect(await page.inputValue('#token')).toBe('');
+    // No CSP violation or script error on the way.
+    expect((page as Page & { problems?: string[] }).problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it('refuses a bad token with the API server’s answer', async () => {
+    const context = await browser.newContext({ ignoreHTTPSErrors: true });
+    const page = await context.newPage();
+    await page.goto(server.url);
+    await page.fill('#token', 'not-a-token');
+    await page.click('button[type=submit]');
+    await page.waitForSelector('text=/Sign-in failed/');
+    await context.close();
+  });
+
+  it('searches with suggestions, groups by kind, and never shows the other tenant’s objects', async () => {
+    const page = await signedIn(alice);
+    await page.fill('#search-query', 'kind:Config');
+    await page.waitForSelector('#search-suggestions >> text=ConfigMap');
+    await page.click('#search-suggestions >> text=ConfigMap');
+    await page.fill('#search-query', `${await page.inputValue('#search-query')}name:settings-*`);
+    await page.click('#search-submit');
+    await page.waitForSelector('#search-results [data-kind=ConfigMap] tr[data-name=settings-alice]');
+    expect(await page.locator('tr[data-name=settings-bob]').count()).toBe(0);
+    await screenshot(page, 'search');
+    // The search is in the address: opened by bob, the same link shows bob's objects only.
+    const link = page.url();
+    expect(link).toContain('#search?q=');
+    const bobs = await signedIn(bob);
+    await bobs.goto(link);
+    await bobs.fill('#search-query', 'kind:ConfigMap name:settings-*');
+    await bobs.click('#search-submit');
+    await bobs.waitForSelector('tr[data-name=settings-bob]');
+    expect(await bobs.locator('tr[data-name=settings-alice]').count()).toBe(0);
+    await page.context().close();
+    await bobs.context().close();
+  });
+
+  it('opens a result and, from its related resources, another object', async () => {
+    const page = await signedIn(alice);
+    await page.fill('#search-query', 'kind:Pod name:web-alice');
+    await page.click('#search-submit');
+    await page.click('#search-results tr[data-name=web-alice] button');
+    await page.waitForSelector('#details >> text=Pod');
+    await page.click('#related [data-kind=ConfigMap] button[data-name=settings-alice]');
+    await page.waitForSelector('#details h2 >> text=/ConfigMap .*settings-alice/');
+    await screenshot(page, 'related');
+    await page.context().close();
+  });
+
+  it('backs up a namespace from the page and shows the backup complete; bob may not look', async () => {
+    const page = await signedIn(alice);
+    await page.click('text=Backups');
+    await page.fill('#backup-namespace', nsA);
+    await page.click('text=Show');
+    await page.waitForSelector(`text=/No NonAdminBackups found/`);
+    await page.click('#create-backup');
+    await page.waitForSelector('#backup-notice >> text=Backup requested');
+    const nab = await eventually(
+      async () => (await cluster.admin.list(NonAdminBackupCrd.type, { namespace: nsA })).items[0],
+      { what: 'the NonAdminBackup made by the page' },
+    );
+    await page.waitForSelector(`tr[data-name=${nab.metadata.name}] >> text=/Created · Completed/`, {
+      timeout: 120_000,
+    });
+    await screenshot(page, 'backups');
+    await page.context().close();
+    const bobs = await signedIn(bob);
+    await bobs.click('text=Backups');
+    await bobs.fill('#backup-namespace', nsA);
+    await bobs.click('text=Show');
+    await bobs.waitForSelector(`text=You may not list NonAdminBackups in ${nsA}`);
+    expect(await bobs.locator(`tr[data-name=${nab.metadata.name}]`).count()).toBe(0);
+    await bobs.context().close();
+  }, 180_000);
+});

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { refusalOf } from '../../src/console/server/allow-list.ts';
+
+const q = (text = '') => new URLSearchParams(text);
+const oadp = '/apis/oadp.openshift.io/v1alpha1';
+
+describe('what the console forwards', () => {
+  it.each([
+    ['GET', `${oadp}/namespaces/team-a/nonadminbackups`],
+    ['POST', `${oadp}/namespaces/team-a/nonadminrestores`],
+    ['DELETE', `${oadp}/namespaces/team-a/nonadminbackups/nightly-1`],
+    ['GET', '/api/v1/namespaces'],
+    ['POST', '/api/v1/namespaces'],
+    ['GET', '/api/v1/namespaces/team-a/resourcequotas'],
+    ['POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews'],
+    ['GET', '/apis/tenancy.tenantkit.io/v1alpha1/organizations'],
+  ])('forwards %s %s', (method, path) => {
+    expect(refusalOf(method, path, q())).toBeUndefined();
+  });
+
+  it.each([
+    `/api/v1/namespaces/team-a/secrets`,
+    `/api/v1/namespaces/team-a/pods/web/exec`,
+    `/api/v1/nodes/proxy`,
+    `${oadp}/namespaces/team-a/nonadminbackups/x/status`,
+    `${oadp}/namespaces/TEAM-A/nonadminbackups`,
+    `${oadp}/namespaces/team-a/nonadminbackups%2F..`,
+    `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings`,
+    `/api/v1/namespaces/team-a/configmaps`,
+    '/',
+  ])('refuses %s, saying to use kubectl', (path) => {
+    const refusal = refusalOf('GET', path, q());
+    expect(refusal).toMatchObject({ status: 403, reason: 'PathNotAllowed' });
+    expect(refusal?.message).toContain('kubectl');
+  });
+
+  it('refuses a method the path is not forwarded for, naming the ones it is', () => {
+    expect(refusalOf('PATCH', `${oadp}/namespaces/a/nonadminbackups/b`, q())).toMatchObject({
+      status: 405,
+      message: expect.stringContaining('GET, DELETE'),
+    });
+    expect(refusalOf('DELETE', '/api/v1/namespaces/team-a', q())?.status).toBe(405);
+  });
+
+  it('passes list parameters only (no watch, no dry-run, no field manager)', () => {
+    expect(
+      refusalOf('GET', `${oadp}/namespaces/a/nonadminbackups`, q('labelSelector=x%3Dy&limit=5')),
+    ).toBeUndefined();
+    for (const param of ['watch=true', 'dryRun=All', 'fieldManager=x', 'pretty=true']) {
+      expect(refusalOf('GET', `${oadp}/namespaces/a/nonadminbackups`, q(param))).toMatchObject({
+        status: 400,
+        reason: 'QueryNotAllowed',
+      });
+    }
+  });
+});
