@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { ConsoleServer } from '../console/server/server.ts';
 import { consoleAssets } from '../console/web/build.ts';
 import { createLogger } from '../kube/log.ts';
+import { servingTls, servingTlsOptions } from './serving-tls.ts';
 import { shutdownSignal } from './signals.ts';
 
 const serviceAccountCa = '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt';
@@ -14,7 +15,7 @@ export async function consoleCommand(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
     options: {
-      'cert-dir': { type: 'string' },
+      ...servingTlsOptions('tenantkit-console'),
       port: { type: 'string', default: '8443' },
       'kube-server': { type: 'string' },
       'kube-ca': { type: 'string' },
@@ -22,18 +23,21 @@ export async function consoleCommand(args: string[]): Promise<void> {
       'search-ca': { type: 'string' },
     },
   });
-  if (!values['cert-dir']) throw new Error('--cert-dir (a directory with tls.crt and tls.key) is required');
   const inCluster = process.env.KUBERNETES_SERVICE_HOST
     ? `https://${process.env.KUBERNETES_SERVICE_HOST}:${process.env.KUBERNETES_SERVICE_PORT ?? '443'}`
     : undefined;
   const kubeServer = values['kube-server'] ?? inCluster;
   if (!kubeServer) throw new Error('--kube-server URL is required outside a cluster (and --kube-ca FILE)');
   const logger = createLogger('tenantkit-console');
+  const stop = shutdownSignal();
+  // With --tls-secret the console makes, rotates and keeps its own certificate: the one thing its own
+  // credentials are for (every forwarded call carries the user's token instead).
+  const { certificate, tls } = await servingTls(values, logger);
   const server = await ConsoleServer.start({
     logger,
     host: '0.0.0.0',
     port: Number(values.port),
-    certificate: { certFile: `${values['cert-dir']}/tls.crt`, keyFile: `${values['cert-dir']}/tls.key` },
+    certificate,
     kube: { url: new URL(kubeServer), caPem: readFileSync(values['kube-ca'] ?? serviceAccountCa, 'utf8') },
     ...(values['search-url']
       ? {
@@ -49,9 +53,10 @@ export async function consoleCommand(args: string[]): Promise<void> {
     { port: server.listener.port, kube: kubeServer, search: values['search-url'] },
     'console serving',
   );
-  const stop = shutdownSignal();
-  await new Promise<void>((resolve) =>
+  const stopped = new Promise<void>((resolve) =>
     stop.signal.addEventListener('abort', () => resolve(), { once: true }),
   );
+  await tls?.run((pair) => server.listener.setCertificate(pair), stop.signal);
+  await stopped;
   await server.stop();
 }

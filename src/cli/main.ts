@@ -24,7 +24,8 @@ Usage:
                                             back up your namespace (NonAdminBackups); see tenantkit backup --help
   tenantkit restore create|get|describe|logs|delete ... [-n NS]
                                             restore it from those backups; see tenantkit restore --help
-  tenantkit console --cert-dir DIR [--port 8443] [--kube-server URL --kube-ca FILE] [--search-url URL --search-ca FILE]
+  tenantkit console --cert-dir DIR | --tls-secret NAME [--service S] [--service-account SA] [--port 8443]
+                    [--kube-server URL --kube-ca FILE] [--search-url URL --search-ca FILE]
                                             serve the tenant console (the page, and the API calls it makes as the
                                             signed-in user); in a Pod the API server is the in-cluster one
   tenantkit check --ca-file FILE URL...     GET each https URL trusting only that CA; exit 1 unless all answer 200

@@ -15,7 +15,7 @@ import { openIndexStore } from '../search/index-store.ts';
 import { RemoteSink } from '../search/indexer/remote-sink.ts';
 import type { Item } from '../search/model.ts';
 import { startSearchService } from '../search/service.ts';
-import { SelfManagedTls } from '../webhook/self-managed-tls.ts';
+import { servingTls, servingTlsOptions } from './serving-tls.ts';
 
 export const searchUsage = `Usage:
   tenantkit search QUERY [-o table|json|yaml|name] [--limit N] [--search-url URL] [--ca-file FILE]
@@ -110,11 +110,7 @@ async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
   const { values } = parseArgs({
     args,
     options: {
-      'cert-dir': { type: 'string' },
-      'tls-secret': { type: 'string' },
-      service: { type: 'string', default: 'tenantkit-search' },
-      'service-account': { type: 'string' },
-      namespace: { type: 'string' },
+      ...servingTlsOptions('tenantkit-search'),
       port: { type: 'string', default: '4010' },
       host: { type: 'string', default: '0.0.0.0' },
       'database-url': { type: 'string' },
@@ -125,11 +121,6 @@ async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
     },
     allowNegative: true,
   });
-  if (!values['cert-dir'] && !values['tls-secret']) {
-    throw new Error(
-      '--cert-dir (a directory with tls.crt and tls.key) or --tls-secret (a Secret tenantkit keeps its own certificate in) is required',
-    );
-  }
   const databaseUrl = values['database-url'] ?? process.env.TENANTKIT_SEARCH_DATABASE_URL;
   if (!databaseUrl && !values['db-dir']) {
     throw new Error(
@@ -138,26 +129,14 @@ async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
   }
   const logger = createLogger('tenantkit-search');
   const client = KubeClient.fromDefault();
-  const namespace = values.namespace ?? process.env.POD_NAMESPACE ?? 'tenantkit-system';
-  const tls = values['tls-secret']
-    ? new SelfManagedTls({
-        client,
-        logger,
-        namespace,
-        secretName: values['tls-secret'],
-        dnsNames: [`${values.service}.${namespace}.svc`, `${values.service}.${namespace}.svc.cluster.local`],
-        ...(values['service-account'] ? { ownerServiceAccount: values['service-account'] } : {}),
-      })
-    : undefined;
+  const { certificate, tls } = await servingTls(values, logger, {}, client);
   const service = await startSearchService(
     {
       client,
       ...(values.collector ? { hubCollector: { client, sensitiveFields: values['sensitive-field']! } } : {}),
       logger,
       ...(databaseUrl ? { databaseUrl } : { embeddedDir: values['db-dir']! }),
-      certificate: tls
-        ? await tls.reconcile()
-        : { certFile: `${values['cert-dir']}/tls.crt`, keyFile: `${values['cert-dir']}/tls.key` },
+      certificate,
       host: values.host!,
       port: Number(values.port),
       indexer: values.indexer!,

@@ -8,6 +8,12 @@ export const KubePrefix = '/api/kube';
 /** The search API's GraphQL endpoint (ACM's `searchResult`, `searchComplete`, ...). */
 export const SearchPath = '/api/search/graphql';
 
+/**
+ * Saved searches live in the cluster, in a ConfigMap of this name in a namespace the user picks (one key
+ * per user): whoever may read ConfigMaps there may read them, and nobody else.
+ */
+export const SavedSearchesConfigMap = 'tenantkit-saved-searches';
+
 /** Where the backend sends what it forwards, and which CA it trusts there. */
 export interface Upstream {
   url: URL;

@@ -3,6 +3,7 @@
 // credentials through the in-cluster webhooks and controllers only (nothing of tenantkit runs in the test
 // process). Then what an admin does next: an upgrade with the webhooks answering throughout, losing the
 // leader, the webhooks gone (closed, not open), and an uninstall that leaves the CRDs only.
+import { request as httpsRequest } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/api/backup.ts';
 import type { LocalNode } from '../../src/controlplane/node-launch.ts';
@@ -87,7 +88,7 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
   afterAll(() => stopInstalled(cluster, installed), 180_000);
 
   it('installs with nothing else: every Deployment Ready, the webhooks on a certificate they made', async () => {
-    for (const component of ['controllers', 'webhooks', 'search', 'search-collector']) {
+    for (const component of ['controllers', 'webhooks', 'search', 'search-collector', 'console']) {
       expect(await allReady(component)).toBe(true);
       const policy = await cluster.admin.get<
         KubeObject & { spec: { policyTypes: string[]; ingress?: { ports?: { port: number }[] }[] } }
@@ -96,12 +97,16 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
       // The collector serves nothing: no rule, so no connection in.
       const ports = (policy?.spec.ingress ?? []).flatMap((rule) => (rule.ports ?? []).map((p) => p.port));
       expect(ports).toEqual(
-        ({ controllers: [8080], webhooks: [9443], search: [4010] } as Record<string, number[]>)[component] ??
-          [],
+        (
+          { controllers: [8080], webhooks: [9443], search: [4010], console: [8443] } as Record<
+            string,
+            number[]
+          >
+        )[component] ?? [],
       );
     }
     // A drain takes one replica of a serving component at a time.
-    for (const component of ['controllers', 'webhooks', 'search']) {
+    for (const component of ['controllers', 'webhooks', 'search', 'console']) {
       const budget = await cluster.admin.get<KubeObject & { status?: { disruptionsAllowed?: number } }>(
         Resources.podDisruptionBudgets,
         `${chart.release}-${component}`,
@@ -181,6 +186,51 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
       { what: 'the new ConfigMap in the index', timeoutMs: 60_000 },
     );
     expect(found).toEqual([`findme-${mine}`]);
+
+    // The same search through the in-cluster console, as the same tenant: the console's backend calls the
+    // search Service with the tenant's token, and serves its page under its own certificate.
+    const consoleTls = await cluster.admin.get<KubeObject & { data: Record<string, string> }>(
+      Resources.secrets,
+      `${chart.release}-console-tls`,
+      chart.namespace,
+    );
+    const consolePods = await cluster.admin.list<KubeObject & { status?: { podIP?: string } }>(
+      Resources.pods,
+      {
+        namespace: chart.namespace,
+        labelSelector: `app.kubernetes.io/instance=${chart.release},app.kubernetes.io/component=console`,
+      },
+    );
+    const consoleAt = `https://${consolePods.items[0]?.status?.podIP}:8443`;
+    const consoleCa = Buffer.from(consoleTls!.data['ca.crt']!, 'base64').toString();
+    const servername = `${chart.release}-console.${chart.namespace}.svc`;
+    const query =
+      '{ search(input: [{ filters: [{ property: "kind", values: ["ConfigMap"] }, { property: "name", values: ["findme-*"] }] }]) { items } }';
+    const viaConsole = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = httpsRequest(
+        `${consoleAt}/api/search/graphql`,
+        {
+          method: 'POST',
+          ca: consoleCa,
+          servername,
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => {
+            text += c;
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        },
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify({ query }));
+    });
+    expect(viaConsole.status, viaConsole.text).toBe(200);
+    const items = (JSON.parse(viaConsole.text) as { data: { search: { items: { name: string }[] }[] } }).data
+      .search[0]!.items;
+    expect(items.map((i) => i.name)).toEqual([`findme-${mine}`]);
   }, 120_000);
 
   it("admits a tenant's namespace in their organization and refuses another's, with the policy's message", async () => {

@@ -6,7 +6,8 @@ import { request } from 'node:https';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NonAdminBackupCrd } from '../../src/api/backup.ts';
+import { type NonAdminBackup, NonAdminBackupCrd } from '../../src/api/backup.ts';
+import { fetchPresigned } from '../../src/backup/client/download.ts';
 import { ConsoleServer } from '../../src/console/server/server.ts';
 import { consoleAssets } from '../../src/console/web/build.ts';
 import { silentLogger } from '../../src/kube/log.ts';
@@ -235,6 +236,16 @@ describe('the console backend', () => {
     expect(broken).toBe(400);
   });
 
+  it('creates no ConfigMap but the saved searches one', async () => {
+    const other = await call('POST', `/api/kube/api/v1/namespaces/${nsA}/configmaps`, {
+      token: alice,
+      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'mine' }, data: {} },
+    });
+    expect(other.status).toBe(403);
+    expect(other.body).toMatchObject({ reason: 'ObjectNotAllowed' });
+    expect(await cluster.admin.get(Resources.configMaps, 'mine', nsA)).toBeUndefined();
+  });
+
   it('serves the page with a strict Content-Security-Policy and no inline script', async () => {
     const page = await call('GET', '/');
     expect(page.status).toBe(200);
@@ -345,6 +356,11 @@ describe.skipIf(browserSkipReason !== undefined)('the console page in Chromium',
     await page.waitForSelector('#search-results [data-kind=ConfigMap] tr[data-name=settings-alice]');
     expect(await page.locator('tr[data-name=settings-bob]').count()).toBe(0);
     await screenshot(page, 'search');
+    // Readable on a phone: nothing wider than the screen.
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    await screenshot(page, 'search-phone');
+    await page.setViewportSize({ width: 1280, height: 720 });
     // The search is in the address: opened by bob, the same link shows bob's objects only.
     const link = page.url();
     expect(link).toContain('#search?q=');
@@ -355,6 +371,30 @@ describe.skipIf(browserSkipReason !== undefined)('the console page in Chromium',
     await bobs.waitForSelector('tr[data-name=settings-bob]');
     expect(await bobs.locator('tr[data-name=settings-alice]').count()).toBe(0);
     await page.context().close();
+    await bobs.context().close();
+  });
+
+  it('saves a search in a namespace of the user’s, reopens it after signing in again; bob may not read it', async () => {
+    const page = await signedIn(alice);
+    await page.fill('#search-query', 'kind:ConfigMap name:settings-*');
+    await page.fill('#saved-namespace', nsA);
+    await page.click('#saved-open');
+    await page.waitForSelector('text=/No saved searches in/');
+    await page.fill('#save-name', 'my settings');
+    await page.click('#save-search');
+    await page.waitForSelector('#saved-list button[data-name="my settings"]');
+    await page.context().close();
+    const again = await signedIn(alice);
+    await again.fill('#saved-namespace', nsA);
+    await again.click('#saved-open');
+    await again.click('#saved-list button[data-name="my settings"]');
+    await again.waitForSelector('#search-results tr[data-name=settings-alice]');
+    expect(await again.inputValue('#search-query')).toBe('kind:ConfigMap name:settings-*');
+    await again.context().close();
+    const bobs = await signedIn(bob);
+    await bobs.fill('#saved-namespace', nsA);
+    await bobs.click('#saved-open');
+    await bobs.waitForSelector(`text=You may not read saved searches in ${nsA}`);
     await bobs.context().close();
   });
 
@@ -379,13 +419,25 @@ describe.skipIf(browserSkipReason !== undefined)('the console page in Chromium',
     await page.click('#create-backup');
     await page.waitForSelector('#backup-notice >> text=Backup requested');
     const nab = await eventually(
-      async () => (await cluster.admin.list(NonAdminBackupCrd.type, { namespace: nsA })).items[0],
+      async () =>
+        (await cluster.admin.list<NonAdminBackup>(NonAdminBackupCrd.type, { namespace: nsA })).items[0],
       { what: 'the NonAdminBackup made by the page' },
     );
     await page.waitForSelector(`tr[data-name=${nab.metadata.name}] >> text=/Created · Completed/`, {
       timeout: 120_000,
     });
     await screenshot(page, 'backups');
+    // Its log, through a NonAdminDownloadRequest made as alice: a link to object storage, which the
+    // browser (here: the test) fetches itself.
+    await page.click(`tr[data-name=${nab.metadata.name}] >> text=Logs`);
+    const href = await (await page.waitForSelector('#download-link', { timeout: 60_000 })).getAttribute(
+      'href',
+    );
+    const log = await fetchPresigned(href!, 'backup log');
+    expect(log).toMatch(/level=info/);
+    const done = await cluster.admin.get<NonAdminBackup>(NonAdminBackupCrd.type, nab.metadata.name!, nsA);
+    expect(done?.status?.veleroBackup?.name).toBeTruthy();
+    expect(log).toContain(done!.status!.veleroBackup!.name!);
     await page.context().close();
     const bobs = await signedIn(bob);
     await bobs.click('text=Backups');

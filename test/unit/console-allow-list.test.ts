@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { refusalOf } from '../../src/console/server/allow-list.ts';
+import { bodyRefusalOf, refusalOf } from '../../src/console/server/allow-list.ts';
 
 const q = (text = '') => new URLSearchParams(text);
 const oadp = '/apis/oadp.openshift.io/v1alpha1';
@@ -26,7 +26,7 @@ describe('what the console forwards', () => {
     `${oadp}/namespaces/TEAM-A/nonadminbackups`,
     `${oadp}/namespaces/team-a/nonadminbackups%2F..`,
     `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings`,
-    `/api/v1/namespaces/team-a/configmaps`,
+    `/api/v1/namespaces/team-a/configmaps/other`,
     '/',
   ])('refuses %s, saying to use kubectl', (path) => {
     const refusal = refusalOf('GET', path, q());
@@ -52,5 +52,28 @@ describe('what the console forwards', () => {
         reason: 'QueryNotAllowed',
       });
     }
+  });
+});
+
+describe('saved searches', () => {
+  it('forwards reads and writes of the one ConfigMap, and a create only when it names it', () => {
+    const cm = '/api/v1/namespaces/team-a/configmaps/tenantkit-saved-searches';
+    expect(refusalOf('GET', cm, q())).toBeUndefined();
+    expect(refusalOf('PUT', cm, q())).toBeUndefined();
+    expect(refusalOf('DELETE', cm, q())?.status).toBe(405);
+    expect(refusalOf('GET', '/api/v1/namespaces/team-a/configmaps', q())?.status).toBe(405);
+    const collection = '/api/v1/namespaces/team-a/configmaps';
+    expect(bodyRefusalOf(collection, { metadata: { name: 'tenantkit-saved-searches' } })).toBeUndefined();
+    for (const body of [
+      { metadata: { name: 'kube-root-ca.crt' } },
+      { metadata: { generateName: 'x' } },
+      null,
+      'text',
+    ]) {
+      expect(bodyRefusalOf(collection, body)).toMatchObject({ status: 403, reason: 'ObjectNotAllowed' });
+    }
+    expect(
+      bodyRefusalOf(`/apis/oadp.openshift.io/v1alpha1/namespaces/a/nonadminbackups`, {}),
+    ).toBeUndefined();
   });
 });

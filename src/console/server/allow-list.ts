@@ -3,7 +3,7 @@
 // encoded slashes, no subresources unless named), and only these query parameters pass. Whether the
 // caller may make the call is the API server's business (RBAC, admission): the list only keeps the
 // console from being a general-purpose proxy for a token a page holds.
-import type { Refusal } from '../model.ts';
+import { type Refusal, SavedSearchesConfigMap } from '../model.ts';
 
 const dns = '[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?';
 const oadp = '/apis/oadp.openshift.io/v1alpha1';
@@ -35,7 +35,24 @@ export const AllowedCalls: readonly Rule[] = [
   rule(['GET'], '/apis/tenancy.tenantkit.io/v1alpha1/organizations'),
   rule(['GET'], `/apis/tenancy.tenantkit.io/v1alpha1/organizations/${dns}`),
   rule(['GET'], '/apis/operators.coreos.com/v1alpha1/scopeinstances'),
+  // Saved searches: one ConfigMap of a fixed name (a create must name it: see bodyRefusalOf).
+  rule(['GET', 'PUT'], `/api/v1/namespaces/${dns}/configmaps/${SavedSearchesConfigMap}`),
+  rule(['POST'], `/api/v1/namespaces/${dns}/configmaps`),
 ];
+
+const configMapCollection = new RegExp(`^/api/v1/namespaces/${dns}/configmaps$`);
+
+/** Why the console does not forward this body to `path`, or undefined: a ConfigMap create names the one it may. */
+export function bodyRefusalOf(path: string, body: unknown): Refusal | undefined {
+  if (!configMapCollection.test(path)) return undefined;
+  const name = (body as { metadata?: { name?: unknown } } | null)?.metadata?.name;
+  if (name === SavedSearchesConfigMap) return undefined;
+  return {
+    status: 403,
+    reason: 'ObjectNotAllowed',
+    message: `the console creates only ConfigMap ${SavedSearchesConfigMap} (saved searches); use kubectl for other ConfigMaps`,
+  };
+}
 
 export const AllowedQuery = new Set(['labelSelector', 'fieldSelector', 'limit', 'continue']);
 

@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { HttpsListener, readBody, type ServingCertificate } from '../../webhook/https.ts';
 import { type ConsoleOptions, KubePrefix, SearchPath } from '../model.ts';
-import { refusalOf } from './allow-list.ts';
+import { bodyRefusalOf, refusalOf } from './allow-list.ts';
 import { Assets, SecurityHeaders } from './assets.ts';
 import { bearerToken, Forwarder, sendJson } from './forward.ts';
 
@@ -103,8 +103,11 @@ export class ConsoleServer {
     const path = url.pathname.slice(KubePrefix.length);
     const refusal = refusalOf(method, path, url.searchParams);
     if (refusal) return refuse(res, refusal.status, refusal.reason, refusal.message);
-    const body = method === 'POST' ? await this.jsonBody(req, res) : undefined;
-    if (method === 'POST' && body === undefined) return;
+    const hasBody = method === 'POST' || method === 'PUT';
+    const body = hasBody ? await this.jsonBody(req, res) : undefined;
+    if (hasBody && body === undefined) return;
+    const bodyRefusal = body !== undefined ? bodyRefusalOf(path, JSON.parse(body)) : undefined;
+    if (bodyRefusal) return refuse(res, bodyRefusal.status, bodyRefusal.reason, bodyRefusal.message);
     const query = url.searchParams.size > 0 ? `?${url.searchParams}` : '';
     return this.kube.forward(res, {
       method,

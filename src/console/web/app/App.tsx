@@ -64,7 +64,12 @@ export function App() {
           aria-label="Console sections"
         >
           <Tab eventKey="search" title={<TabTitleText>Search</TabTitleText>}>
-            <SearchPage api={session.api} initial={route.params.get('q') ?? ''} />
+            <SearchPage
+              api={session.api}
+              username={session.username}
+              initial={route.params.get('q') ?? ''}
+              savedIn={route.params.get('saved') ?? ''}
+            />
           </Tab>
           <Tab eventKey="backups" title={<TabTitleText>Backups</TabTitleText>}>
             <BackupsPage api={session.api} initial={route.params.get('namespace') ?? ''} />

@@ -6,19 +6,16 @@ import {
   CardTitle,
   EmptyState,
   EmptyStateBody,
-  Form,
-  FormGroup,
-  InputGroup,
-  InputGroupItem,
   Modal,
   ModalBody,
   ModalFooter,
   ModalHeader,
   Spinner,
-  TextInput,
 } from '@patternfly/react-core';
 import { useCallback, useEffect, useState } from 'react';
 import { type Api, ApiFailure, type KubeList, type KubeObject } from './api.ts';
+import { InputForm } from './InputForm.tsx';
+import { Download } from './Logs.tsx';
 import { ResourceTable } from './ResourceTable.tsx';
 
 const oadp = '/apis/oadp.openshift.io/v1alpha1';
@@ -76,6 +73,7 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
   const [tick, setTick] = useState(0);
   const [notice, setNotice] = useState<{ variant: 'success' | 'danger'; text: string }>();
   const [deleting, setDeleting] = useState<string>();
+  const [log, setLog] = useState<string>();
   const backups = useList(api, namespace, 'nonadminbackups', tick);
   const restores = useList(api, namespace, 'nonadminrestores', tick);
 
@@ -120,27 +118,29 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
 
   return (
     <div>
-      <Form
-        onSubmit={(e) => {
-          e.preventDefault();
+      <InputForm
+        id="backup-namespace"
+        label="Namespace"
+        value={typed}
+        onChange={setTyped}
+        onSubmit={() => {
           setNamespace(typed.trim());
           window.location.hash = `backups?${new URLSearchParams({ namespace: typed.trim() })}`;
         }}
-      >
-        <FormGroup label="Namespace" fieldId="backup-namespace">
-          <InputGroup>
-            <InputGroupItem isFill>
-              <TextInput id="backup-namespace" value={typed} onChange={(_e, v) => setTyped(v)} />
-            </InputGroupItem>
-            <InputGroupItem>
-              <Button type="submit" variant="secondary">
-                Show
-              </Button>
-            </InputGroupItem>
-          </InputGroup>
-        </FormGroup>
-      </Form>
+        button="Show"
+        secondary
+      />
       {notice && <Alert id="backup-notice" variant={notice.variant} isInline title={notice.text} />}
+      {log && (
+        <Download
+          key={log}
+          api={api}
+          namespace={namespace}
+          kind="BackupLog"
+          target={log}
+          onClose={() => setLog(undefined)}
+        />
+      )}
       {namespace && (
         <>
           <Card>
@@ -168,6 +168,13 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
                             onClick={() => void restore(b.metadata.name ?? '')}
                           >
                             Restore
+                          </Button>
+                          <Button
+                            variant="link"
+                            isDisabled={veleroPhaseOf(b) === ''}
+                            onClick={() => setLog(b.metadata.name)}
+                          >
+                            Logs
                           </Button>
                           <Button variant="link" isDanger onClick={() => setDeleting(b.metadata.name)}>
                             Delete

@@ -1,4 +1,5 @@
 import '@patternfly/react-styles/css/components/Table/table.css';
+import '@patternfly/react-styles/css/components/Table/table-grid.css';
 import { Button } from '@patternfly/react-core';
 import type { ReactNode } from 'react';
 
@@ -11,10 +12,13 @@ export interface Row {
   actions?: ReactNode;
 }
 
-/** A compact PatternFly table of objects: name, namespace, one detail column, optional actions. */
+/**
+ * A compact PatternFly table of objects: name, namespace, one detail column, optional actions. Below the
+ * medium breakpoint (a phone) each row becomes a stack of labelled cells.
+ */
 export function ResourceTable({ rows, detail }: { rows: Row[]; detail: string }) {
   return (
-    <table className="pf-v6-c-table pf-m-compact" aria-label={`${detail} table`}>
+    <table className="pf-v6-c-table pf-m-compact pf-m-grid-md" aria-label={`${detail} table`}>
       <thead className="pf-v6-c-table__thead">
         <tr className="pf-v6-c-table__tr">
           <th className="pf-v6-c-table__th" scope="col">

@@ -1,24 +1,21 @@
 import {
   Alert,
-  Button,
   Card,
   CardBody,
   CardTitle,
   EmptyState,
   EmptyStateBody,
-  Form,
-  InputGroup,
-  InputGroupItem,
   Label,
   LabelGroup,
   Spinner,
-  TextInput,
 } from '@patternfly/react-core';
 import { useEffect, useState } from 'react';
 import { parseSearchText } from '../../../search/client/query-text.ts';
 import type { Api } from './api.ts';
 import { Details, type Item } from './Details.tsx';
+import { InputForm } from './InputForm.tsx';
 import { ResourceTable, type Row } from './ResourceTable.tsx';
+import { SavedSearches } from './SavedSearches.tsx';
 
 const searchQuery = /* GraphQL */ `
   query Search($input: [SearchInput]) {
@@ -34,11 +31,14 @@ const completeQuery = /* GraphQL */ `
   }
 `;
 
+/** Answers so far: each result list carries its number. */
+let answers = 0;
+
 type Outcome =
   | { state: 'idle' }
   | { state: 'loading' }
   | { state: 'error'; message: string }
-  | { state: 'done'; count: number; items: Item[] };
+  | { state: 'done'; count: number; items: Item[]; seq: number };
 
 /** Results grouped by kind, kinds in order of name. */
 function byKind(items: Item[]): [string, Item[]][] {
@@ -50,13 +50,24 @@ function byKind(items: Item[]): [string, Item[]][] {
   return [...groups].sort(([a], [b]) => a.localeCompare(b));
 }
 
-export function SearchPage({ api, initial }: { api: Api; initial: string }) {
+export function SearchPage({
+  api,
+  username,
+  initial,
+  savedIn,
+}: {
+  api: Api;
+  username: string;
+  initial: string;
+  savedIn: string;
+}) {
   const [text, setText] = useState(initial);
   const [outcome, setOutcome] = useState<Outcome>({ state: 'idle' });
   const [suggestions, setSuggestions] = useState<{ property: string; values: string[] }>();
   const [selected, setSelected] = useState<Item>();
 
   const run = async (query: string) => {
+    setText(query);
     window.location.hash = `search?${new URLSearchParams({ q: query })}`;
     setOutcome({ state: 'loading' });
     setSelected(undefined);
@@ -66,7 +77,7 @@ export function SearchPage({ api, initial }: { api: Api; initial: string }) {
         input: [{ ...input, limit: 1000 }],
       });
       const result = data.search[0] ?? { count: 0, items: [] };
-      setOutcome({ state: 'done', count: result.count, items: result.items });
+      setOutcome({ state: 'done', count: result.count, items: result.items, seq: ++answers });
     } catch (err) {
       setOutcome({ state: 'error', message: (err as Error).message });
     }
@@ -109,28 +120,16 @@ export function SearchPage({ api, initial }: { api: Api; initial: string }) {
 
   return (
     <div>
-      <Form
-        onSubmit={(e) => {
-          e.preventDefault();
-          void run(text);
-        }}
+      <InputForm
+        id="search-query"
+        label="Search"
+        placeholder="kind:Pod namespace:team-a, or any words"
+        value={text}
+        onChange={setText}
+        onSubmit={() => void run(text)}
+        button="Search"
+        buttonId="search-submit"
       >
-        <InputGroup>
-          <InputGroupItem isFill>
-            <TextInput
-              id="search-query"
-              aria-label="Search query"
-              placeholder="kind:Pod namespace:team-a, or any words"
-              value={text}
-              onChange={(_e, v) => setText(v)}
-            />
-          </InputGroupItem>
-          <InputGroupItem>
-            <Button type="submit" id="search-submit">
-              Search
-            </Button>
-          </InputGroupItem>
-        </InputGroup>
         {suggestions && suggestions.values.length > 0 && (
           <LabelGroup categoryName={`${suggestions.property}:`} id="search-suggestions">
             {suggestions.values.map((v) => (
@@ -140,7 +139,14 @@ export function SearchPage({ api, initial }: { api: Api; initial: string }) {
             ))}
           </LabelGroup>
         )}
-      </Form>
+      </InputForm>
+      <SavedSearches
+        api={api}
+        username={username}
+        query={text}
+        initialNamespace={savedIn}
+        onRun={(q) => void run(q)}
+      />
       {selected && <Details api={api} item={selected} onOpen={setSelected} />}
       <SearchResults outcome={outcome} onOpen={setSelected} />
     </div>
@@ -159,7 +165,8 @@ function SearchResults({ outcome, onOpen }: { outcome: Outcome; onOpen(item: Ite
     );
   }
   return (
-    <div id="search-results">
+    // data-seq changes with every answer (tests and the benchmark wait for a new one).
+    <div id="search-results" data-seq={outcome.seq}>
       <p>{outcome.count} results</p>
       {byKind(outcome.items).map(([kind, items]) => (
         <Card key={kind} data-kind={kind}>

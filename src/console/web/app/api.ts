@@ -37,7 +37,7 @@ export class Api {
     this.token = token;
   }
 
-  async kube<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
+  async kube<T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<T> {
     return this.call<T>(method, `${KubePrefix}${path}`, body);
   }
 

@@ -1,0 +1,154 @@
+import { Alert, Button, Card, CardBody, CardTitle, List, ListItem } from '@patternfly/react-core';
+import { useCallback, useEffect, useState } from 'react';
+import { SavedSearchesConfigMap } from '../../model.ts';
+import { type Api, ApiFailure, type KubeObject } from './api.ts';
+import { InputForm } from './InputForm.tsx';
+
+type Saved = { name: string; query: string };
+type ConfigMap = KubeObject & { data?: Record<string, string> };
+
+/** The user's key in the ConfigMap: their name, base64url (a key allows letters, digits, `-`, `_`, `.`). */
+function keyOf(username: string): string {
+  const bytes = new TextEncoder().encode(username);
+  const text = btoa(String.fromCharCode(...bytes));
+  return `user-${text.replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')}`;
+}
+
+const pathOf = (namespace: string, name = '') =>
+  `/api/v1/namespaces/${namespace}/configmaps${name ? `/${name}` : ''}`;
+
+function parse(text: string | undefined): Saved[] {
+  try {
+    const list = JSON.parse(text ?? '[]') as Saved[];
+    return Array.isArray(list)
+      ? list.filter((s) => typeof s.name === 'string' && typeof s.query === 'string')
+      : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Searches a user keeps, in ConfigMap tenantkit-saved-searches of a namespace they pick (their own entry,
+ * under a key of their name). Saving reads the ConfigMap and writes it back with its resourceVersion, so
+ * another user's save in between is never lost: the write fails and is tried again on the fresh copy.
+ */
+export function SavedSearches({
+  api,
+  username,
+  query,
+  initialNamespace,
+  onRun,
+}: {
+  api: Api;
+  username: string;
+  query: string;
+  initialNamespace: string;
+  onRun(query: string): void;
+}) {
+  const [typed, setTyped] = useState(initialNamespace);
+  const [namespace, setNamespace] = useState(initialNamespace);
+  const [saved, setSaved] = useState<Saved[]>([]);
+  const [name, setName] = useState('');
+  const [problem, setProblem] = useState<string>();
+  const key = keyOf(username);
+
+  const load = useCallback(async (): Promise<ConfigMap | undefined> => {
+    try {
+      return await api.kube<ConfigMap>('GET', pathOf(namespace, SavedSearchesConfigMap));
+    } catch (err) {
+      if (err instanceof ApiFailure && err.status === 404) return undefined;
+      throw err;
+    }
+  }, [api, namespace]);
+
+  useEffect(() => {
+    if (!namespace) return;
+    setProblem(undefined);
+    load()
+      .then((cm) => setSaved(parse(cm?.data?.[key])))
+      .catch((err: unknown) => {
+        setSaved([]);
+        setProblem(
+          err instanceof ApiFailure && err.status === 403
+            ? `You may not read saved searches in ${namespace}`
+            : (err as Error).message,
+        );
+      });
+  }, [load, key, namespace]);
+
+  const save = async () => {
+    setProblem(undefined);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        const cm = await load();
+        const list = [...parse(cm?.data?.[key]).filter((s) => s.name !== name), { name, query }];
+        const data = { ...cm?.data, [key]: JSON.stringify(list) };
+        if (cm) await api.kube('PUT', pathOf(namespace, SavedSearchesConfigMap), { ...cm, data });
+        else {
+          await api.kube('POST', pathOf(namespace), {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name: SavedSearchesConfigMap },
+            data,
+          });
+        }
+        setSaved(list);
+        setName('');
+        return;
+      } catch (err) {
+        if (err instanceof ApiFailure && err.status === 409 && attempt < 2) continue;
+        setProblem(`Not saved: ${(err as Error).message}`);
+        return;
+      }
+    }
+  };
+
+  return (
+    <Card id="saved-searches" isCompact>
+      <CardTitle component="h2">Saved searches</CardTitle>
+      <CardBody>
+        <InputForm
+          id="saved-namespace"
+          label="Kept in namespace"
+          value={typed}
+          onChange={setTyped}
+          onSubmit={() => setNamespace(typed.trim())}
+          button="Open"
+          buttonId="saved-open"
+          secondary
+        />
+        {problem && <Alert variant="warning" isInline title={problem} />}
+        {namespace && !problem && (
+          <>
+            {saved.length === 0 ? (
+              <p>No saved searches in {namespace} yet.</p>
+            ) : (
+              <List id="saved-list">
+                {saved.map((s) => (
+                  <ListItem key={s.name}>
+                    <Button variant="link" isInline data-name={s.name} onClick={() => onRun(s.query)}>
+                      {s.name}
+                    </Button>{' '}
+                    <code>{s.query}</code>
+                  </ListItem>
+                ))}
+              </List>
+            )}
+            <InputForm
+              id="save-name"
+              label="Save this search as"
+              placeholder="Name this search"
+              value={name}
+              onChange={setName}
+              onSubmit={() => void save()}
+              button="Save"
+              buttonId="save-search"
+              disabled={!name.trim() || !query.trim()}
+            />
+          </>
+        )}
+      </CardBody>
+    </Card>
+  );
+}
