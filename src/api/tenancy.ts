@@ -47,11 +47,34 @@ export const OrganizationCrd = defineCrd({
   status: Type.Object({
     observedGeneration: Type.Optional(Type.Integer()),
     conditions: Type.Optional(ConditionsSchema),
-    namespaceCount: Type.Optional(Type.Integer()),
+    namespaceCount: Type.Optional(
+      Type.Integer({ description: 'Namespaces the organization owns now (terminating ones not counted).' }),
+    ),
+    namespaceQuota: Type.Optional(
+      Type.Integer({
+        description:
+          'How many namespaces it may own: spec.namespaceQuota, else its UsageProfile, else the TenancyConfig default.',
+      }),
+    ),
+    namespaces: Type.Optional(
+      Type.Array(Type.String(), {
+        maxItems: 1000,
+        description: 'Names of the namespaces it owns (the first 1000, sorted).',
+      }),
+    ),
+    namespaceLabel: Type.Optional(
+      Type.String({
+        description: 'The label that puts a namespace in this organization (its value: the name).',
+      }),
+    ),
+    readerRole: Type.Optional(
+      Type.String({ description: 'The ClusterRole that lets its members read this Organization.' }),
+    ),
   }),
   printerColumns: [
     { name: 'Display Name', type: 'string', jsonPath: '.spec.displayName' },
-    { name: 'Quota', type: 'integer', jsonPath: '.spec.namespaceQuota' },
+    { name: 'Namespaces', type: 'integer', jsonPath: '.status.namespaceCount' },
+    { name: 'Quota', type: 'integer', jsonPath: '.status.namespaceQuota' },
   ],
 });
 

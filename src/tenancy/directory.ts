@@ -99,3 +99,12 @@ export function directory(manager: Manager): Directory {
 
 export const isTerminating = (ns: Namespace) =>
   Boolean(ns.metadata.deletionTimestamp) || ns.status?.phase === 'Terminating';
+
+/** An organization's members as RBAC subjects (users, then groups). */
+export function memberSubjects(
+  organization: Organization,
+): { apiGroup: string; kind: string; name: string }[] {
+  const members = organization.spec.members ?? {};
+  const subject = (kind: string) => (name: string) => ({ apiGroup: 'rbac.authorization.k8s.io', kind, name });
+  return [...(members.users ?? []).map(subject('User')), ...(members.groups ?? []).map(subject('Group'))];
+}

@@ -11,6 +11,7 @@ import { directory } from './directory.ts';
 import { privilegeChecker } from './identity.ts';
 import { mutateNamespace, validateNamespace } from './namespace-policy.ts';
 import { registerOrgRbacController } from './org-rbac-controller.ts';
+import { registerOrganizationController } from './organization-controller.ts';
 import { admitPod } from './pod-policy.ts';
 import { mutateProject, validateProjectRequest } from './project-policy.ts';
 import { QuotaLedger } from './quota.ts';
@@ -42,11 +43,21 @@ export const tenancy: Capability = {
     // The organization RoleBindings grant the configured ClusterRoles (default admin), which the
     // controller itself does not hold in those namespaces.
     { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], verbs: ['bind'] },
+    // Organization status, and each organization's reader ClusterRole and binding (its members may get
+    // their own Organization). The API server's escalation check keeps such a role within what this
+    // controller itself holds.
+    { apiGroups: [group], resources: ['organizations/status'], verbs: ['patch'] },
+    {
+      apiGroups: ['rbac.authorization.k8s.io'],
+      resources: ['clusterroles', 'clusterrolebindings'],
+      verbs: ['get', 'list', 'watch', 'create', 'patch'],
+    },
   ],
   controllers({ manager, namespace }) {
     const config = configSource(manager, namespace);
     const dir = directory(manager);
     registerOrgRbacController(manager, config, dir);
+    registerOrganizationController(manager, config, dir);
     registerUsageProfileController(manager, config, dir);
   },
   webhookRules: [

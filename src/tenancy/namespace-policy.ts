@@ -12,7 +12,7 @@ import { type AdmissionRequest, allow, deny, mutate, type Verdict } from '../web
 import { type ConfigSource, type EffectiveConfig, matchesAny } from './config.ts';
 import type { Directory } from './directory.ts';
 import { type PrivilegeCheck, serviceAccountNamespace } from './identity.ts';
-import type { QuotaLedger } from './quota.ts';
+import { namespaceQuotaOf, type QuotaLedger } from './quota.ts';
 
 export interface NamespacePolicyDeps {
   config: ConfigSource;
@@ -96,11 +96,7 @@ async function checkQuota(
   namespace: string,
   dryRun: boolean,
 ): Promise<string | undefined> {
-  // The organization's own number, else its usage profile's, else the legacy default.
-  const limit =
-    organization.spec.namespaceQuota ??
-    deps.directory.profileFor(organization, config.activeUsageProfile)?.spec.namespaceCount ??
-    config.defaultNamespaceQuota;
+  const limit = namespaceQuotaOf(deps.directory, organization, config);
   const decision = await deps.quota.reserve({
     organization: organization.metadata.name!,
     namespace,

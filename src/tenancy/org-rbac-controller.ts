@@ -10,7 +10,7 @@ import { semanticEqual } from '../kube/equality.ts';
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
 import type { ConfigSource } from './config.ts';
-import { type Directory, isTerminating } from './directory.ts';
+import { type Directory, isTerminating, memberSubjects } from './directory.ts';
 
 export const skipLabel = 'tenancy.tenantkit.io/skip-organization-rbac';
 export const uninitializedAnnotation = 'tenancy.tenantkit.io/uninitialized';
@@ -24,14 +24,6 @@ interface RoleBinding extends KubeObject {
 
 export const organizationBindingName = (clusterRole: string) =>
   `organization-${clusterRole.replace(/[^a-z0-9-]/g, '-').slice(0, 40)}-${createHash('sha256').update(clusterRole).digest('hex').slice(0, 6)}`;
-
-function subjectsOf(organization: Organization): RoleBinding['subjects'] {
-  const members = organization.spec.members ?? {};
-  return [
-    ...(members.users ?? []).map((name) => ({ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name })),
-    ...(members.groups ?? []).map((name) => ({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name })),
-  ];
-}
 
 export function registerOrgRbacController(
   manager: Manager,
@@ -59,7 +51,7 @@ export function registerOrgRbacController(
         return undefined;
       const organization = organizations.get(orgName);
       if (!organization) return undefined;
-      const subjects = subjectsOf(organization);
+      const subjects = memberSubjects(organization);
       for (const role of cfg.defaultOrganizationClusterRoles) {
         const bindingName = organizationBindingName(role);
         const desired: RoleBinding = {

@@ -5,10 +5,12 @@
 // minute if the create failed after our admission.
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Organization } from '../api/tenancy.ts';
 import { isAlreadyExists, isConflict, type KubeClient } from '../kube/client.ts';
 import type { Informer } from '../kube/informer.ts';
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
+import type { EffectiveConfig } from './config.ts';
 import { type Directory, isTerminating } from './directory.ts';
 
 interface ConfigMap extends KubeObject {
@@ -20,6 +22,19 @@ const ledgerLabel = 'tenancy.tenantkit.io/ledger';
 const ledgerValue = 'namespace-quota';
 const ledgerSelector = `${ledgerLabel}=${ledgerValue}`;
 const maxAttempts = 50;
+
+/** How many namespaces an organization may own: its own number, else its usage profile's, else the default. */
+export function namespaceQuotaOf(
+  directory: Directory,
+  organization: Organization,
+  config: EffectiveConfig,
+): number {
+  return (
+    organization.spec.namespaceQuota ??
+    directory.profileFor(organization, config.activeUsageProfile)?.spec.namespaceCount ??
+    config.defaultNamespaceQuota
+  );
+}
 
 export type QuotaDecision = { ok: true; used: number } | { ok: false; used: number };
 

@@ -150,6 +150,50 @@ describe('namespace ownership', () => {
     expect((await rejection(bobClient.list(Resources.configMaps, { namespace: name })))?.status).toBe(403);
   });
 
+  it('shows members their own organization (namespaces owned, quota) and no other', async () => {
+    const view = `${id}-view`;
+    await organization(view, [alice], [], 3);
+    const name = track(cluster.unique('view-ns'));
+    await createNamespace(aliceClient, name, { [orgLabel]: view });
+    // As alice, through RBAC the controller granted: her organization, its namespaces and its quota.
+    const seen = await eventually(
+      async () => {
+        const org = await aliceClient.get<Organization>(OrganizationCrd.type, view);
+        return org?.status?.namespaces?.includes(name) ? org : undefined;
+      },
+      { what: 'alice reads her organization with its namespace' },
+    );
+    expect(seen.status).toMatchObject({
+      namespaceCount: 1,
+      namespaceQuota: 3,
+      namespaceLabel: orgLabel,
+      readerRole: `tenantkit:organization:${view}`,
+      observedGeneration: seen.metadata.generation,
+    });
+    expect(seen.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'True',
+      message: 'owns 1 of 3 namespaces; its members may read it',
+    });
+    // Nobody else reads it, and nobody lists organizations (which ones exist stays unseen).
+    expect((await rejection(bobClient.get(OrganizationCrd.type, view)))?.status).toBe(403);
+    expect((await rejection(carolClient.get(OrganizationCrd.type, view)))?.status).toBe(403);
+    expect((await rejection(aliceClient.list(OrganizationCrd.type)))?.status).toBe(403);
+    // Membership through a group counts too: alice is in teamB, a member group of orgB.
+    await eventually(() => aliceClient.get(OrganizationCrd.type, orgB), { what: 'alice reads orgB (group)' });
+    // The namespace leaves the count when it is deleted; a removed member loses read access.
+    await cluster.admin.delete(Resources.namespaces, name);
+    await eventually(
+      async () =>
+        (await cluster.admin.get<Organization>(OrganizationCrd.type, view))?.status?.namespaceCount === 0,
+      { what: 'namespace count back to 0' },
+    );
+    await cluster.admin.patch(OrganizationCrd.type, view, undefined, { spec: { members: { users: [] } } });
+    await eventually(
+      async () => (await rejection(aliceClient.get(OrganizationCrd.type, view)))?.status === 403,
+      { what: 'alice no longer reads the organization she left' },
+    );
+  });
+
   it('denies an organization the user is not a member of, and a user without a default', async () => {
     const err = await rejection(createNamespace(bobClient, cluster.unique('bob-ns'), { [orgLabel]: orgA }));
     expect(err?.status).toBe(403);

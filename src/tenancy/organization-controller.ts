@@ -1,0 +1,205 @@
+// Organizations, as their members see them: each Organization's status says which namespaces it owns and
+// how many it may own (the same rule the namespace policy enforces), and its members may read their own
+// Organization (`kubectl get organization acme`, the console's organization page) through a ClusterRole
+// limited to that one object by resourceNames, bound to exactly the members. Both RBAC objects are owned
+// by the Organization, so deleting it removes them; a member removed from spec.members loses read access
+// with the next reconcile.
+import { type Organization, OrganizationCrd, TenancyConfigCrd, UsageProfileCrd } from '../api/tenancy.ts';
+import type { ReconcileContext, ReconcileResult } from '../kube/controller.ts';
+import { ReconcilerOf } from '../kube/controller.ts';
+import { ensureOwned } from '../kube/ensure.ts';
+import { semanticEqual } from '../kube/equality.ts';
+import type { Informer } from '../kube/informer.ts';
+import type { Manager } from '../kube/manager.ts';
+import { type KubeObject, Resources } from '../kube/resources.ts';
+import { StatusWriter } from '../kube/status.ts';
+import type { ConfigSource } from './config.ts';
+import { type Directory, isTerminating, memberSubjects, type Namespace } from './directory.ts';
+import { namespaceQuotaOf } from './quota.ts';
+
+const managedBy = 'tenantkit-tenancy';
+const fieldManager = 'tenantkit-tenancy';
+const selector = `app.kubernetes.io/managed-by=${managedBy}`;
+/** Namespaces listed in status (the count is always complete). */
+const maxListed = 1000;
+
+/** The ClusterRole (and ClusterRoleBinding) that let the members of `organization` read it. */
+export const readerRoleName = (organization: string) => `tenantkit:organization:${organization}`;
+
+interface ClusterRole extends KubeObject {
+  rules?: { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] }[];
+}
+
+interface ClusterRoleBinding extends KubeObject {
+  roleRef: { apiGroup: string; kind: string; name: string };
+  subjects?: { apiGroup: string; kind: string; name: string }[];
+}
+
+type OrganizationStatus = NonNullable<Organization['status']>;
+
+interface Sources {
+  organizations: Informer<Organization>;
+  roles: Informer<ClusterRole>;
+  bindings: Informer<ClusterRoleBinding>;
+  directory: Directory;
+  config: ConfigSource;
+}
+
+export function registerOrganizationController(
+  manager: Manager,
+  config: ConfigSource,
+  directory: Directory,
+): void {
+  const organizations = manager.informer<Organization>(OrganizationCrd.type);
+  const roles = manager.informer<ClusterRole>({ ...Resources.clusterRoles, labelSelector: selector });
+  const bindings = manager.informer<ClusterRoleBinding>({
+    ...Resources.clusterRoleBindings,
+    labelSelector: selector,
+  });
+  // A namespace concerns the organization its label names now and any whose status still lists it (it
+  // moved to another organization, or went away).
+  const organizationsOf = (ns: KubeObject) => {
+    const label = ns.metadata.labels?.[config().organizationLabel];
+    const listing = organizations
+      .list()
+      .filter((o) => o.status?.namespaces?.includes(ns.metadata.name!))
+      .map((o) => o.metadata.name!);
+    return [...new Set([...(label ? [label] : []), ...listing])];
+  };
+  manager
+    .controller('organization')
+    .for(OrganizationCrd.type)
+    .owns(roles.type)
+    .owns(bindings.type)
+    .watches(Resources.namespaces, organizationsOf, namespaceMoved)
+    // Where the quota comes from when the Organization does not set it.
+    .watchesAll(TenancyConfigCrd.type)
+    .watchesAll(UsageProfileCrd.type)
+    .complete(new OrganizationReconciler({ organizations, roles, bindings, directory, config }));
+}
+
+/** Only a namespace's arrival, departure, organization label or termination changes an organization. */
+function namespaceMoved(previous: KubeObject | undefined, current: KubeObject): boolean {
+  if (!previous) return true;
+  return (
+    !semanticEqual(previous.metadata.labels, current.metadata.labels) ||
+    isTerminating(previous as Namespace) !== isTerminating(current as Namespace)
+  );
+}
+
+export class OrganizationReconciler extends ReconcilerOf<Sources> {
+  override async reconcile(name: string, ctx: ReconcileContext): Promise<ReconcileResult | undefined> {
+    const organization = this.from.organizations.get(name);
+    // Deleted: the garbage collector removes the role and binding through their ownerReferences.
+    if (!organization || organization.metadata.deletionTimestamp) return undefined;
+    const problem = await this.grantRead(ctx, organization);
+    await this.report(ctx, organization, problem);
+    return undefined;
+  }
+
+  /** The members' read access to this one Organization; a conflict's message, if any. */
+  private async grantRead(ctx: ReconcileContext, organization: Organization): Promise<string | undefined> {
+    const name = readerRoleName(organization.metadata.name!);
+    const role = await ensureOwned<ClusterRole>({
+      client: ctx.client,
+      type: Resources.clusterRoles,
+      desired: desiredRole(organization, name),
+      cached: this.from.roles.get(name),
+      ownerUid: organization.metadata.uid!,
+      upToDate: (actual, desired) => semanticEqual(actual.rules, desired.rules),
+      fieldManager,
+    });
+    if (role.outcome === 'conflict') return role.message;
+    const binding = await ensureOwned<ClusterRoleBinding>({
+      client: ctx.client,
+      type: Resources.clusterRoleBindings,
+      desired: desiredBinding(organization, name),
+      cached: this.from.bindings.get(name),
+      ownerUid: organization.metadata.uid!,
+      upToDate: (actual, desired) => semanticEqual(actual.subjects ?? [], desired.subjects ?? []),
+      fieldManager,
+    });
+    return binding.outcome === 'conflict' ? binding.message : undefined;
+  }
+
+  /** The status: owned namespaces, the quota that applies, and whether members can read it. */
+  private async report(
+    ctx: ReconcileContext,
+    organization: Organization,
+    problem: string | undefined,
+  ): Promise<void> {
+    const status = new StatusWriter<OrganizationStatus>(ctx, OrganizationCrd.type, organization);
+    const config = this.from.config();
+    const owned = this.from.directory
+      .organizationNamespaces(organization.metadata.name!, config.organizationLabel)
+      .filter((ns) => {
+        const object = this.from.directory.namespace(ns);
+        return object !== undefined && !isTerminating(object);
+      })
+      .sort();
+    const quota = namespaceQuotaOf(this.from.directory, organization, config);
+    const ready = problem
+      ? { status: 'False' as const, reason: 'ReaderRoleConflict', message: problem }
+      : {
+          status: 'True' as const,
+          reason: 'Reconciled',
+          message: `owns ${owned.length} of ${quota} namespaces; its members may read it`,
+        };
+    if (problem && organization.status?.conditions?.find((c) => c.type === 'Ready')?.message !== problem) {
+      status.event({ type: 'Warning', reason: 'ReaderRoleConflict', action: 'Reconcile', message: problem });
+    }
+    await status.write({
+      observedGeneration: organization.metadata.generation ?? 0,
+      conditions: status.condition(status.current, { type: 'Ready', ...ready }),
+      namespaceCount: owned.length,
+      namespaceQuota: quota,
+      namespaces: owned.slice(0, maxListed),
+      namespaceLabel: config.organizationLabel,
+      readerRole: readerRoleName(organization.metadata.name!),
+    });
+  }
+}
+
+function ownedBy(organization: Organization) {
+  return {
+    labels: { 'app.kubernetes.io/managed-by': managedBy },
+    annotations: { 'tenancy.tenantkit.io/organization': organization.metadata.name! },
+    ownerReferences: [
+      {
+        apiVersion: `${OrganizationCrd.type.group}/${OrganizationCrd.type.version}`,
+        kind: 'Organization',
+        name: organization.metadata.name!,
+        uid: organization.metadata.uid!,
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ],
+  };
+}
+
+/** Read access to this one Organization: `get` and `watch` by name, never `list` (others stay unseen). */
+function desiredRole(organization: Organization, name: string): ClusterRole {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name, ...ownedBy(organization) },
+    rules: [
+      {
+        apiGroups: [OrganizationCrd.type.group],
+        resources: [OrganizationCrd.type.plural],
+        resourceNames: [organization.metadata.name!],
+        verbs: ['get', 'watch'],
+      },
+    ],
+  };
+}
+
+function desiredBinding(organization: Organization, name: string): ClusterRoleBinding {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name, ...ownedBy(organization) },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+    subjects: memberSubjects(organization),
+  };
+}
