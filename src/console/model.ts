@@ -5,6 +5,11 @@
 
 /** Kubernetes API calls: `/api/kube` + the API server's own path (e.g. `/api/kube/api/v1/namespaces`). */
 export const KubePrefix = '/api/kube';
+/**
+ * Whether this request reached the console with a bearer token the page did not add: an authenticating
+ * proxy in front adds the user's (`{ "proxied": true }`). The page asks on arrival, without a token.
+ */
+export const ProxySessionPath = '/api/proxy-session';
 /** The search API's GraphQL endpoint (ACM's `searchResult`, `searchComplete`, ...). */
 export const SearchPath = '/api/search/graphql';
 

@@ -3,13 +3,12 @@
 // First its backend as an HTTP client sees it (what it forwards, as whom, what it refuses), then the page
 // in Chromium as two tenants, alice and bob, each with a ServiceAccount token as kubectl would hold.
 import { request } from 'node:https';
-import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
 import { type NonAdminBackup, NonAdminBackupCrd } from '../../src/api/backup.ts';
 import { fetchPresigned } from '../../src/backup/client/download.ts';
-import { ConsoleServer } from '../../src/console/server/server.ts';
-import { consoleAssets } from '../../src/console/web/build.ts';
+import type { ConsoleServer } from '../../src/console/server/server.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { Resources } from '../../src/kube/resources.ts';
 import { createCA } from '../../src/pki/certs.ts';
@@ -17,6 +16,7 @@ import { type SearchService, startSearchService } from '../../src/search/service
 import { type BackupEnvironment, startBackupEnvironment } from '../harness/backup.ts';
 import { browserSkipReason, launchBrowser } from '../harness/browser.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
+import { problemsOf, screenshot, signedIn as signedInTab, startTestConsole } from '../harness/console.ts';
 import { startTestDatabase } from '../harness/postgres.ts';
 import { searchServiceIdentity } from '../harness/search-service.ts';
 import { veleroStartTimeoutMs } from '../harness/velero.ts';
@@ -34,11 +34,31 @@ let alice: string;
 let bob: string;
 
 beforeAll(async () => {
-  env = await startBackupEnvironment(cluster);
+  // The admin enforces a retention: the create dialog shows it before alice submits.
+  env = await startBackupEnvironment(cluster, { policy: { enforceBackupSpec: { ttl: '240h0m0s' } } });
   nsA = await env.namespace('console-a');
   nsB = await env.namespace('console-b');
   alice = await tenantToken(nsA, 'alice');
   bob = await tenantToken(nsB, 'bob');
+  // What the chart grants every signed-in user: reading the enforced values (backup-policy-reader.yaml).
+  for (const [ns, name] of [
+    [nsA, 'alice'],
+    [nsB, 'bob'],
+  ] as const) {
+    await cluster.grant(
+      { kind: 'ServiceAccount', name, namespace: ns },
+      {
+        rules: [
+          {
+            apiGroups: ['backup.tenantkit.io'],
+            resources: ['nonadminbackupconfigs'],
+            resourceNames: ['cluster'],
+            verbs: ['get'],
+          },
+        ],
+      },
+    );
+  }
   // The search service under exactly the chart's rules, collecting this cluster.
   const client = await searchServiceIdentity(cluster, { alsoCollects: true });
   await cluster.aggregated('admin', 'searches');
@@ -47,18 +67,10 @@ beforeAll(async () => {
     { client, logger: silentLogger, databaseUrl: db.url, certificate: searchCert, hubCollector: { client } },
     stop.signal,
   );
-  const consoleCert = await ca.issue({
-    commonName: '127.0.0.1',
-    usage: 'server',
-    ipAddresses: ['127.0.0.1'],
-  });
-  server = await ConsoleServer.start({
-    logger: silentLogger,
-    certificate: consoleCert,
-    kube: { url: new URL(cluster.server), caPem: cluster.caPemText },
-    search: { url: new URL(`https://127.0.0.1:${search.port}`), caPem: ca.certPem },
-    assetsDir: await consoleAssets(),
-  });
+  ({ server } = await startTestConsole(cluster, {
+    ca,
+    searchUrl: new URL(`https://127.0.0.1:${search.port}`),
+  }));
   // A Pod of alice's that mounts her ConfigMap: the index relates the two.
   await cluster.admin.create(Resources.pods, {
     metadata: { name: 'web-alice', namespace: nsA },
@@ -66,6 +78,10 @@ beforeAll(async () => {
       containers: [{ name: 'web', image: 'tenantkit.local/none:1' }],
       volumes: [{ name: 'settings', configMap: { name: 'settings-alice' } }],
     },
+  });
+  await cluster.admin.create(Resources.secrets, {
+    metadata: { name: 'token-alice', namespace: nsA },
+    stringData: { password: 'never-shown' },
   });
   for (const [ns, name] of [
     [nsA, 'settings-alice'],
@@ -159,10 +175,18 @@ describe('the console backend', () => {
   });
 
   it('refuses what its pages never call, with the reason and what to do instead', async () => {
-    const secrets = await call('GET', `/api/kube/api/v1/namespaces/${nsA}/secrets`, { token: alice });
-    expect(secrets.status).toBe(403);
-    expect(secrets.body).toMatchObject({ reason: 'PathNotAllowed' });
-    expect(secrets.body.message).toMatch(/use kubectl/);
+    const exec = await call('GET', `/api/kube/api/v1/namespaces/${nsA}/pods/web-alice/exec`, {
+      token: alice,
+    });
+    expect(exec.status).toBe(403);
+    expect(exec.body).toMatchObject({ reason: 'PathNotAllowed' });
+    expect(exec.body.message).toMatch(/use kubectl/);
+    // Secrets are never read, even where RBAC would let alice: no Secret data reaches a browser.
+    for (const path of [`/namespaces/${nsA}/secrets`, `/namespaces/${nsA}/secrets/token-alice`]) {
+      const secret = await call('GET', `/api/kube/api/v1${path}`, { token: alice });
+      expect(secret.status, path).toBe(403);
+      expect(secret.body).toMatchObject({ reason: 'SecretsNotShown' });
+    }
     // Dot segments and encoded slashes do not reach another path.
     for (const path of [
       `/api/kube/api/v1/namespaces/${nsA}/../../namespaces/${nsA}/secrets`,
@@ -236,6 +260,53 @@ describe('the console backend', () => {
     expect(broken).toBe(400);
   });
 
+  it('reads one object as the caller (its YAML): alice hers, bob not hers', async () => {
+    const path = `/api/kube/api/v1/namespaces/${nsA}/configmaps/settings-alice`;
+    const mine = await call('GET', path, { token: alice });
+    expect(mine.status).toBe(200);
+    expect(mine.body.data).toEqual({ a: '1' });
+    const theirs = await call('GET', path, { token: bob });
+    expect(theirs.status).toBe(403);
+    expect(theirs.body.message).toContain(`system:serviceaccount:${nsB}:bob`);
+  });
+
+  it('passes a live-results WebSocket to search only from its own page, on its one path', async () => {
+    const refused = (path: string, headers: Record<string, string>) =>
+      new Promise<number>((resolve, reject) => {
+        const socket = new WebSocket(
+          new URL(path, server.url.replace('https:', 'wss:')),
+          'graphql-transport-ws',
+          {
+            ca: ca.certPem,
+            headers,
+          },
+        );
+        socket.on('unexpected-response', (_req, res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        socket.on('open', () => reject(new Error(`${path} was upgraded`)));
+        socket.on('error', () => {});
+      });
+    expect(await refused('/api/search/graphql', { origin: 'https://evil.example' })).toBe(403);
+    expect(await refused('/api/kube/api/v1/namespaces', {})).toBe(404);
+    // Its own origin: upgraded, and the search service (not the console) judges the token inside.
+    const socket = new WebSocket(
+      new URL('/api/search/graphql', server.url.replace('https:', 'wss:')),
+      'graphql-transport-ws',
+      {
+        ca: ca.certPem,
+        headers: { origin: server.url },
+      },
+    );
+    const closed = new Promise<number>((resolve) => socket.on('close', (code) => resolve(code)));
+    await new Promise((resolve, reject) => socket.on('open', resolve).on('error', reject));
+    socket.send(
+      JSON.stringify({ type: 'connection_init', payload: { authorization: 'Bearer not-a-token' } }),
+    );
+    expect(await closed).toBe(4403);
+  });
+
   it('creates no ConfigMap but the saved searches one', async () => {
     const other = await call('POST', `/api/kube/api/v1/namespaces/${nsA}/configmaps`, {
       token: alice,
@@ -287,11 +358,6 @@ describe('the console backend', () => {
 });
 
 /** With CONSOLE_SCREENSHOTS=docs/images, the pages docs/console.md shows are saved there. */
-async function screenshot(page: Page, name: string): Promise<void> {
-  const dir = process.env.CONSOLE_SCREENSHOTS;
-  if (dir) await page.screenshot({ path: join(dir, `console-${name}.png`) });
-}
-
 describe.skipIf(browserSkipReason !== undefined)('the console page in Chromium', () => {
   let browser: Browser;
   beforeAll(async () => {
@@ -301,24 +367,7 @@ describe.skipIf(browserSkipReason !== undefined)('the console page in Chromium',
     await browser?.close();
   });
 
-  /** A new tab signed in with `token`; the test CA is not the browser's, so its certificate errors are waived. */
-  async function signedIn(token: string): Promise<Page> {
-    const context = await browser.newContext({
-      ignoreHTTPSErrors: true,
-      viewport: { width: 1280, height: 720 },
-    });
-    const page = await context.newPage();
-    const problems: string[] = [];
-    page.on('console', (m) => {
-      if (m.type() === 'error') problems.push(m.text());
-    });
-    (page as Page & { problems?: string[] }).problems = problems;
-    await page.goto(server.url);
-    await page.fill('#token', token);
-    await page.click('button[type=submit]');
-    await page.waitForSelector('#signed-in-user');
-    return page;
-  }
+  const signedIn = (token: string) => signedInTab(browser, server.url, token);
 
   it('signs in with a token, keeps it in memory only, and forgets it on sign-out', async () => {
     const page = await signedIn(alice);
@@ -332,8 +381,56 @@ describe.skipIf(browserSkipReason !== undefined)('the console page in Chromium',
     await page.waitForSelector('#token');
     expect(await page.inputValue('#token')).toBe('');
     // No CSP violation or script error on the way.
-    expect((page as Page & { problems?: string[] }).problems).toEqual([]);
+    expect(problemsOf(page)).toEqual([]);
     await page.context().close();
+  });
+
+  it('signs in through an authenticating proxy that adds the user’s token, live results included', async () => {
+    // What oauth2-proxy in front does (docs/console.md): every request, the WebSocket's too, carries it.
+    const context = await browser.newContext({
+      ignoreHTTPSErrors: true,
+      extraHTTPHeaders: { authorization: `Bearer ${alice}` },
+    });
+    const page = await context.newPage();
+    await page.goto(server.url);
+    expect(await (await page.waitForSelector('#signed-in-user')).textContent()).toBe(
+      `system:serviceaccount:${nsA}:alice`,
+    );
+    expect(await page.getAttribute('a:has-text("Sign out")', 'href')).toBe('/oauth2/sign_out');
+    await page.fill('#search-query', `kind:ConfigMap namespace:${nsA}`);
+    await page.click('#search-submit');
+    await page.waitForSelector('#live-indicator >> text=Live');
+    await cluster.admin.create(Resources.configMaps, { metadata: { name: 'proxied-alice', namespace: nsA } });
+    await page.waitForSelector('#search-results tr[data-name=proxied-alice]', { timeout: 30_000 });
+    await cluster.admin.delete(Resources.configMaps, 'proxied-alice', nsA);
+    await context.close();
+  });
+
+  it('can be used from the keyboard alone: sign in, search, open a result', async () => {
+    const context = await browser.newContext({ ignoreHTTPSErrors: true });
+    const page = await context.newPage();
+    await page.goto(server.url);
+    const tabTo = async (id: string) => {
+      for (let i = 0; i < 30; i++) {
+        if ((await page.evaluate('document.activeElement && document.activeElement.id')) === id) return;
+        await page.keyboard.press('Tab');
+      }
+      throw new Error(`Tab never reached #${id}`);
+    };
+    await page.waitForSelector('#token');
+    await tabTo('token');
+    await page.keyboard.type(alice);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#signed-in-user');
+    await tabTo('search-query');
+    await page.keyboard.type('kind:ConfigMap name:settings-alice');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#search-results tr[data-name=settings-alice]');
+    // The result's name is a button: Tab reaches it, Enter opens it.
+    await page.focus('#search-results tr[data-name=settings-alice] button');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#details h2 >> text=/ConfigMap .*settings-alice/');
+    await context.close();
   });
 
   it('refuses a bad token with the API server’s answer', async () => {
@@ -410,14 +507,80 @@ describe.skipIf(browserSkipReason !== undefined)('the console page in Chromium',
     await page.context().close();
   });
 
+  it('shows an object’s YAML as the user, never a Secret’s data', async () => {
+    const page = await signedIn(alice);
+    await page.fill('#search-query', 'kind:ConfigMap name:settings-alice');
+    await page.click('#search-submit');
+    await page.click('#search-results tr[data-name=settings-alice] button');
+    await page.click('#show-yaml');
+    const yaml = await (await page.waitForSelector('#yaml')).textContent();
+    expect(yaml).toContain('name: settings-alice');
+    expect(yaml).toContain('a: "1"');
+    expect(yaml).not.toContain('managedFields');
+    await screenshot(page, 'yaml');
+    // A Secret of hers is found (the index holds no data), but the page offers no YAML for it.
+    await page.fill('#search-query', 'kind:Secret name:token-alice');
+    await page.click('#search-submit');
+    await page.click('#search-results tr[data-name=token-alice] button', { timeout: 30_000 });
+    await page.waitForSelector("text=A Secret's data is never shown here");
+    expect(await page.locator('#show-yaml').count()).toBe(0);
+    const html = await page.content();
+    expect(html).not.toContain('never-shown');
+    expect(html).not.toContain(Buffer.from('never-shown').toString('base64'));
+    await page.context().close();
+  });
+
+  it('keeps open results current through the watch subscription; each tenant sees only their changes', async () => {
+    const page = await signedIn(alice);
+    await page.fill('#search-query', `kind:ConfigMap namespace:${nsA} name:live-*`);
+    await page.click('#search-submit');
+    await page.waitForSelector('text=No resources found');
+    const bobs = await signedIn(bob);
+    await bobs.fill('#search-query', 'kind:ConfigMap name:live-*');
+    await bobs.click('#search-submit');
+    await bobs.waitForSelector('text=No resources found');
+    // Once results are open, a new object of alice's appears without searching again...
+    await page.fill('#search-query', `kind:ConfigMap namespace:${nsA}`);
+    await page.click('#search-submit');
+    await page.waitForSelector('#live-indicator >> text=Live');
+    await bobs.fill('#search-query', 'kind:ConfigMap');
+    await bobs.click('#search-submit');
+    await bobs.waitForSelector('#live-indicator >> text=Live');
+    await cluster.admin.create(Resources.configMaps, { metadata: { name: 'live-alice', namespace: nsA } });
+    await page.waitForSelector('#search-results tr[data-name=live-alice]', { timeout: 30_000 });
+    // Bob's open results follow his own namespace, and never showed alice's object.
+    await cluster.admin.create(Resources.configMaps, { metadata: { name: 'live-bob', namespace: nsB } });
+    await bobs.waitForSelector('#search-results tr[data-name=live-bob]', { timeout: 30_000 });
+    expect(await bobs.locator('tr[data-name=live-alice]').count()).toBe(0);
+    // Alice's object goes when it is deleted.
+    await cluster.admin.delete(Resources.configMaps, 'live-alice', nsA);
+    await page.waitForSelector('#search-results tr[data-name=live-alice]', {
+      state: 'detached',
+      timeout: 30_000,
+    });
+    expect(await bobs.locator('tr[data-name=live-alice]').count()).toBe(0);
+    expect(problemsOf(page)).toEqual([]);
+    await page.context().close();
+    await bobs.context().close();
+  });
+
   it('backs up a namespace from the page and shows the backup complete; bob may not look', async () => {
     const page = await signedIn(alice);
     await page.click('text=Backups');
     await page.fill('#backup-namespace', nsA);
     await page.click('text=Show');
     await page.waitForSelector(`text=/No NonAdminBackups found/`);
+    // The dialog shows what the admin enforces; a different value of alice's is refused, in the dialog.
     await page.click('#create-backup');
-    await page.waitForSelector('#backup-notice >> text=Backup requested');
+    await page.waitForSelector('#enforced >> text=ttl: 240h0m0s');
+    await page.fill('#backup-ttl', '1h0m0s');
+    await page.click('#backup-submit');
+    const refusal = await (await page.waitForSelector('#backup-refusal')).textContent();
+    expect(refusal).toContain('ttl field value is enforced by admin user');
+    await screenshot(page, 'backup-dialog');
+    await page.fill('#backup-ttl', '');
+    await page.click('#backup-submit');
+    await page.waitForSelector('#backup-notice >> text=/NonAdminBackup console-.* created/');
     const nab = await eventually(
       async () =>
         (await cluster.admin.list<NonAdminBackup>(NonAdminBackupCrd.type, { namespace: nsA })).items[0],
@@ -438,6 +601,25 @@ describe.skipIf(browserSkipReason !== undefined)('the console page in Chromium',
     const done = await cluster.admin.get<NonAdminBackup>(NonAdminBackupCrd.type, nab.metadata.name!, nsA);
     expect(done?.status?.veleroBackup?.name).toBeTruthy();
     expect(log).toContain(done!.status!.veleroBackup!.name!);
+    // Restore it (into the same namespace: what exists is left as it is) and read the restore's log.
+    await page.click(`tr[data-name=${nab.metadata.name}] >> text=Restore`);
+    await page.waitForSelector('#enforced >> text=Nothing: your values are used as they are.');
+    await page.fill('#backup-name', `${nab.metadata.name}-back`);
+    await page.click('#backup-submit');
+    await page.waitForSelector(`#backup-notice >> text=NonAdminRestore ${nab.metadata.name}-back created`);
+    const restoreRow = page.locator(`#restores tr[data-name="${nab.metadata.name}-back"]`);
+    await restoreRow.locator('text=/Created · (Completed|PartiallyFailed)/').waitFor({ timeout: 120_000 });
+    await restoreRow.locator('text=Logs').click();
+    await page.waitForSelector('#download >> text=/RestoreLog of .* is ready/', { timeout: 60_000 });
+    const restoreHref = await page.getAttribute('#download-link', 'href');
+    expect(await fetchPresigned(restoreHref!, 'restore log')).toMatch(/level=info/);
+    // And its results (errors and warnings, as Velero writes them), the same way.
+    await restoreRow.locator('text=Results').click();
+    await page.waitForSelector('#download >> text=/RestoreResults of .* is ready/', { timeout: 60_000 });
+    const results = JSON.parse(
+      await fetchPresigned((await page.getAttribute('#download-link', 'href'))!, 'results'),
+    );
+    expect(Object.keys(results).sort()).toEqual(['errors', 'warnings']);
     await page.context().close();
     const bobs = await signedIn(bob);
     await bobs.click('text=Backups');

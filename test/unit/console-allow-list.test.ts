@@ -19,19 +19,40 @@ describe('what the console forwards', () => {
   });
 
   it.each([
-    `/api/v1/namespaces/team-a/secrets`,
     `/api/v1/namespaces/team-a/pods/web/exec`,
-    `/api/v1/nodes/proxy`,
+    `/api/v1/namespaces/team-a/pods/web/log`,
+    `/api/v1/nodes/node-1/proxy`,
+    `/api/v1/namespaces/team-a/services/web:80/proxy`,
+    `/apis/apps/v1/namespaces/team-a/deployments/web/scale`,
     `${oadp}/namespaces/team-a/nonadminbackups/x/status`,
     `${oadp}/namespaces/TEAM-A/nonadminbackups`,
     `${oadp}/namespaces/team-a/nonadminbackups%2F..`,
     `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings`,
-    `/api/v1/namespaces/team-a/configmaps/other`,
     '/',
   ])('refuses %s, saying to use kubectl', (path) => {
     const refusal = refusalOf('GET', path, q());
     expect(refusal).toMatchObject({ status: 403, reason: 'PathNotAllowed' });
     expect(refusal?.message).toContain('kubectl');
+  });
+
+  it.each([
+    '/api/v1/namespaces/team-a/configmaps/settings',
+    '/api/v1/namespaces/team-a/pods/web-1',
+    '/apis/apps/v1/namespaces/team-a/deployments/web',
+    '/apis/oadp.openshift.io/v1alpha1/namespaces/team-a/nonadminbackups/nightly',
+    '/api/v1/persistentvolumes/pv-1',
+    '/apis/storage.k8s.io/v1/storageclasses/standard',
+  ])('forwards GET of one object (its YAML) at %s, and nothing else there', (path) => {
+    expect(refusalOf('GET', path, q())).toBeUndefined();
+    expect(refusalOf('PUT', path, q())?.status).toBe(405);
+  });
+
+  it.each([
+    '/api/v1/namespaces/team-a/secrets',
+    '/api/v1/namespaces/team-a/secrets/db-password',
+    '/api/v1/secrets',
+  ])('never reads Secrets (%s), so no Secret data reaches a browser', (path) => {
+    expect(refusalOf('GET', path, q())).toMatchObject({ status: 403, reason: 'SecretsNotShown' });
   });
 
   it('refuses a method the path is not forwarded for, naming the ones it is', () => {

@@ -6,6 +6,9 @@
 import { type Refusal, SavedSearchesConfigMap } from '../model.ts';
 
 const dns = '[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?';
+const plural = '[a-z0-9]{1,63}';
+const group = '[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?';
+const version = 'v[0-9]{1,3}((alpha|beta)[0-9]{1,3})?';
 const oadp = '/apis/oadp.openshift.io/v1alpha1';
 const tenantKinds =
   'nonadminbackups|nonadminrestores|nonadminschedules|nonadminbackupstoragelocations|nonadmindownloadrequests';
@@ -30,16 +33,25 @@ export const AllowedCalls: readonly Rule[] = [
   rule(['GET', 'POST'], `${oadp}/namespaces/${dns}/(${tenantKinds})`),
   rule(['GET', 'DELETE'], `${oadp}/namespaces/${dns}/(${tenantKinds})/${dns}`),
   // What the admin enforces (the create dialogs show it), when the user may read it.
-  rule(['GET'], `${oadp}/nonadminbackupconfigs/${dns}`),
+  rule(['GET'], '/apis/backup.tenantkit.io/v1alpha1/nonadminbackupconfigs/cluster'),
   // Organizations and the scope instances bound for the user.
   rule(['GET'], '/apis/tenancy.tenantkit.io/v1alpha1/organizations'),
   rule(['GET'], `/apis/tenancy.tenantkit.io/v1alpha1/organizations/${dns}`),
   rule(['GET'], '/apis/operators.coreos.com/v1alpha1/scopeinstances'),
+  // Who may do what in a namespace (the organization's bindings, scope instances' bindings): read only.
+  rule(['GET'], `/apis/rbac.authorization.k8s.io/v1/namespaces/${dns}/rolebindings`),
+  // One object by name, to show its YAML (a search result opened): read only, no subresource, never a
+  // Secret (refused before these rules, see refusalOf).
+  rule(['GET'], `/api/v1/namespaces/${dns}/${plural}/${dns}`),
+  rule(['GET'], `/api/v1/${plural}/${dns}`),
+  rule(['GET'], `/apis/${group}/${version}/namespaces/${dns}/${plural}/${dns}`),
+  rule(['GET'], `/apis/${group}/${version}/${plural}/${dns}`),
   // Saved searches: one ConfigMap of a fixed name (a create must name it: see bodyRefusalOf).
   rule(['GET', 'PUT'], `/api/v1/namespaces/${dns}/configmaps/${SavedSearchesConfigMap}`),
   rule(['POST'], `/api/v1/namespaces/${dns}/configmaps`),
 ];
 
+const secrets = /^\/api\/v1\/(namespaces\/[^/]+\/)?secrets(\/|$)/;
 const configMapCollection = new RegExp(`^/api/v1/namespaces/${dns}/configmaps$`);
 
 /** Why the console does not forward this body to `path`, or undefined: a ConfigMap create names the one it may. */
@@ -58,6 +70,13 @@ export const AllowedQuery = new Set(['labelSelector', 'fieldSelector', 'limit', 
 
 /** Why the console does not forward `method path?query`, or undefined when it does. */
 export function refusalOf(method: string, path: string, query: URLSearchParams): Refusal | undefined {
+  if (secrets.test(path)) {
+    return {
+      status: 403,
+      reason: 'SecretsNotShown',
+      message: 'the console never reads Secrets, so their data is never shown in a browser; use kubectl',
+    };
+  }
   const rules = AllowedCalls.filter((r) => r.path.test(path));
   if (rules.length === 0) {
     return {

@@ -3,12 +3,14 @@
 // caller's bearer token (the page keeps it in memory; no cookie exists for a forged cross-site request to
 // ride) and, when the browser says where it comes from, come from this very origin.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { HttpsListener, readBody, type ServingCertificate } from '../../webhook/https.ts';
-import { type ConsoleOptions, KubePrefix, SearchPath } from '../model.ts';
+import { type ConsoleOptions, KubePrefix, ProxySessionPath, SearchPath } from '../model.ts';
 import { bodyRefusalOf, refusalOf } from './allow-list.ts';
 import { Assets, SecurityHeaders } from './assets.ts';
 import { bearerToken, Forwarder, sendJson } from './forward.ts';
+import { refuseUpgrade, SocketPipe } from './socket-pipe.ts';
 
 /** Largest body the console forwards: a tenant object, or a GraphQL query. */
 export const MaxBodyBytes = 256 * 1024;
@@ -25,11 +27,13 @@ export class ConsoleServer {
   readonly assets: Assets;
   private readonly kube: Forwarder;
   private readonly search: Forwarder | undefined;
+  private readonly live: SocketPipe | undefined;
 
   private constructor(options: ConsoleServerOptions, assets: Assets) {
     this.assets = assets;
     this.kube = new Forwarder(options.kube);
     this.search = options.search ? new Forwarder(options.search) : undefined;
+    this.live = options.search ? new SocketPipe(options.search, '/searchapi/graphql') : undefined;
     this.listener = new HttpsListener({
       ...(options.host ? { host: options.host } : {}),
       ...(options.port !== undefined ? { port: options.port } : {}),
@@ -39,6 +43,9 @@ export class ConsoleServer {
       route: (path) =>
         path.startsWith(`${KubePrefix}/`) ? KubePrefix : path.startsWith('/api/') ? path : 'page',
     });
+    this.listener.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+      this.upgrade(req, socket, head),
+    );
   }
 
   static async start(options: ConsoleServerOptions): Promise<ConsoleServer> {
@@ -52,6 +59,7 @@ export class ConsoleServer {
   }
 
   async stop(): Promise<void> {
+    this.live?.closeAll();
     await this.listener.stop();
     this.kube.close();
     this.search?.close();
@@ -75,6 +83,7 @@ export class ConsoleServer {
     const crossSite = crossSiteProblem(req);
     if (crossSite) return refuse(res, 403, 'CrossSiteRequest', crossSite);
     const token = bearerToken(req);
+    if (url.pathname === ProxySessionPath) return sendJson(res, 200, { proxied: token !== undefined });
     if (!token) {
       return refuse(
         res,
@@ -115,6 +124,21 @@ export class ConsoleServer {
       token,
       ...(body !== undefined ? { body } : {}),
     });
+  }
+
+  /**
+   * A WebSocket for live search results (graphql-ws, the search API's `watch`): piped to the search
+   * service, which authenticates the token the page sends in the connection's first message.
+   */
+  private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', () => socket.destroy());
+    const path = new URL(req.url ?? '/', 'https://console.invalid').pathname;
+    const crossSite = crossSiteProblem(req);
+    if (path !== SearchPath) refuseUpgrade(socket, 404, `only ${SearchPath} takes a WebSocket`);
+    else if (crossSite) refuseUpgrade(socket, 403, crossSite);
+    else if (!this.live)
+      refuseUpgrade(socket, 503, 'search is not configured for this console; ask your admin');
+    else this.live.connect(req, socket, head);
   }
 
   /** The request's JSON body, or undefined after answering why it is not one. */

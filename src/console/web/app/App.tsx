@@ -14,15 +14,18 @@ import {
 import { useEffect, useState } from 'react';
 import type { Api } from './api.ts';
 import { BackupsPage } from './BackupsPage.tsx';
+import { OrganizationPage } from './OrganizationPage.tsx';
 import { SearchPage } from './SearchPage.tsx';
 import { SignIn } from './SignIn.tsx';
 
-type TabKey = 'search' | 'backups';
+type TabKey = 'search' | 'backups' | 'organization';
+const tabs: readonly TabKey[] = ['search', 'backups', 'organization'];
 
 /** The tab and its state from the address (`#search?q=...`), so a search is a link one can share. */
 function fromHash(): { tab: TabKey; params: URLSearchParams } {
   const [name, query] = window.location.hash.replace(/^#/, '').split('?');
-  return { tab: name === 'backups' ? 'backups' : 'search', params: new URLSearchParams(query ?? '') };
+  const tab = tabs.find((t) => t === name) ?? 'search';
+  return { tab, params: new URLSearchParams(query ?? '') };
 }
 
 export function App() {
@@ -47,9 +50,22 @@ export function App() {
       </MastheadMain>
       <MastheadContent>
         <span id="signed-in-user">{session.username}</span>{' '}
-        <Button variant="secondary" onClick={() => setSession(undefined)}>
-          Sign out
-        </Button>
+        {session.api.viaProxy ? (
+          // The proxy holds the session: signing out is its business (oauth2-proxy's path).
+          <Button variant="secondary" component="a" href="/oauth2/sign_out">
+            Sign out
+          </Button>
+        ) : (
+          <Button
+            variant="secondary"
+            onClick={() => {
+              session.api.close();
+              setSession(undefined);
+            }}
+          >
+            Sign out
+          </Button>
+        )}
       </MastheadContent>
     </Masthead>
   );
@@ -73,6 +89,9 @@ export function App() {
           </Tab>
           <Tab eventKey="backups" title={<TabTitleText>Backups</TabTitleText>}>
             <BackupsPage api={session.api} initial={route.params.get('namespace') ?? ''} />
+          </Tab>
+          <Tab eventKey="organization" title={<TabTitleText>My organization</TabTitleText>}>
+            {route.tab === 'organization' && <OrganizationPage api={session.api} />}
           </Tab>
         </Tabs>
       </PageSection>

@@ -4,54 +4,27 @@ import {
   Card,
   CardBody,
   CardTitle,
-  EmptyState,
-  EmptyStateBody,
   Modal,
   ModalBody,
   ModalFooter,
   ModalHeader,
-  Spinner,
 } from '@patternfly/react-core';
 import { useCallback, useEffect, useState } from 'react';
-import { type Api, ApiFailure, type KubeList, type KubeObject } from './api.ts';
+import type { Api, KubeObject } from './api.ts';
+import { BackupDialog, type DialogMode } from './BackupDialog.tsx';
+import { LocationsCard, SchedulesCard } from './BackupSettings.tsx';
 import { InputForm } from './InputForm.tsx';
 import { Download } from './Logs.tsx';
+import { ListView, useList } from './lists.tsx';
 import { ResourceTable } from './ResourceTable.tsx';
 
 const oadp = '/apis/oadp.openshift.io/v1alpha1';
 const RefreshMs = 3000;
+const listPath = (namespace: string, plural: string) =>
+  namespace ? `${oadp}/namespaces/${namespace}/${plural}` : undefined;
 
-type Listed =
-  | { state: 'loading' }
-  | { state: 'error'; message: string; forbidden: boolean }
-  | { state: 'done'; items: KubeObject[] };
-
-/** A tenant kind's list in one namespace, read again every few seconds while shown. */
-function useList(api: Api, namespace: string, plural: string, tick: number): Listed {
-  const [listed, setListed] = useState<Listed>({ state: 'loading' });
-  // `tick` is the clock that reads the list again.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: tick re-runs it on purpose
-  useEffect(() => {
-    if (!namespace) return;
-    let live = true;
-    api
-      .kube<KubeList<KubeObject>>('GET', `${oadp}/namespaces/${namespace}/${plural}`)
-      .then((list) => live && setListed({ state: 'done', items: list.items }))
-      .catch(
-        (err: unknown) =>
-          live &&
-          setListed({
-            state: 'error',
-            message: (err as Error).message,
-            forbidden: err instanceof ApiFailure && err.status === 403,
-          }),
-      );
-    return () => {
-      live = false;
-    };
-  }, [api, namespace, plural, tick]);
-  return listed;
-}
+/** Files Velero keeps for a backup or restore that a NonAdminDownloadRequest can fetch here. */
+type FileKind = 'BackupLog' | 'BackupResults' | 'RestoreLog' | 'RestoreResults';
 
 const phaseOf = (o: KubeObject) => String(o.status?.phase ?? 'New');
 /** Velero's own phase of the Backup or Restore behind the object (Completed, PartiallyFailed, ...). */
@@ -67,15 +40,54 @@ const queueOf = (o: KubeObject) => {
   return position ? ` (queue position ${position})` : '';
 };
 
+type Transfer = {
+  total?: number;
+  completed?: number;
+  failed?: number;
+  bytesDone?: number;
+  totalBytes?: number;
+};
+
+const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+
+/**
+ * One line for a backup or restore: its phase, Velero's, the queue position, items and volume data done
+ * so far, and why it failed (the first failed condition, or Velero's failure reason).
+ */
+function summaryOf(o: KubeObject, velero: string, volumes: string): string {
+  const parts = [`${phaseOf(o)}${veleroPhaseOf(o)}${queueOf(o)}`];
+  const veleroStatus = (o.status?.[velero] as { status?: Record<string, unknown> } | undefined)?.status;
+  const progress = veleroStatus?.progress as
+    | { itemsBackedUp?: number; itemsRestored?: number; totalItems?: number }
+    | undefined;
+  const items = progress?.itemsBackedUp ?? progress?.itemsRestored;
+  if (progress?.totalItems) parts.push(`${items ?? 0}/${progress.totalItems} items`);
+  const fs = o.status?.[volumes] as Transfer | undefined;
+  if (fs?.total) {
+    const bytes = fs.totalBytes ? `, ${mb(fs.bytesDone ?? 0)} of ${mb(fs.totalBytes)}` : '';
+    parts.push(`volumes ${fs.completed ?? 0}/${fs.total}${bytes}${fs.failed ? `, ${fs.failed} failed` : ''}`);
+  }
+  const conditions = (o.status?.conditions ?? []) as { status: string; type: string; message?: string }[];
+  const refused = conditions.find(
+    (c) =>
+      (c.type === 'Accepted' && c.status === 'False') || (c.type === 'ItemsRefused' && c.status === 'True'),
+  );
+  const reason = refused?.message ?? (veleroStatus?.failureReason as string | undefined);
+  if (reason) parts.push(reason);
+  return parts.join(' · ');
+}
+
 export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
   const [typed, setTyped] = useState(initial);
   const [namespace, setNamespace] = useState(initial);
   const [tick, setTick] = useState(0);
   const [notice, setNotice] = useState<{ variant: 'success' | 'danger'; text: string }>();
   const [deleting, setDeleting] = useState<string>();
-  const [log, setLog] = useState<string>();
-  const backups = useList(api, namespace, 'nonadminbackups', tick);
-  const restores = useList(api, namespace, 'nonadminrestores', tick);
+  /** The one file being fetched (a backup's or a restore's log). */
+  const [log, setLog] = useState<{ kind: FileKind; target: string }>();
+  const [dialog, setDialog] = useState<DialogMode>();
+  const backups = useList(api, listPath(namespace, 'nonadminbackups'), tick);
+  const restores = useList(api, listPath(namespace, 'nonadminrestores'), tick);
 
   useEffect(() => {
     if (!namespace) return;
@@ -93,24 +105,6 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
     setTick((t) => t + 1);
   }, []);
 
-  const createBackup = () =>
-    act('Backup requested', () =>
-      api.kube('POST', `${oadp}/namespaces/${namespace}/nonadminbackups`, {
-        apiVersion: 'oadp.openshift.io/v1alpha1',
-        kind: 'NonAdminBackup',
-        metadata: { generateName: 'console-' },
-        spec: { backupSpec: {} },
-      }),
-    );
-  const restore = (backup: string) =>
-    act(`Restore of ${backup} requested`, () =>
-      api.kube('POST', `${oadp}/namespaces/${namespace}/nonadminrestores`, {
-        apiVersion: 'oadp.openshift.io/v1alpha1',
-        kind: 'NonAdminRestore',
-        metadata: { generateName: `${backup}-restore-` },
-        spec: { restoreSpec: { backupName: backup } },
-      }),
-    );
   const remove = (backup: string) =>
     act(`Backup ${backup} deleted`, () =>
       api.kube('DELETE', `${oadp}/namespaces/${namespace}/nonadminbackups/${backup}`),
@@ -133,12 +127,25 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
       {notice && <Alert id="backup-notice" variant={notice.variant} isInline title={notice.text} />}
       {log && (
         <Download
-          key={log}
+          key={`${log.kind}/${log.target}`}
           api={api}
           namespace={namespace}
-          kind="BackupLog"
-          target={log}
+          kind={log.kind}
+          target={log.target}
           onClose={() => setLog(undefined)}
+        />
+      )}
+      {dialog && (
+        <BackupDialog
+          api={api}
+          namespace={namespace}
+          mode={dialog}
+          onClose={() => setDialog(undefined)}
+          onCreated={(text) => {
+            setDialog(undefined);
+            setNotice({ variant: 'success', text });
+            setTick((t) => t + 1);
+          }}
         />
       )}
       {namespace && (
@@ -146,7 +153,7 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
           <Card>
             <CardTitle component="h2">NonAdminBackups in {namespace}</CardTitle>
             <CardBody>
-              <Button id="create-backup" onClick={() => void createBackup()}>
+              <Button id="create-backup" onClick={() => setDialog({ kind: 'backup' })}>
                 Back up {namespace}
               </Button>
               <ListView
@@ -159,22 +166,29 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
                     rows={items.map((b) => ({
                       name: b.metadata.name ?? '',
                       namespace,
-                      detail: `${phaseOf(b)}${veleroPhaseOf(b)}${queueOf(b)}`,
+                      detail: summaryOf(b, 'veleroBackup', 'fileSystemPodVolumeBackups'),
                       actions: (
                         <>
                           <Button
                             variant="link"
                             isDisabled={veleroPhaseOf(b) !== ' · Completed'}
-                            onClick={() => void restore(b.metadata.name ?? '')}
+                            onClick={() => setDialog({ kind: 'restore', backup: b.metadata.name ?? '' })}
                           >
                             Restore
                           </Button>
                           <Button
                             variant="link"
                             isDisabled={veleroPhaseOf(b) === ''}
-                            onClick={() => setLog(b.metadata.name)}
+                            onClick={() => setLog({ kind: 'BackupLog', target: b.metadata.name ?? '' })}
                           >
                             Logs
+                          </Button>
+                          <Button
+                            variant="link"
+                            isDisabled={veleroPhaseOf(b) === ''}
+                            onClick={() => setLog({ kind: 'BackupResults', target: b.metadata.name ?? '' })}
+                          >
+                            Results
                           </Button>
                           <Button variant="link" isDanger onClick={() => setDeleting(b.metadata.name)}>
                             Delete
@@ -187,7 +201,7 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
               />
             </CardBody>
           </Card>
-          <Card>
+          <Card id="restores">
             <CardTitle component="h2">NonAdminRestores in {namespace}</CardTitle>
             <CardBody>
               <ListView
@@ -200,13 +214,38 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
                     rows={items.map((r) => ({
                       name: r.metadata.name ?? '',
                       namespace,
-                      detail: `${phaseOf(r)}${veleroPhaseOf(r)}${queueOf(r)}`,
+                      detail: summaryOf(r, 'veleroRestore', 'fileSystemPodVolumeRestores'),
+                      actions: (
+                        <>
+                          <Button
+                            variant="link"
+                            isDisabled={veleroPhaseOf(r) === ''}
+                            onClick={() => setLog({ kind: 'RestoreLog', target: r.metadata.name ?? '' })}
+                          >
+                            Logs
+                          </Button>
+                          <Button
+                            variant="link"
+                            isDisabled={veleroPhaseOf(r) === ''}
+                            onClick={() => setLog({ kind: 'RestoreResults', target: r.metadata.name ?? '' })}
+                          >
+                            Results
+                          </Button>
+                        </>
+                      ),
                     }))}
                   />
                 )}
               />
             </CardBody>
           </Card>
+          <SchedulesCard
+            api={api}
+            namespace={namespace}
+            tick={tick}
+            onCreate={() => setDialog({ kind: 'schedule' })}
+          />
+          <LocationsCard api={api} namespace={namespace} tick={tick} />
         </>
       )}
       <Modal
@@ -238,35 +277,4 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
       </Modal>
     </div>
   );
-}
-
-function ListView({
-  listed,
-  kind,
-  namespace,
-  render,
-}: {
-  listed: Listed;
-  kind: string;
-  namespace: string;
-  render(items: KubeObject[]): React.ReactNode;
-}) {
-  if (listed.state === 'loading') return <Spinner size="md" aria-label={`Loading ${kind}`} />;
-  if (listed.state === 'error') {
-    return (
-      <Alert
-        variant={listed.forbidden ? 'warning' : 'danger'}
-        isInline
-        title={listed.forbidden ? `You may not list ${kind} in ${namespace}` : listed.message}
-      />
-    );
-  }
-  if (listed.items.length === 0) {
-    return (
-      <EmptyState titleText={`No ${kind} found`} headingLevel="h3">
-        <EmptyStateBody>There are none in {namespace} yet.</EmptyStateBody>
-      </EmptyState>
-    );
-  }
-  return <>{render(listed.items)}</>;
 }

@@ -4,6 +4,8 @@ import {
   Card,
   CardBody,
   CardTitle,
+  CodeBlock,
+  CodeBlockCode,
   DescriptionList,
   DescriptionListDescription,
   DescriptionListGroup,
@@ -12,7 +14,8 @@ import {
   Title,
 } from '@patternfly/react-core';
 import { useEffect, useState } from 'react';
-import type { Api } from './api.ts';
+import { stringify } from 'yaml';
+import { type Api, ApiFailure } from './api.ts';
 
 /** One object as the index holds it (Secret data is never indexed). */
 export type Item = Record<string, unknown> & { kind?: string; name?: string; namespace?: string };
@@ -42,8 +45,52 @@ function inputFor(item: Item) {
   return [{ filters }];
 }
 
+/** Where the API server serves the object a search result stands for. */
+function objectPath(item: Item): string {
+  const group = item.apigroup
+    ? `/apis/${item.apigroup}/${item.apiversion}`
+    : `/api/${item.apiversion ?? 'v1'}`;
+  const where = item.namespace ? `/namespaces/${item.namespace}` : '';
+  return `${group}${where}/${item.kind_plural}/${item.name}`;
+}
+
+const isSecret = (item: Item) => item.kind === 'Secret' && !item.apigroup;
+
+/** The object itself, read as the user from the API server, as YAML (bookkeeping fields left out). */
+function Yaml({ api, item }: { api: Api; item: Item }) {
+  const [text, setText] = useState<string | { error: string }>();
+  useEffect(() => {
+    let live = true;
+    api.kube<Record<string, unknown> & { metadata?: Record<string, unknown> }>('GET', objectPath(item)).then(
+      (object) => {
+        const { managedFields: _, ...metadata } = object.metadata ?? {};
+        if (live) setText(stringify({ ...object, metadata }));
+      },
+      (err: unknown) =>
+        live &&
+        setText({
+          error:
+            err instanceof ApiFailure && err.status === 403
+              ? `You may not read this ${item.kind} itself: ${err.message}`
+              : (err as Error).message,
+        }),
+    );
+    return () => {
+      live = false;
+    };
+  }, [api, item]);
+  if (text === undefined) return <Spinner size="md" aria-label="Loading YAML" />;
+  if (typeof text === 'object') return <Alert variant="warning" isInline title={text.error} />;
+  return (
+    <CodeBlock id="yaml">
+      <CodeBlockCode>{text}</CodeBlockCode>
+    </CodeBlock>
+  );
+}
+
 /** A search result opened: its indexed properties, and the objects related to it that the user may see. */
 export function Details({ api, item, onOpen }: { api: Api; item: Item; onOpen(item: Item): void }) {
+  const [showYaml, setShowYaml] = useState(false);
   const [related, setRelated] = useState<Related | 'loading' | { error: string }>('loading');
   useEffect(() => {
     let live = true;
@@ -77,6 +124,14 @@ export function Details({ api, item, onOpen }: { api: Api; item: Item; onOpen(it
             </DescriptionListGroup>
           ))}
         </DescriptionList>
+        {isSecret(item) ? (
+          <p>A Secret's data is never shown here; use kubectl if you may read it.</p>
+        ) : (
+          <Button variant="secondary" id="show-yaml" onClick={() => setShowYaml((v) => !v)}>
+            {showYaml ? 'Hide YAML' : 'YAML'}
+          </Button>
+        )}
+        {showYaml && !isSecret(item) && <Yaml key={String(item._uid ?? item.name)} api={api} item={item} />}
         <Title headingLevel="h3">Related</Title>
         {related === 'loading' ? (
           <Spinner size="md" aria-label="Loading related resources" />

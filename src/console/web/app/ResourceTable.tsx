@@ -16,7 +16,16 @@ export interface Row {
  * A compact PatternFly table of objects: name, namespace, one detail column, optional actions. Below the
  * medium breakpoint (a phone) each row becomes a stack of labelled cells.
  */
-export function ResourceTable({ rows, detail }: { rows: Row[]; detail: string }) {
+export function ResourceTable({
+  rows,
+  detail,
+  namespaced = true,
+}: {
+  rows: Row[];
+  detail: string;
+  /** Whether to show the namespace column (namespaces themselves and bindings listed in one do not). */
+  namespaced?: boolean;
+}) {
   return (
     <table className="pf-v6-c-table pf-m-compact pf-m-grid-md" aria-label={`${detail} table`}>
       <thead className="pf-v6-c-table__thead">
@@ -24,9 +33,11 @@ export function ResourceTable({ rows, detail }: { rows: Row[]; detail: string })
           <th className="pf-v6-c-table__th" scope="col">
             Name
           </th>
-          <th className="pf-v6-c-table__th" scope="col">
-            Namespace
-          </th>
+          {namespaced && (
+            <th className="pf-v6-c-table__th" scope="col">
+              Namespace
+            </th>
+          )}
           <th className="pf-v6-c-table__th" scope="col">
             {detail}
           </th>
@@ -47,9 +58,11 @@ export function ResourceTable({ rows, detail }: { rows: Row[]; detail: string })
                 r.name
               )}
             </td>
-            <td className="pf-v6-c-table__td" data-label="Namespace">
-              {r.namespace}
-            </td>
+            {namespaced && (
+              <td className="pf-v6-c-table__td" data-label="Namespace">
+                {r.namespace}
+              </td>
+            )}
             <td className="pf-v6-c-table__td" data-label={detail}>
               {r.detail}
             </td>

@@ -1,5 +1,6 @@
 import {
   Alert,
+  Button,
   Card,
   CardBody,
   CardTitle,
@@ -11,7 +12,7 @@ import {
 } from '@patternfly/react-core';
 import { useEffect, useState } from 'react';
 import { parseSearchText } from '../../../search/client/query-text.ts';
-import type { Api } from './api.ts';
+import type { Api, SearchEvent } from './api.ts';
 import { Details, type Item } from './Details.tsx';
 import { InputForm } from './InputForm.tsx';
 import { ResourceTable, type Row } from './ResourceTable.tsx';
@@ -38,7 +39,23 @@ type Outcome =
   | { state: 'idle' }
   | { state: 'loading' }
   | { state: 'error'; message: string }
-  | { state: 'done'; count: number; items: Item[]; seq: number };
+  | { state: 'done'; count: number; items: Item[]; seq: number; input: unknown };
+
+type Live = 'connecting' | 'live' | { error: string };
+
+/** Results after one change: an insert joins them, an update replaces its item, a delete removes it. */
+function applyEvent(
+  outcome: Extract<Outcome, { state: 'done' }>,
+  event: SearchEvent,
+): Extract<Outcome, { state: 'done' }> {
+  const rest = outcome.items.filter((i) => i._uid !== event.uid);
+  const removed = outcome.items.length - rest.length;
+  if (event.operation === 'DELETE') return { ...outcome, items: rest, count: outcome.count - removed };
+  if (!event.newData) return outcome;
+  const item = { ...event.newData, _uid: event.uid } as Item;
+  const items = removed > 0 ? outcome.items.map((i) => (i._uid === event.uid ? item : i)) : [...rest, item];
+  return { ...outcome, items, count: outcome.count + (removed > 0 ? 0 : 1) };
+}
 
 /** Results grouped by kind, kinds in order of name. */
 function byKind(items: Item[]): [string, Item[]][] {
@@ -65,6 +82,7 @@ export function SearchPage({
   const [outcome, setOutcome] = useState<Outcome>({ state: 'idle' });
   const [suggestions, setSuggestions] = useState<{ property: string; values: string[] }>();
   const [selected, setSelected] = useState<Item>();
+  const [live, setLive] = useState<Live>('connecting');
 
   const run = async (query: string) => {
     setText(query);
@@ -77,11 +95,33 @@ export function SearchPage({
         input: [{ ...input, limit: 1000 }],
       });
       const result = data.search[0] ?? { count: 0, items: [] };
-      setOutcome({ state: 'done', count: result.count, items: result.items, seq: ++answers });
+      setOutcome({ state: 'done', count: result.count, items: result.items, seq: ++answers, input });
     } catch (err) {
       setOutcome({ state: 'error', message: (err as Error).message });
     }
   };
+
+  // Open results stay current: the search API's watch subscription, as this user, for the same query.
+  const watched = outcome.state === 'done' ? outcome : undefined;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: one subscription per answer (its seq)
+  useEffect(() => {
+    if (!watched) return;
+    setLive('connecting');
+    const stop = api.watch(
+      watched.input,
+      (event) => {
+        setLive('live');
+        setOutcome((current) => (current.state === 'done' ? applyEvent(current, event) : current));
+      },
+      (message) => setLive({ error: message }),
+    );
+    // The subscription is up once the server has it; the first event may take long, so say so at once.
+    const timer = setTimeout(() => setLive((l) => (l === 'connecting' ? 'live' : l)), 500);
+    return () => {
+      clearTimeout(timer);
+      stop();
+    };
+  }, [api, watched?.seq]);
 
   // A shared link runs its search at once.
   // biome-ignore lint/correctness/useExhaustiveDependencies: only on arrival
@@ -148,12 +188,20 @@ export function SearchPage({
         onRun={(q) => void run(q)}
       />
       {selected && <Details api={api} item={selected} onOpen={setSelected} />}
-      <SearchResults outcome={outcome} onOpen={setSelected} />
+      <SearchResults outcome={outcome} live={live} onOpen={setSelected} />
     </div>
   );
 }
 
-function SearchResults({ outcome, onOpen }: { outcome: Outcome; onOpen(item: Item): void }) {
+function SearchResults({
+  outcome,
+  live,
+  onOpen,
+}: {
+  outcome: Outcome;
+  live: Live;
+  onOpen(item: Item): void;
+}) {
   if (outcome.state === 'idle') return null;
   if (outcome.state === 'loading') return <Spinner aria-label="Searching" />;
   if (outcome.state === 'error') return <Alert variant="danger" isInline title={outcome.message} />;
@@ -167,27 +215,54 @@ function SearchResults({ outcome, onOpen }: { outcome: Outcome; onOpen(item: Ite
   return (
     // data-seq changes with every answer (tests and the benchmark wait for a new one).
     <div id="search-results" data-seq={outcome.seq}>
-      <p>{outcome.count} results</p>
+      <p>
+        {outcome.count} results{' '}
+        {live === 'live' ? (
+          <Label id="live-indicator" color="green" isCompact>
+            Live
+          </Label>
+        ) : typeof live === 'object' ? (
+          <Label id="live-indicator" color="orange" isCompact title={live.error}>
+            Not updating: {live.error}
+          </Label>
+        ) : null}
+      </p>
       {byKind(outcome.items).map(([kind, items]) => (
-        <Card key={kind} data-kind={kind}>
-          <CardTitle component="h2">
-            {kind} ({items.length})
-          </CardTitle>
-          <CardBody>
-            <ResourceTable
-              rows={items.map(
-                (i): Row => ({
-                  name: String(i.name ?? ''),
-                  onOpen: () => onOpen(i),
-                  namespace: String(i.namespace ?? ''),
-                  detail: String(i.status ?? i.created ?? ''),
-                }),
-              )}
-              detail="Status"
-            />
-          </CardBody>
-        </Card>
+        <KindGroup key={kind} kind={kind} items={items} onOpen={onOpen} />
       ))}
     </div>
+  );
+}
+
+/** Rows a kind shows before "Show all": a page renders fast however many results come back. */
+const FirstRows = 20;
+
+function KindGroup({ kind, items, onOpen }: { kind: string; items: Item[]; onOpen(item: Item): void }) {
+  const [all, setAll] = useState(false);
+  const shown = all ? items : items.slice(0, FirstRows);
+  return (
+    <Card data-kind={kind}>
+      <CardTitle component="h2">
+        {kind} ({items.length})
+      </CardTitle>
+      <CardBody>
+        <ResourceTable
+          rows={shown.map(
+            (i): Row => ({
+              name: String(i.name ?? ''),
+              onOpen: () => onOpen(i),
+              namespace: String(i.namespace ?? ''),
+              detail: String(i.status ?? i.created ?? ''),
+            }),
+          )}
+          detail="Status"
+        />
+        {shown.length < items.length && (
+          <Button variant="link" className="show-all" onClick={() => setAll(true)}>
+            Show all {items.length} {kind} results
+          </Button>
+        )}
+      </CardBody>
+    </Card>
   );
 }

@@ -13,14 +13,28 @@ import {
   PageSection,
   TextInput,
 } from '@patternfly/react-core';
-import { useState } from 'react';
-import { Api, whoAmI } from './api.ts';
+import { useEffect, useState } from 'react';
+import { Api, proxied, whoAmI } from './api.ts';
 
-/** Sign-in with a bearer token (what kubectl uses); the token stays in this tab's memory only. */
+/**
+ * Sign-in with a bearer token (what kubectl uses); the token stays in this tab's memory only. Behind an
+ * authenticating proxy that adds the user's token to every request (oauth2-proxy, docs/console.md), the
+ * page is signed in already: it asks who it is without a token of its own first.
+ */
 export function SignIn({ onSignedIn }: { onSignedIn(api: Api, username: string): void }) {
   const [token, setToken] = useState('');
   const [error, setError] = useState<string | undefined>();
-  const [busy, setBusy] = useState(false);
+  const [busy, setBusy] = useState(true);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: once, on arrival
+  useEffect(() => {
+    const viaProxy = new Api('');
+    proxied()
+      .then((yes) => (yes ? whoAmI(viaProxy) : undefined))
+      .then(
+        (me) => (me ? onSignedIn(viaProxy, me.username) : setBusy(false)),
+        () => setBusy(false),
+      );
+  }, []);
   const submit = async (event: React.FormEvent) => {
     event.preventDefault();
     setBusy(true);

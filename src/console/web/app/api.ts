@@ -1,6 +1,7 @@
 // The page's only way out: its own origin's API, as the signed-in user. The token lives in this object
 // (memory of this tab) and nowhere else: no localStorage, no cookie; signing out drops the object.
-import { KubePrefix, SearchPath } from '../../model.ts';
+import { type Client, createClient } from 'graphql-ws/client';
+import { KubePrefix, ProxySessionPath, SearchPath } from '../../model.ts';
 
 /** A refused or failed call, with the message the server (API server, admission, console) gave. */
 export class ApiFailure extends Error {
@@ -31,10 +32,66 @@ export interface KubeObject {
   status?: Record<string, unknown>;
 }
 
+/** One change the search API's `watch` subscription reports. */
+export interface SearchEvent {
+  uid: string;
+  operation: 'INSERT' | 'UPDATE' | 'DELETE';
+  newData?: Record<string, unknown> | null;
+}
+
+const watchQuery = /* GraphQL */ `
+  subscription Watch($input: SearchInput) {
+    watch(input: $input) {
+      uid
+      operation
+      newData
+    }
+  }
+`;
+
 export class Api {
   readonly token: string;
+  /** The WebSocket for live results, opened on the first subscription and closed on sign-out. */
+  private live: Client | undefined;
+
   constructor(token: string) {
     this.token = token;
+  }
+
+  /**
+   * Changes to what `input` matches, as the user may see them, until the returned function is called.
+   * The token goes in the connection's first message (a browser WebSocket carries no header of ours).
+   */
+  watch(input: unknown, onEvent: (e: SearchEvent) => void, onError: (message: string) => void): () => void {
+    this.live ??= createClient({
+      url: `wss://${window.location.host}${SearchPath}`,
+      // Behind an authenticating proxy the upgrade request carries the user's token instead.
+      ...(this.token ? { connectionParams: { authorization: `Bearer ${this.token}` } } : {}),
+      lazy: true,
+      retryAttempts: 5,
+    });
+    return this.live.subscribe<{ watch: SearchEvent | null }>(
+      { query: watchQuery, variables: { input } },
+      {
+        next: (message) => {
+          if (message.errors?.length) onError(message.errors.map((e) => e.message).join('; '));
+          else if (message.data?.watch) onEvent(message.data.watch);
+        },
+        error: (err) => onError(err instanceof Error ? err.message : 'the live connection closed'),
+        complete: () => {},
+      },
+    );
+  }
+
+  /** Whether the user signed in through an authenticating proxy (the page holds no token). */
+  get viaProxy(): boolean {
+    return this.token === '';
+  }
+
+  /** Forgets the live connection (signing out). */
+  close(): void {
+    void this.live?.dispose();
+    this.live = undefined;
   }
 
   async kube<T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<T> {
@@ -57,11 +114,13 @@ export class Api {
     const response = await fetch(path, {
       method,
       headers: {
-        authorization: `Bearer ${this.token}`,
+        // No token of the page's own: an authenticating proxy in front adds the user's.
+        ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
         accept: 'application/json',
         ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
       },
-      credentials: 'omit',
+      // A page holding its token sends no cookie at all; behind a proxy, the proxy's session cookie.
+      credentials: this.token ? 'omit' : 'same-origin',
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
     const text = await response.text();
@@ -96,4 +155,13 @@ export async function whoAmI(api: Api): Promise<{ username: string; groups: stri
   );
   const info = review.status?.userInfo;
   return { username: info?.username ?? 'unknown', groups: info?.groups ?? [] };
+}
+
+/** Whether an authenticating proxy in front adds the user's token to this page's requests. */
+export async function proxied(): Promise<boolean> {
+  const response = await fetch(ProxySessionPath, {
+    credentials: 'omit',
+    headers: { accept: 'application/json' },
+  });
+  return response.ok && ((await response.json()) as { proxied?: boolean }).proxied === true;
 }

@@ -1,0 +1,109 @@
+import { Button, Card, CardBody, CardTitle } from '@patternfly/react-core';
+import type { Api, KubeObject } from './api.ts';
+import { ListView, useList } from './lists.tsx';
+import { ResourceTable } from './ResourceTable.tsx';
+
+const oadp = '/apis/oadp.openshift.io/v1alpha1';
+
+const conditionOf = (o: KubeObject, type: string) =>
+  (
+    (o.status?.conditions ?? []) as { type: string; status: string; reason?: string; message?: string }[]
+  ).find((c) => c.type === type);
+
+/** A schedule in one line: when, whether paused, its last backup and the next run. */
+function scheduleSummary(s: KubeObject): string {
+  const spec = s.spec as { schedule?: string; paused?: boolean } | undefined;
+  const status = s.status as {
+    phase?: string;
+    lastBackup?: { name?: string; phase?: string };
+    nextRun?: string;
+  };
+  const parts = [`${spec?.schedule ?? '?'}${spec?.paused ? ' (paused)' : ''}`, status?.phase ?? 'New'];
+  if (status?.lastBackup?.name)
+    parts.push(`last: ${status.lastBackup.name} ${status.lastBackup.phase ?? ''}`.trim());
+  if (status?.nextRun) parts.push(`next: ${new Date(status.nextRun).toLocaleString()}`);
+  const refused = conditionOf(s, 'Accepted');
+  if (refused?.status === 'False' && refused.message) parts.push(refused.message);
+  return parts.join(' · ');
+}
+
+/** A location in one line: the admin's approval, its phase and whether Velero can reach it. */
+function locationSummary(l: KubeObject): string {
+  const approval = conditionOf(l, 'ClusterAdminApproved');
+  const approvalText =
+    approval === undefined
+      ? 'no approval needed'
+      : approval.status === 'True'
+        ? 'approved'
+        : `${approval.reason ?? 'waiting for approval'}${approval.message ? `: ${approval.message}` : ''}`;
+  const velero = (l.status?.veleroBackupStorageLocation as { status?: { phase?: string } } | undefined)
+    ?.status?.phase;
+  return [String(l.status?.phase ?? 'New'), approvalText, ...(velero ? [`Velero: ${velero}`] : [])].join(
+    ' · ',
+  );
+}
+
+export function SchedulesCard({
+  api,
+  namespace,
+  tick,
+  onCreate,
+}: {
+  api: Api;
+  namespace: string;
+  tick: number;
+  onCreate(): void;
+}) {
+  const schedules = useList(api, `${oadp}/namespaces/${namespace}/nonadminschedules`, tick);
+  return (
+    <Card id="schedules">
+      <CardTitle component="h2">NonAdminSchedules in {namespace}</CardTitle>
+      <CardBody>
+        <Button id="create-schedule" variant="secondary" onClick={onCreate}>
+          Schedule backups
+        </Button>
+        <ListView
+          listed={schedules}
+          kind="NonAdminSchedules"
+          namespace={namespace}
+          render={(items) => (
+            <ResourceTable
+              detail="Schedule"
+              rows={items.map((s) => ({
+                name: s.metadata.name ?? '',
+                namespace,
+                detail: scheduleSummary(s),
+              }))}
+            />
+          )}
+        />
+      </CardBody>
+    </Card>
+  );
+}
+
+export function LocationsCard({ api, namespace, tick }: { api: Api; namespace: string; tick: number }) {
+  const locations = useList(api, `${oadp}/namespaces/${namespace}/nonadminbackupstoragelocations`, tick);
+  return (
+    <Card id="locations">
+      <CardTitle component="h2">Storage locations in {namespace}</CardTitle>
+      <CardBody>
+        <ListView
+          listed={locations}
+          kind="NonAdminBackupStorageLocations"
+          namespace={namespace}
+          render={(items) => (
+            <ResourceTable
+              detail="State"
+              rows={items.map((l) => ({
+                name: l.metadata.name ?? '',
+                namespace,
+                detail: locationSummary(l),
+              }))}
+            />
+          )}
+        />
+      </CardBody>
+    </Card>
+  );
+}

@@ -1,0 +1,66 @@
+import { Alert, EmptyState, EmptyStateBody, Spinner } from '@patternfly/react-core';
+import { useEffect, useState } from 'react';
+import { type Api, ApiFailure, type KubeList, type KubeObject } from './api.ts';
+
+export type Listed =
+  | { state: 'loading' }
+  | { state: 'error'; message: string; forbidden: boolean }
+  | { state: 'done'; items: KubeObject[] };
+
+/** A list at `path` (an API server collection), read again whenever `tick` changes. */
+export function useList(api: Api, path: string | undefined, tick: number): Listed {
+  const [listed, setListed] = useState<Listed>({ state: 'loading' });
+  // biome-ignore lint/correctness/useExhaustiveDependencies: tick re-runs it on purpose
+  useEffect(() => {
+    if (!path) return;
+    let live = true;
+    api
+      .kube<KubeList<KubeObject>>('GET', path)
+      .then((list) => live && setListed({ state: 'done', items: list.items }))
+      .catch(
+        (err: unknown) =>
+          live &&
+          setListed({
+            state: 'error',
+            message: (err as Error).message,
+            forbidden: err instanceof ApiFailure && err.status === 403,
+          }),
+      );
+    return () => {
+      live = false;
+    };
+  }, [api, path, tick]);
+  return listed;
+}
+
+/** A list's states: loading, "you may not list", "none found", or the items rendered. */
+export function ListView({
+  listed,
+  kind,
+  namespace,
+  render,
+}: {
+  listed: Listed;
+  kind: string;
+  namespace: string;
+  render(items: KubeObject[]): React.ReactNode;
+}) {
+  if (listed.state === 'loading') return <Spinner size="md" aria-label={`Loading ${kind}`} />;
+  if (listed.state === 'error') {
+    return (
+      <Alert
+        variant={listed.forbidden ? 'warning' : 'danger'}
+        isInline
+        title={listed.forbidden ? `You may not list ${kind} in ${namespace}` : listed.message}
+      />
+    );
+  }
+  if (listed.items.length === 0) {
+    return (
+      <EmptyState titleText={`No ${kind} found`} headingLevel="h3">
+        <EmptyStateBody>There are none in {namespace} yet.</EmptyStateBody>
+      </EmptyState>
+    );
+  }
+  return <>{render(listed.items)}</>;
+}
