@@ -77,6 +77,32 @@ function summaryOf(o: KubeObject, velero: string, volumes: string): string {
   return parts.join(' · ');
 }
 
+/** A backup's or restore's files (log, results) to fetch, once Velero has taken it on. */
+function FileButtons({
+  of,
+  files,
+  onFetch,
+}: {
+  of: KubeObject;
+  files: FileKind[];
+  onFetch(file: { kind: FileKind; target: string }): void;
+}) {
+  return (
+    <>
+      {files.map((kind) => (
+        <Button
+          key={kind}
+          variant="link"
+          isDisabled={veleroPhaseOf(of) === ''}
+          onClick={() => onFetch({ kind, target: of.metadata.name ?? '' })}
+        >
+          {kind.endsWith('Log') ? 'Logs' : 'Results'}
+        </Button>
+      ))}
+    </>
+  );
+}
+
 export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
   const [typed, setTyped] = useState(initial);
   const [namespace, setNamespace] = useState(initial);
@@ -176,20 +202,7 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
                           >
                             Restore
                           </Button>
-                          <Button
-                            variant="link"
-                            isDisabled={veleroPhaseOf(b) === ''}
-                            onClick={() => setLog({ kind: 'BackupLog', target: b.metadata.name ?? '' })}
-                          >
-                            Logs
-                          </Button>
-                          <Button
-                            variant="link"
-                            isDisabled={veleroPhaseOf(b) === ''}
-                            onClick={() => setLog({ kind: 'BackupResults', target: b.metadata.name ?? '' })}
-                          >
-                            Results
-                          </Button>
+                          <FileButtons of={b} files={['BackupLog', 'BackupResults']} onFetch={setLog} />
                           <Button variant="link" isDanger onClick={() => setDeleting(b.metadata.name)}>
                             Delete
                           </Button>
@@ -216,22 +229,7 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
                       namespace,
                       detail: summaryOf(r, 'veleroRestore', 'fileSystemPodVolumeRestores'),
                       actions: (
-                        <>
-                          <Button
-                            variant="link"
-                            isDisabled={veleroPhaseOf(r) === ''}
-                            onClick={() => setLog({ kind: 'RestoreLog', target: r.metadata.name ?? '' })}
-                          >
-                            Logs
-                          </Button>
-                          <Button
-                            variant="link"
-                            isDisabled={veleroPhaseOf(r) === ''}
-                            onClick={() => setLog({ kind: 'RestoreResults', target: r.metadata.name ?? '' })}
-                          >
-                            Results
-                          </Button>
-                        </>
+                        <FileButtons of={r} files={['RestoreLog', 'RestoreResults']} onFetch={setLog} />
                       ),
                     }))}
                   />
