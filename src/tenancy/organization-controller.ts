@@ -23,6 +23,9 @@ const selector = `app.kubernetes.io/managed-by=${managedBy}`;
 /** Namespaces listed in status (the count is always complete). */
 const maxListed = 1000;
 
+const ByListedNamespace = 'tenancy.status-namespace';
+const listedNamespaces = (o: Organization) => o.status?.namespaces ?? [];
+
 /** The ClusterRole (and ClusterRoleBinding) that let the members of `organization` read it. */
 export const readerRoleName = (organization: string) => `tenantkit:organization:${organization}`;
 
@@ -56,14 +59,12 @@ export function registerOrganizationController(
     ...Resources.clusterRoleBindings,
     labelSelector: selector,
   });
+  organizations.addIndex(ByListedNamespace, listedNamespaces);
   // A namespace concerns the organization its label names now and any whose status still lists it (it
   // moved to another organization, or went away).
   const organizationsOf = (ns: KubeObject) => {
     const label = ns.metadata.labels?.[config().organizationLabel];
-    const listing = organizations
-      .list()
-      .filter((o) => o.status?.namespaces?.includes(ns.metadata.name!))
-      .map((o) => o.metadata.name!);
+    const listing = organizations.byIndex(ByListedNamespace, ns.metadata.name!).map((o) => o.metadata.name!);
     return [...new Set([...(label ? [label] : []), ...listing])];
   };
   manager
