@@ -106,7 +106,10 @@ async function checkQuota(
     dryRun,
   });
   if (decision.ok) return undefined;
-  return `organization "${organization.metadata.name}" already owns ${decision.used} of its ${limit} namespaces (namespace quota); delete a namespace it no longer needs, or ask a cluster admin to raise spec.namespaceQuota of the Organization`;
+  const held = decision.held
+    ? ` (${decision.held} of them held for namespaces another tenantkit webhook replica may be admitting right now; they are freed within a minute at most: retry then)`
+    : '';
+  return `organization "${organization.metadata.name}" already owns ${decision.used} of its ${limit} namespaces (namespace quota)${held}; delete a namespace it no longer needs, or ask a cluster admin to raise spec.namespaceQuota of the Organization`;
 }
 
 const denial = (rule: string, problems: string[]) => deny(`namespace policy ${rule}: ${problems.join('; ')}`);

@@ -294,6 +294,24 @@ describe('namespace ownership', () => {
     expect(owned.items).toHaveLength(3);
   });
 
+  it('holds a larger quota exactly while slots come from grants: 10 of 20 parallel creates with 10 left', async () => {
+    const org = `${id}-grants`;
+    await organization(org, [alice], [], 40);
+    for (let i = 0; i < 30; i++)
+      await createNamespace(aliceClient, track(`${org}-pre-${i}`), { [orgLabel]: org });
+    const names = Array.from({ length: 20 }, (_, i) => track(`${org}-par-${i}`));
+    const results = await Promise.allSettled(
+      names.map((n) => createNamespace(aliceClient, n, { [orgLabel]: org })),
+    );
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(10);
+    for (const r of results) {
+      if (r.status === 'rejected')
+        expect((r.reason as ApiError).message).toContain(`already owns 40 of its 40 namespaces`);
+    }
+    const owned = await cluster.admin.list(Resources.namespaces, { labelSelector: `${orgLabel}=${org}` });
+    expect(owned.items).toHaveLength(40);
+  });
+
   it('does not count terminating namespaces against the quota', async () => {
     const org = `${id}-term`;
     await organization(org, [alice], [], 1);
