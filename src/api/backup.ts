@@ -71,7 +71,10 @@ const transfer = (what: string, named: string) => ({
     Type.Array(
       Type.Object({
         name: Type.String({ description: named }),
-        message: Type.String({ description: "Velero's reason." }),
+        message: Type.String({
+          maxLength: 1024,
+          description: "Velero's reason (a longer one keeps its start and its end, joined by ' … ').",
+        }),
       }),
       { maxItems: 10, description: `Why ${what} failed (the first 10).` },
     ),

@@ -8,6 +8,7 @@ import {
   NonAdminBackupConfigCrd,
   NonAdminBackupCrd,
   NonAdminBackupStorageLocationCrd,
+  NonAdminBackupStorageLocationRequestCrd,
   NonAdminDownloadRequestCrd,
   type NonAdminRestore,
   NonAdminRestoreCrd,
@@ -323,4 +324,44 @@ export async function ownLocation(
       },
     },
   } as KubeObject);
+}
+
+/**
+ * `ownLocation`, then approved as an admin decides: once the location's request in Velero's namespace
+ * shows its spec (tenantkit puts a decision taken before that back to pending, so that an approval never
+ * covers a spec the admin did not see). Resolves with the request's name (the location's NACUUID).
+ */
+export async function approvedOwnLocation(
+  env: BackupEnvironment,
+  cluster: TestCluster,
+  client: KubeClient,
+  namespace: string,
+  bucket: string,
+  name = 'own',
+): Promise<string> {
+  await ownLocation(env, client, namespace, bucket, name);
+  const uuid = await eventually(
+    async () => {
+      const o = await cluster.admin.get<
+        KubeObject & { status?: { veleroBackupStorageLocation?: { nacuuid?: string } } }
+      >(NonAdminBackupStorageLocationCrd.type, name, namespace);
+      return o?.status?.veleroBackupStorageLocation?.nacuuid;
+    },
+    { timeoutMs: 60_000, what: `NACUUID of NonAdminBackupStorageLocation ${namespace}/${name}` },
+  );
+  await eventually(
+    async () => {
+      const request = await cluster.admin.get<
+        KubeObject & { status?: { phase?: string; nonAdminBackupStorageLocation?: unknown } }
+      >(NonAdminBackupStorageLocationRequestCrd.type, uuid, env.velero.namespace);
+      return (
+        request?.status?.phase === 'Pending' && request.status.nonAdminBackupStorageLocation !== undefined
+      );
+    },
+    { what: 'the request shows the location to approve' },
+  );
+  await cluster.admin.patch(NonAdminBackupStorageLocationRequestCrd.type, uuid, env.velero.namespace, {
+    spec: { approvalDecision: 'approve' },
+  });
+  return uuid;
 }

@@ -10,7 +10,6 @@ import {
   type NonAdminBackupConfig,
   NonAdminBackupConfigCrd,
   NonAdminBackupCrd,
-  NonAdminBackupStorageLocationRequestCrd,
   NonAdminRestoreCrd,
 } from '../../src/api/backup.ts';
 import { VeleroResources } from '../../src/api/velero.ts';
@@ -26,10 +25,10 @@ import type { KubeClient } from '../../src/kube/client.ts';
 import { registry } from '../../src/kube/metrics.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../src/kube/resources.ts';
 import {
+  approvedOwnLocation,
   type BackupEnvironment,
   completedBackup,
   condition,
-  ownLocation,
   settledRestore,
   startBackupEnvironment,
   veleroQueueMs,
@@ -113,25 +112,7 @@ async function veleroObjectsOf(t: Tenant): Promise<Record<string, string[]>> {
 async function tenantWithEverything(prefix: string): Promise<Tenant> {
   const { namespace: ns, tenant: client } = await env.tenantNamespace(prefix, `${prefix}-user`);
   const uuids = new Map<OriginKind, string>();
-  await ownLocation(env, client, ns, tenantBucket);
-  // The admin approves the location's request in Velero's namespace.
-  const locationUuid = await nacuuid(Origins.nabsl, ns, 'own');
-  // As an admin decides: once the request shows the location's spec (tenantkit puts a decision taken
-  // before that back to pending, so that an approval never covers a spec the admin did not see).
-  await eventually(
-    async () => {
-      const request = await admin.get<
-        KubeObject & { status?: { phase?: string; nonAdminBackupStorageLocation?: unknown } }
-      >(NonAdminBackupStorageLocationRequestCrd.type, locationUuid, env.velero.namespace);
-      return (
-        request?.status?.phase === 'Pending' && request.status.nonAdminBackupStorageLocation !== undefined
-      );
-    },
-    { what: 'the request shows the location to approve' },
-  );
-  await admin.patch(NonAdminBackupStorageLocationRequestCrd.type, locationUuid, env.velero.namespace, {
-    spec: { approvalDecision: 'approve' },
-  });
+  await approvedOwnLocation(env, cluster, client, ns, tenantBucket);
   await client.create(NonAdminBackupCrd.type, {
     metadata: { name: 'nightly', namespace: ns },
     spec: { backupSpec: {} },

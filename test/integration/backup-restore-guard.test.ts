@@ -9,6 +9,7 @@ import { NonAdminBackupCrd, type NonAdminRestore, NonAdminRestoreCrd } from '../
 import { VeleroResources } from '../../src/api/velero.ts';
 import { RequesterAnnotation } from '../../src/backup/admission/requester.ts';
 import { backup } from '../../src/backup/index.ts';
+import { Labels } from '../../src/backup/velero/names.ts';
 import { isAlreadyExists, type KubeClient, PatchType } from '../../src/kube/client.ts';
 import {
   type KubeObject,
@@ -20,6 +21,7 @@ import {
 import {
   type BackupEnvironment,
   completedBackup,
+  ownLocation,
   settledRestore,
   startBackupEnvironment,
   veleroNamespaceValue,
@@ -205,6 +207,83 @@ describe('NonAdminRestore as its requester', { timeout: 3 * veleroQueueMs }, () 
       ).catch(() => {});
       await env.setPolicy();
       await bare.stop();
+    }
+  });
+
+  it("restores nothing from a tenant's own bucket while Velero's repository password is its built-in one", async () => {
+    // With the password every Velero has, whoever owns a bucket can forge the volume data a restore
+    // from it writes (as root, on the node): such restores wait; the admin's own locations do not.
+    const { namespace: ns, tenant } = await env.tenantNamespace('repo-password');
+    // This file's policy needs no approval for a tenant's own location.
+    await ownLocation(env, tenant, ns, 'repo-password-tenant');
+    const fromOwn = cluster.unique('nab');
+    await tenant.create(nabType, {
+      metadata: { name: fromOwn, namespace: ns },
+      spec: { backupSpec: { storageLocation: 'own' } },
+    } as KubeObject);
+    await completedBackup(cluster, ns, fromOwn);
+    const fromAdmins = await backupOf(ns, tenant);
+
+    const secret = { name: 'velero-repo-credentials', namespace: env.velero.namespace };
+    const original = await cluster.admin.get<KubeObject & { data?: Record<string, string> }>(
+      Resources.secrets,
+      secret.name,
+      secret.namespace,
+    );
+    const setPassword = (password: string | undefined) =>
+      cluster.admin.patch(Resources.secrets, secret.name, secret.namespace, {
+        data: { 'repository-password': password },
+      });
+    await setPassword(Buffer.from('static-passw0rd').toString('base64'));
+    try {
+      const waiting = cluster.unique('nar');
+      await tenant.create(narType, {
+        metadata: { name: waiting, namespace: ns },
+        spec: { restoreSpec: { backupName: fromOwn } },
+      } as KubeObject);
+      const nar = await eventually(
+        async () => {
+          const o = await cluster.admin.get<NonAdminRestore>(narType, waiting, ns);
+          return o && condition(o, 'Accepted')?.reason === 'RepositoryPasswordBuiltIn' ? o : undefined;
+        },
+        { what: `NonAdminRestore ${ns}/${waiting} waiting for a repository password`, timeoutMs: 60_000 },
+      );
+      expect(nar.status?.phase).toBe('BackingOff');
+      expect(condition(nar, 'Accepted')?.message).toContain('uses the password built into Velero');
+      expect(condition(nar, 'Accepted')?.message).toContain('a cluster admin sets a password of their own');
+      const warned = await tenant.list<KubeObject & { reason?: string; regarding?: { name?: string } }>(
+        Resources.events,
+        { namespace: ns },
+      );
+      expect(
+        warned.items.some((e) => e.reason === 'RepositoryPasswordBuiltIn' && e.regarding?.name === waiting),
+      ).toBe(true);
+      // A restore from the admin's location goes ahead meanwhile: tenants cannot write that bucket.
+      const plain = await restoreAs(tenant, ns, fromAdmins);
+      expect(plain.status?.veleroRestore?.status?.phase).toBe('Completed');
+      const restoresFor = async (name: string) =>
+        (
+          await cluster.admin.list(VeleroResources.restores, {
+            namespace: env.velero.namespace,
+            labelSelector: `${Labels.narUuid}=${(await cluster.admin.get<NonAdminRestore>(narType, name, ns))?.status?.veleroRestore?.nacuuid}`,
+          })
+        ).items;
+      expect(await restoresFor(waiting)).toEqual([]);
+
+      // The admin sets a password of their own: the waiting restore goes ahead by itself.
+      await setPassword(original?.data?.['repository-password']);
+      // (settledRestore would take the BackingOff it is in now for an answer.)
+      await eventually(
+        async () =>
+          (await cluster.admin.get<NonAdminRestore>(narType, waiting, ns))?.status?.veleroRestore?.status
+            ?.phase === 'Completed',
+        {
+          what: `NonAdminRestore ${ns}/${waiting} completed once the password is set`,
+          timeoutMs: veleroQueueMs,
+        },
+      );
+    } finally {
+      await setPassword(original?.data?.['repository-password']);
     }
   });
 

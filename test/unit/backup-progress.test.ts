@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { countDataMovers, countPodVolumes, withProgress } from '../../src/backup/controllers/progress.ts';
+import {
+  brief,
+  countDataMovers,
+  countPodVolumes,
+  withProgress,
+} from '../../src/backup/controllers/progress.ts';
 import type { KubeObject } from '../../src/kube/resources.ts';
 
 const obj = (phase?: string) =>
@@ -103,6 +108,17 @@ describe('progress counts', () => {
     expect(countDataMovers([upload])?.failures).toEqual([{ name: 'db', message: 'snapshot timed out' }]);
     // Without a progress report from Velero there are no byte fields.
     expect(countPodVolumes([obj('New')])).not.toHaveProperty('bytesDone');
+  });
+
+  it("keeps both ends of a long reason: what failed and why, within the status' 1024 characters", () => {
+    const path = 'd/'.repeat(2100);
+    const message = `data path backup failed: Error when processing ${path}bottom.txt: lstat /host_pods/${path}: file name too long`;
+    const cut = brief(message);
+    expect(cut).toHaveLength(1024);
+    expect(cut.startsWith('data path backup failed: Error when processing d/d/')).toBe(true);
+    expect(cut.endsWith('d/d/: file name too long')).toBe(true);
+    expect(cut).toContain(' … ');
+    expect(brief('short')).toBe('short');
   });
 
   it('gives nothing when there are no objects, so the status field is left out', () => {

@@ -7,6 +7,7 @@
 import { finishedPhases, VeleroResources } from '../../api/velero.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
+import { Labels } from '../velero/names.ts';
 import { managedCache, type VeleroObject } from './caches.ts';
 
 const ByStorageLocation = 'backup/storage-location';
@@ -31,6 +32,8 @@ export interface LocationUse {
    * Available: Velero v1.18 marks the Restore FailedValidation otherwise), or undefined.
    */
   unreadable(veleroNs: string, name: string | undefined): string | undefined;
+  /** Whether BSL `name` was made by tenantkit for a tenant's own location (a bucket the tenant owns). */
+  tenantOwned(veleroNs: string, name: string | undefined): boolean;
 }
 
 export function locationUse(manager: Manager): LocationUse {
@@ -42,6 +45,9 @@ export function locationUse(manager: Manager): LocationUse {
       backups.byIndex(ByStorageLocation, `${veleroNs}/${name}`).filter(unfinished),
     unusable: (veleroNs, name) => locationProblem(locations, veleroNs, name),
     unreadable: (veleroNs, name) => readProblem(locations, veleroNs, name),
+    tenantOwned: (veleroNs, name) =>
+      name !== undefined &&
+      locations.get(`${veleroNs}/${name}`)?.metadata.labels?.[Labels.nabslUuid] !== undefined,
   };
 }
 

@@ -35,6 +35,7 @@ import { type LocationUse, locationUse } from './location-use.ts';
 import { type Checked, checkRequest, veleroRestoreSpec } from './nar-request.ts';
 import { type ProgressSource, restoreProgress, withProgress } from './progress.ts';
 import { CreatedAtAnnotation, type QueueTracker, restoreQueuePhases, trackQueue } from './queue.ts';
+import { RepositoryPasswordBuiltIn, weakRepositoryPassword } from './repository-key.ts';
 import { RestoreGuardPresence, readRefusals, refusalSummary } from './restore-guard.ts';
 import { createOnce, managedMeta } from './velero-objects.ts';
 
@@ -236,6 +237,18 @@ export class NarReconciler extends ObjectReconciler<NarSources, NonAdminRestore,
     const location = checked.backup.spec?.storageLocation;
     const unreadable = this.from.use.unreadable(policy.veleroNamespace, location as string | undefined);
     if (unreadable) return this.waitForLocation(seen, unreadable);
+    if (this.from.use.tenantOwned(policy.veleroNamespace, location as string | undefined)) {
+      const weak = await weakRepositoryPassword(ctx.client, policy.veleroNamespace);
+      if (weak) {
+        ctx.logger.warn({ nar: objectKey(nar.metadata), veleroNamespace: policy.veleroNamespace }, weak);
+        await backOff(
+          seen.status,
+          { reason: RepositoryPasswordBuiltIn, message: weak },
+          { action: 'Create' },
+        );
+        return { requeueAfterMs: 15_000 };
+      }
+    }
     const missing = await this.from.guard.missing(ctx.client, policy.veleroNamespace);
     if (missing) {
       ctx.logger.info({ nar: objectKey(nar.metadata), veleroNamespace: policy.veleroNamespace }, missing);

@@ -7,7 +7,7 @@
 // would keep a field that was simply left out (upstream leaves zeros out). When there are no such Velero
 // objects at all there is no object, as upstream, so a backup without volumes gets no write for them.
 // Beyond upstream: the bytes moved and to move (summed over Velero's progress reports, present once one
-// came), and for failed volumes Velero's reason (the first 10).
+// came), and for failed volumes Velero's reason (the first 10, each cut to 1024 characters).
 
 import { VeleroResources } from '../../api/velero.ts';
 import type { Informer } from '../../kube/informer.ts';
@@ -44,6 +44,16 @@ type Phased = KubeObject & {
 };
 
 const maxFailures = 10;
+/** Velero's reasons can quote a whole path (kopia names the entry it failed on): keep both ends. */
+const maxMessage = 1024;
+
+/** `message` cut to `maxMessage` characters: its start (what failed) and its end (why), joined by "…". */
+export function brief(message: string): string {
+  if (message.length <= maxMessage) return message;
+  const tail = 400;
+  const marker = ' … ';
+  return `${message.slice(0, maxMessage - tail - marker.length)}${marker}${message.slice(-tail)}`;
+}
 
 /** Velero's phase → the field that counts it (an empty phase is New, as Velero treats it). */
 const dataMoverFields: Record<string, keyof DataMoverCounts> = {
@@ -94,7 +104,7 @@ function count<T extends Record<string, unknown>>(
     }
     if (phase === 'Failed' && failures.length < maxFailures) {
       const message = typeof o.status?.message === 'string' ? o.status.message : '';
-      failures.push({ name: subject(o), message: message || 'Velero gave no reason' });
+      failures.push({ name: subject(o), message: brief(message) || 'Velero gave no reason' });
     }
   }
   if (reported) Object.assign(out, { bytesDone, totalBytes });
