@@ -76,7 +76,7 @@ const transfer = (what: string, named: string) => ({
           description: "Velero's reason (a longer one keeps its start and its end, joined by ' … ').",
         }),
       }),
-      { maxItems: 10, description: `Why ${what} failed (the first 10).` },
+      { maxItems: 10, description: `Which ${what} failed or were canceled, and why (the first 10).` },
     ),
   ),
 });

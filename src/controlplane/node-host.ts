@@ -125,9 +125,7 @@ export async function restoreHost(before: HostState, cgroupRoots: string[]): Pro
     await rmdir(folder).catch((err: Error) => problems.push(`cgroup ${folder}: ${err.message}`));
   }
   for (const path of now.paths.filter((p) => !before.paths.includes(p))) {
-    await rm(path, { recursive: true, force: true }).catch((err: Error) =>
-      problems.push(`remove ${path}: ${err.message}`),
-    );
+    await removeTree(path).catch((err: Error) => problems.push(`remove ${path}: ${err.message}`));
   }
   return problems;
 }
@@ -166,6 +164,17 @@ export async function forgetHost(file = hostRecordFile): Promise<void> {
 }
 
 /** Whether a process with this pid runs (signal 0 checks without sending anything). */
+/**
+ * Removes a folder and everything in it, however deep: a Pod can nest folders in its volume past PATH_MAX,
+ * which Node's rm (full paths) cannot remove; coreutils' rm (relative to each folder) can.
+ */
+export async function removeTree(path: string): Promise<void> {
+  await rm(path, { recursive: true, force: true }).catch(async (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENAMETOOLONG') throw err;
+    await run('rm', ['-rf', '--one-file-system', '--', path]);
+  });
+}
+
 export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);

@@ -7,7 +7,7 @@
 
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
@@ -36,6 +36,7 @@ import {
   readHost,
   readHostRecord,
   recordHost,
+  removeTree,
   restoreHost,
 } from './node-host.ts';
 import { ensureNodeNetwork, nodeIP, nodeName, podCgroupRoot } from './node-network.ts';
@@ -285,9 +286,7 @@ async function stopNode(
   await cluster.admin.delete(Resources.nodes, nodeName).catch(() => {});
   problems.push(...(await restoreHost(before, nodeCgroupRoots)));
   await forgetHost();
-  await rm(dir, { recursive: true, force: true }).catch((err: Error) =>
-    problems.push(`remove ${dir}: ${err.message}`),
-  );
+  await removeTree(dir).catch((err: Error) => problems.push(`remove ${dir}: ${err.message}`));
   const left = hostDifferences(before, await readHost(nodeCgroupRoots));
   return [...problems, ...left];
 }

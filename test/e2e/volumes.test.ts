@@ -16,6 +16,7 @@ import {
   completedBackup,
   completedRestore,
   type NonAdminPolicy,
+  settledBackup,
   settledRestore,
   tenantIn,
 } from '../harness/backup.ts';
@@ -220,6 +221,62 @@ describe.skipIf(nodeSkipReason)("tenants' volume data, with tenantkit installed"
     // Byte for byte: every file's checksum, the fill's marker too (so the data was restored, not refilled).
     expect(files(after.log)).toEqual(files(before.log));
     expect(files(after.log)).toHaveLength(10);
+  }, 600_000);
+
+  it("names the volume Velero could not back up, from Velero's own PodVolumeBackup", async () => {
+    // One Pod, two claims: `data` with known files, and `deep` with folders nested until their path is
+    // longer than Linux's PATH_MAX, which kopia (opening entries by full path) cannot read.
+    const ns = await cluster.namespace('e2e-volume-fails');
+    const user = await tenantIn(cluster, ns, 'e2e-failing');
+    await claim(user, ns, 'data');
+    await claim(user, ns, 'deep');
+    await user.create(
+      Resources.deployments,
+      testDeployment(ns, 'two', {
+        initContainers: [
+          mounted('fill', ['fill', '/data/known', '2', '1', '2'], ['data']),
+          mounted('nest', ['deep', '/deep', '4200'], ['deep']),
+        ],
+        containers: [mounted('main', ['sums', '/data/known', 'then', 'sleep', '3600'], ['data', 'deep'])],
+        volumes: ['data', 'deep'].map((c) => ({ name: c, persistentVolumeClaim: { claimName: c } })),
+        terminationGracePeriodSeconds: 1,
+      }),
+    );
+    const { pod } = await checksums(user, ns, 'two', 'the volumes filled');
+
+    await backUp(user, ns, 'one-fails', { defaultVolumesToFsBackup: true });
+    const nab = await settledBackup(cluster, ns, 'one-fails');
+    // Velero keeps the rest of the backup and says it partly failed; the tenant sees which volume.
+    expect(nab.status?.veleroBackup?.status?.phase).toBe('PartiallyFailed');
+    const veleroSays = async () =>
+      (
+        await cluster.admin.list<
+          KubeObject & { spec: { volume: string }; status?: { phase?: string; message?: string } }
+        >(VeleroResources.podVolumeBackups, {
+          namespace: veleroNamespace,
+          labelSelector: `velero.io/backup-name=${nab.status?.veleroBackup?.name}`,
+        })
+      ).items.map((p) => `${p.spec.volume}: ${p.status?.phase} ${(p.status?.message ?? '').slice(0, 200)}`);
+    const volumes = await eventually(
+      async () => {
+        const o = await user.get<NonAdminBackup>(NonAdminBackupCrd.type, 'one-fails', ns);
+        const counts = o?.status?.fileSystemPodVolumeBackups;
+        return counts?.failures?.length === 1 ? counts : undefined;
+      },
+      { what: 'the volume Velero could not back up in the NonAdminBackup status', timeoutMs: 30_000 },
+    ).catch(async (err: Error) => {
+      throw new Error(`${err.message}; Velero's PodVolumeBackups: ${(await veleroSays()).join(' | ')}`);
+    });
+    progress(`NonAdminBackup with a failing volume: ${JSON.stringify(volumes)}`);
+    expect(volumes).toMatchObject({ total: 2, completed: 1, inProgress: 0, new: 0 });
+    const failure = volumes.failures![0]!;
+    expect(failure.name).toBe(`${pod.metadata.name}/deep`);
+    // Velero v1.18 ends the data path of a volume it cannot read as Canceled, and says why only in its
+    // node-agent's log; the tenant's status names the volume and what Velero's object says.
+    expect(failure.message).toMatch(/^canceled by Velero: |file name too long/);
+    expect(failure.message.length).toBeLessThanOrEqual(1024);
+    // One PodVolumeBackup per volume: the readable one completed, the other is the one named.
+    expect(await backedUpVolumes(nab)).toEqual(['data', 'deep']);
   }, 600_000);
 
   it('writes volume data only into claims the restore creates, never into one the tenant kept in place', async () => {

@@ -38,13 +38,15 @@ describe('progress counts', () => {
     });
   });
 
-  it('counts pod volume phases that have no field of their own only in total', () => {
+  it('counts pod volume phases that have no field of their own only in total; a canceled one is named', () => {
     expect(countPodVolumes([obj('Accepted'), obj('Prepared'), obj('Canceled'), obj('InProgress')])).toEqual({
       total: 4,
       new: 0,
       inProgress: 1,
       failed: 0,
       completed: 0,
+      // Not backed up either: the tenant sees it among the failures, as Velero's cancellation.
+      failures: [{ name: '?/?', message: 'canceled by Velero: Velero gave no reason' }],
     });
   });
 
@@ -69,7 +71,10 @@ describe('progress counts', () => {
       canceled: 1,
       failed: 1,
       completed: 2,
-      failures: [{ name: '?', message: 'Velero gave no reason' }],
+      failures: [
+        { name: '?', message: 'canceled by Velero: Velero gave no reason' },
+        { name: '?', message: 'Velero gave no reason' },
+      ],
     });
     // An unknown phase (a newer Velero) is still counted in total.
     expect(countDataMovers([obj('Paused')])).toMatchObject({ total: 1, new: 0, completed: 0 });

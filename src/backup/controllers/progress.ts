@@ -7,7 +7,7 @@
 // would keep a field that was simply left out (upstream leaves zeros out). When there are no such Velero
 // objects at all there is no object, as upstream, so a backup without volumes gets no write for them.
 // Beyond upstream: the bytes moved and to move (summed over Velero's progress reports, present once one
-// came), and for failed volumes Velero's reason (the first 10, each cut to 1024 characters).
+// came), and for failed or canceled volumes Velero's reason (the first 10, each cut to 1024 characters).
 
 import { VeleroResources } from '../../api/velero.ts';
 import type { Informer } from '../../kube/informer.ts';
@@ -102,9 +102,14 @@ function count<T extends Record<string, unknown>>(
       bytesDone += wholeNumber(progress.bytesDone);
       totalBytes += wholeNumber(progress.totalBytes);
     }
-    if (phase === 'Failed' && failures.length < maxFailures) {
+    // A canceled volume was not backed up (or restored) either: the tenant must see it too.
+    if ((phase === 'Failed' || phase === 'Canceled') && failures.length < maxFailures) {
       const message = typeof o.status?.message === 'string' ? o.status.message : '';
-      failures.push({ name: subject(o), message: brief(message) || 'Velero gave no reason' });
+      const said = brief(message) || 'Velero gave no reason';
+      failures.push({
+        name: subject(o),
+        message: phase === 'Canceled' ? `canceled by Velero: ${said}` : said,
+      });
     }
   }
   if (reported) Object.assign(out, { bytesDone, totalBytes });

@@ -1,8 +1,10 @@
 package main
 
 // Known data on a volume, for backup and restore tests: `fill` writes files whose bytes follow from their
-// names (incompressible, so a backup really carries them), `sums` prints each file's SHA-256, and `churn`
-// keeps rewriting a file, for a volume that is busy while it is backed up.
+// names (incompressible, so a backup really carries them), `sums` prints each file's SHA-256, `churn`
+// keeps rewriting a file, for a volume that is busy while it is backed up, and `deep` nests folders until
+// their path is longer than BYTES (past Linux's PATH_MAX of 4096, no program that opens files by their
+// full path can read the deepest ones: a volume whose backup fails).
 
 import (
 	"crypto/sha256"
@@ -110,4 +112,26 @@ func churn(path string) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// deep makes DIR/d/d/d/… until the path from DIR is longer than `length` bytes, one folder at a time
+// (a single mkdir of the whole path would fail with ENAMETOOLONG), and leaves a file at the bottom.
+func deep(dir string, length int) {
+	if err := os.Chdir(dir); err != nil {
+		fail("deep: %v", err)
+	}
+	depth := 0
+	for total := 0; total <= length; total += len("/d") {
+		if err := os.Mkdir("d", 0o755); err != nil && !os.IsExist(err) {
+			fail("deep: at depth %d: %v", depth, err)
+		}
+		if err := os.Chdir("d"); err != nil {
+			fail("deep: at depth %d: %v", depth, err)
+		}
+		depth++
+	}
+	if err := os.WriteFile("bottom.txt", []byte("the deepest file\n"), 0o644); err != nil {
+		fail("deep: %v", err)
+	}
+	fmt.Printf("made %d nested folders under %s\n", depth, dir)
 }

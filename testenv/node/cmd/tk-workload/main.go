@@ -1,7 +1,7 @@
 // Command tk-workload is the one program in the local node's images: the Pod sandbox's pause process
 // (no arguments: wait for a signal, reap orphans as PID 1) and a small workload for tests
 // (`sleep SECONDS`, `exit CODE`, `write FILE TEXT`, `cat FILE`, `serve PORT` answers HTTP with its host name,
-// `get URL` prints a body, `fill DIR COUNT MIB BIG_MIB`, `sums DIR` and `churn FILE`: data.go; commands
+// `get URL` prints a body, `fill DIR COUNT MIB BIG_MIB`, `sums DIR`, `churn FILE` and `deep DIR BYTES`: data.go; commands
 // chain with `then`, e.g. `fill /data 4 2 64 then sums /data then sleep 3600`),
 // and local-path-provisioner's volume helper (`-p DIR -s BYTES -m MODE -a create|delete`, its
 // setupCommand and teardownCommand).
@@ -94,8 +94,10 @@ func command(args []string) {
 		sums(arg(args, 1))
 	case "churn":
 		churn(arg(args, 1))
+	case "deep":
+		deep(arg(args, 1), number(args, 2))
 	default:
-		fail("unknown command %q; use pause, sleep SECONDS, exit CODE, write FILE TEXT, cat FILE, serve PORT, get URL, fill DIR COUNT MIB BIG_MIB, sums DIR or churn FILE", args[0])
+		fail("unknown command %q; use pause, sleep SECONDS, exit CODE, write FILE TEXT, cat FILE, serve PORT, get URL, fill DIR COUNT MIB BIG_MIB, sums DIR, churn FILE or deep DIR BYTES", args[0])
 	}
 }
 
