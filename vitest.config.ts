@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { BuildsLastSequencer } from './test/harness/sequencer.ts';
 
 // Two tiers: unit tests are pure and parallel; integration tests share one real control plane that
 // globalSetup starts once per run (see test/harness/global-setup.ts).
@@ -8,6 +9,8 @@ export default defineConfig({
   // loaded by Node, get CommonJS, and graphql refuses a schema from "another realm". One build for all.
   resolve: { alias: { graphql: 'graphql/index.js' } },
   test: {
+    // Files that need Velero or the node last, so that their builds overlap the first files.
+    sequence: { sequencer: BuildsLastSequencer },
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
       {

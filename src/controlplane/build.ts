@@ -1,11 +1,13 @@
 // Builds the Go binaries tenantkit runs locally (the control plane from testenv/, Velero from
 // testenv/velero/) once and caches them outside the repo, keyed by a hash of each module's sources, so
 // only the first run on a machine pays the build.
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { setPriority } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 
 export const testenvDir = resolve(dirname(fileURLToPath(import.meta.url)), '../../testenv');
@@ -64,6 +66,23 @@ export interface GoBuild {
   cgo?: boolean;
 }
 
+/** Builds in this process run at this niceness (0: as the process); see `buildInBackground`. */
+let niceness = 0;
+const running = new Set<ChildProcess>();
+
+/**
+ * Lowers the priority of every later build of this process, for builds made ahead of need (the test
+ * run's set-up builds Velero and the node while the first test files run): tests keep the CPU they ask
+ * for and the build takes what is left. `stopBuilds` ends any still running.
+ */
+export function buildInBackground(nice = 15): void {
+  niceness = nice;
+}
+
+export function stopBuilds(): void {
+  for (const child of running) child.kill('SIGTERM');
+}
+
 /** Runs `go build`, reporting every 100th compiled package as a heartbeat. */
 export async function goBuild(build: GoBuild, progress: Progress): Promise<void> {
   const started = Date.now();
@@ -82,6 +101,10 @@ export async function goBuild(build: GoBuild, progress: Progress): Promise<void>
       },
       stdio: ['ignore', 'inherit', 'pipe'],
     });
+    // The compiler processes go forks from now on inherit its niceness.
+    if (niceness && child.pid) setPriority(child.pid, niceness);
+    running.add(child);
+    child.on('exit', () => running.delete(child));
     let compiled = 0;
     let tail = '';
     child.stderr.setEncoding('utf8');
@@ -114,14 +137,21 @@ export async function goBuild(build: GoBuild, progress: Progress): Promise<void>
 
 /**
  * Returns `target` (a file or a directory), first running `make` into a partial path that is renamed
- * into place only when complete: an interrupted build never leaves a target that looks finished, and
- * two processes building at once both end up with one complete target.
+ * into place only when complete: an interrupted build never leaves a target that looks finished. While
+ * another live process builds the same target (its pid in `<target>.building`), this one waits for it
+ * instead of compiling the same thing a second time on the same cores.
  */
 export async function buildOnce(target: string, make: (partial: string) => Promise<void>): Promise<string> {
   if (existsSync(target)) return target;
   await mkdir(dirname(target), { recursive: true });
+  const lock = `${target}.building`;
+  while (!(await takeLock(lock))) {
+    if (existsSync(target)) return target;
+    await sleep(1_000);
+  }
   const partial = `${target}.${process.pid}.partial`;
   try {
+    if (existsSync(target)) return target;
     await make(partial);
     await rename(partial, target).catch((err: unknown) => {
       // A directory cannot replace another: someone else finished first, and theirs is as good.
@@ -129,8 +159,38 @@ export async function buildOnce(target: string, make: (partial: string) => Promi
     });
   } finally {
     await rm(partial, { recursive: true, force: true });
+    await rm(lock, { force: true });
   }
   return target;
+}
+
+/** Takes the build lock, or says false while a live process holds it; a dead holder's lock is taken over. */
+async function takeLock(lock: string): Promise<boolean> {
+  try {
+    await writeFile(lock, String(process.pid), { flag: 'wx' });
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  const text = await readFile(lock, 'utf8').catch(() => undefined);
+  if (text === undefined) return false; // released meanwhile: try again
+  const holder = Number(text);
+  // An empty lock is one being written right now, unless it is old.
+  const stale =
+    holder > 0
+      ? !alive(holder)
+      : Date.now() - ((await stat(lock).catch(() => undefined))?.mtimeMs ?? Date.now()) > 10_000;
+  if (stale) await rm(lock, { force: true });
+  return false;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Returns the path of the control plane binary, building it first if this source hash has none. */

@@ -1,12 +1,13 @@
 // Starts one real control plane for the whole integration run, installs CRDs, and hands the
 // connection details to test files (inject('cluster')). Stops it, and everything it started, at the end.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { allCrds } from '../../src/api/index.ts';
 import { crdManifest } from '../../src/api/schema.ts';
 import { startControlPlane } from '../../src/controlplane/launch.ts';
+import { removeTree } from '../../src/controlplane/node-host.ts';
 import { ensureNodeNetwork, nodeIP } from '../../src/controlplane/node-network.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { installCrds } from '../../src/kube/crds.ts';
@@ -16,6 +17,7 @@ import { ProjectRequestStandInCrd, ProjectStandInCrd, UserStandInCrd } from '../
 import { SampleCrd } from '../fixtures/sample.ts';
 import { testTokenUsers } from './cluster.ts';
 import { nodeSkipReason } from './node.ts';
+import { prebuild } from './prebuild.ts';
 import { veleroCrds } from './reference.ts';
 
 export default async function setup(project: TestProject) {
@@ -43,15 +45,17 @@ export default async function setup(project: TestProject) {
   console.log(
     `[control plane] ready with ${crds.length} CRDs in ${Date.now() - started} ms at ${controlPlane.server}`,
   );
+  const background = prebuild(!nodeSkipReason, (line) => console.log(line));
   project.provide('cluster', {
     dir,
     server: controlPlane.server,
     adminKubeconfigPath: controlPlane.adminKubeconfigPath,
   });
   return async () => {
+    background.stop();
     await controlPlane.stop();
     await network?.release();
-    await rm(dir, { recursive: true, force: true });
+    await removeTree(dir);
   };
 }
 
