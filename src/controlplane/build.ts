@@ -68,6 +68,7 @@ export interface GoBuild {
 
 /** Builds in this process run at this niceness (0: as the process); see `buildInBackground`. */
 let niceness = 0;
+let stopping = false;
 const running = new Set<ChildProcess>();
 
 /**
@@ -79,7 +80,9 @@ export function buildInBackground(nice = 15): void {
   niceness = nice;
 }
 
+/** Ends this process' running builds; its waits for other processes' builds give up within a second. */
 export function stopBuilds(): void {
+  stopping = true;
   for (const child of running) child.kill('SIGTERM');
 }
 
@@ -147,6 +150,7 @@ export async function buildOnce(target: string, make: (partial: string) => Promi
   const lock = `${target}.building`;
   while (!(await takeLock(lock))) {
     if (existsSync(target)) return target;
+    if (stopping) throw new Error(`stopped waiting for ${target}: builds in this process were stopped`);
     await sleep(1_000);
   }
   const partial = `${target}.${process.pid}.partial`;

@@ -317,6 +317,9 @@ export class QuotaLedger {
     ledgerWrites.inc({ kind: grant ? 'grant' : 'reservation' });
     for (const id of returning) state.held.delete(id);
     if (grant) {
+      // Another call of this replica may have taken a grant meanwhile (its write landed between our read
+      // and ours): it stops handing out slots and is returned with the next write, never left open.
+      state.closeCurrent();
       state.held.set(grant.id, grant);
       state.current = grant;
       this.scheduleReturn(state, grant.closes - view.now);
