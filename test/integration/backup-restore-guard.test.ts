@@ -102,6 +102,27 @@ const refused = (nar: NonAdminRestore) =>
 const condition = (nar: NonAdminRestore, type: string) =>
   nar.status?.conditions?.find((c) => c.type === type);
 
+/** A NonAdminRestore by `client` from NAB `backupName` that the controller holds back with `reason`. */
+async function heldRestore(
+  client: KubeClient,
+  ns: string,
+  backupName: string,
+  reason: string,
+): Promise<NonAdminRestore> {
+  const name = cluster.unique('nar');
+  await client.create(narType, {
+    metadata: { name, namespace: ns },
+    spec: { restoreSpec: { backupName } },
+  } as KubeObject);
+  return eventually(
+    async () => {
+      const o = await cluster.admin.get<NonAdminRestore>(narType, name, ns);
+      return o && condition(o, 'Accepted')?.reason === reason ? o : undefined;
+    },
+    { what: `NonAdminRestore ${ns}/${name} held back (${reason})`, timeoutMs: 60_000 },
+  );
+}
+
 /** Whether `client` may create `object` right now, by the API server's own answer to a dry run. */
 async function mayCreate(client: KubeClient, type: ResourceType, object: KubeObject): Promise<boolean> {
   try {
@@ -177,18 +198,7 @@ describe('NonAdminRestore as its requester', { timeout: 3 * veleroQueueMs }, () 
         data: { a: '1' },
       });
       const backupName = await backupOf(ns, tenant);
-      const name = cluster.unique('nar');
-      await tenant.create(narType, {
-        metadata: { name, namespace: ns },
-        spec: { restoreSpec: { backupName } },
-      } as KubeObject);
-      const nar = await eventually(
-        async () => {
-          const o = await cluster.admin.get<NonAdminRestore>(narType, name, ns);
-          return o && condition(o, 'Accepted')?.reason === 'RestoreGuardMissing' ? o : undefined;
-        },
-        { what: `NonAdminRestore ${ns}/${name} waiting for the restore guard`, timeoutMs: 60_000 },
-      );
+      const nar = await heldRestore(tenant, ns, backupName, 'RestoreGuardMissing');
       expect(nar.status?.phase).toBe('BackingOff');
       expect(condition(nar, 'Accepted')?.message).toContain("does not run tenantkit's restore guard plugin");
       const restores = await cluster.admin.list(VeleroResources.restores, { namespace: bare.namespace });
@@ -236,18 +246,8 @@ describe('NonAdminRestore as its requester', { timeout: 3 * veleroQueueMs }, () 
       });
     await setPassword(Buffer.from('static-passw0rd').toString('base64'));
     try {
-      const waiting = cluster.unique('nar');
-      await tenant.create(narType, {
-        metadata: { name: waiting, namespace: ns },
-        spec: { restoreSpec: { backupName: fromOwn } },
-      } as KubeObject);
-      const nar = await eventually(
-        async () => {
-          const o = await cluster.admin.get<NonAdminRestore>(narType, waiting, ns);
-          return o && condition(o, 'Accepted')?.reason === 'RepositoryPasswordBuiltIn' ? o : undefined;
-        },
-        { what: `NonAdminRestore ${ns}/${waiting} waiting for a repository password`, timeoutMs: 60_000 },
-      );
+      const nar = await heldRestore(tenant, ns, fromOwn, 'RepositoryPasswordBuiltIn');
+      const waiting = nar.metadata.name!;
       expect(nar.status?.phase).toBe('BackingOff');
       expect(condition(nar, 'Accepted')?.message).toContain('uses the password built into Velero');
       expect(condition(nar, 'Accepted')?.message).toContain('a cluster admin sets a password of their own');
