@@ -8,6 +8,7 @@ import { mapLimit } from '../src/kube/access.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { type KubeObject, Resources, type ResourceType } from '../src/kube/resources.ts';
 import { startBenchCluster } from './node.ts';
+import { perCall, percentiles, samplesOf } from './prom.ts';
 import { applyBenchTenant } from './tenant.ts';
 
 const { values } = parseArgs({
@@ -29,12 +30,6 @@ const count = Number(values.creates);
 const organizationLabel = 'appuio.io/organization';
 const apply = { fieldManager: 'bench', force: true };
 
-function percentiles(samples: number[]) {
-  const s = [...samples].sort((a, b) => a - b);
-  const at = (p: number) => s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0;
-  const mean = s.reduce((a, b) => a + b, 0) / Math.max(1, s.length);
-  return { mean, p50: at(50), p99: at(99), max: s.at(-1) ?? 0 };
-}
 const fmt = (p: ReturnType<typeof percentiles>) =>
   `mean ${p.mean.toFixed(2)} ms, p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms, max ${p.max.toFixed(1)} ms`;
 
@@ -50,31 +45,7 @@ async function timed(times: number, one: (i: number) => Promise<unknown>): Promi
 
 /** kube-apiserver's counters and sums of one metric family, by their label sets. */
 async function scrape(admin: KubeClient, family: string): Promise<Map<string, number>> {
-  const text = await admin.request<string>('GET', '/metrics', { text: true });
-  const found = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(family)) continue;
-    const space = line.lastIndexOf(' ');
-    found.set(line.slice(0, space), Number(line.slice(space + 1)));
-  }
-  return found;
-}
-
-/** Mean duration per call of each webhook (and admission step) between two scrapes, by its name. */
-function perCall(before: Map<string, number>, after: Map<string, number>, family: string, label: string) {
-  const rows: { name: string; calls: number; meanMs: number }[] = [];
-  for (const [key, sum] of after) {
-    if (!key.startsWith(`${family}_sum{`)) continue;
-    const countKey = key.replace(`${family}_sum{`, `${family}_count{`);
-    const calls = (after.get(countKey) ?? 0) - (before.get(countKey) ?? 0);
-    if (calls <= 0) continue;
-    const seconds = sum - (before.get(key) ?? 0);
-    const name = key.match(new RegExp(`${label}="([^"]*)"`))?.[1] ?? '?';
-    const operation = key.match(/operation="([^"]*)"/)?.[1] ?? '';
-    const type = key.match(/type="([^"]*)"/)?.[1] ?? '';
-    rows.push({ name: `${name} ${type} ${operation}`.trim(), calls, meanMs: (seconds * 1000) / calls });
-  }
-  return rows.sort((a, b) => a.name.localeCompare(b.name));
+  return samplesOf(await admin.request<string>('GET', '/metrics', { text: true }), family);
 }
 
 /** tenantkit's own webhook metric family, summed over the webhook Pods (scraped on their Pod IPs). */
@@ -107,18 +78,12 @@ async function scrapeWebhookPods(admin: KubeClient, namespace: string, release: 
       req.on('error', reject);
       req.end();
     });
-    for (const line of text.split('\n')) {
-      if (
-        !/^tenantkit_(webhook_duration_seconds_|https_connections_total|https_request_duration_seconds_)/.test(
-          line,
-        )
-      ) {
-        continue;
-      }
-      const space = line.lastIndexOf(' ');
-      const key = line.slice(0, space).replace(/,?allowed="[^"]*"/, '');
-      total.set(key, (total.get(key) ?? 0) + Number(line.slice(space + 1)));
-    }
+    samplesOf(
+      text,
+      /^tenantkit_(webhook_duration_seconds_|https_connections_total|https_request_duration_seconds_)/,
+      (series) => series.replace(/,?allowed="[^"]*"/, ''),
+      total,
+    );
   }
   return total;
 }
