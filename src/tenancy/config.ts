@@ -68,7 +68,14 @@ export type ConfigSource = () => EffectiveConfig;
 
 export function configSource(manager: Manager, namespace: string): ConfigSource {
   const informer: Informer<TenancyConfig> = manager.informer(TenancyConfigCrd.type);
-  return () => effective(informer.get('cluster'), namespace);
+  // Worked out once per version of the object (the cache replaces it on every change), not per request.
+  let last: { source: TenancyConfig | undefined; config: EffectiveConfig } | undefined;
+  return () => {
+    const source = informer.get('cluster');
+    if (last?.source !== source || !last)
+      last = { source, config: Object.freeze(effective(source, namespace)) };
+    return last.config;
+  };
 }
 
 const compiled = new Map<string, RegExp>();

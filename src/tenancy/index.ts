@@ -9,7 +9,7 @@ import { setsVolumeName, validateClaimVolume } from './claim-volume.ts';
 import { configSource, unknownConfigKeys } from './config.ts';
 import { directory } from './directory.ts';
 import { privilegeChecker } from './identity.ts';
-import { mutateNamespace, validateNamespace } from './namespace-policy.ts';
+import { admitNewNamespace, validateNamespace } from './namespace-policy.ts';
 import { registerOrgRbacController } from './org-rbac-controller.ts';
 import { registerOrganizationController } from './organization-controller.ts';
 import { admitPod } from './pod-policy.ts';
@@ -118,21 +118,36 @@ export const tenancy: Capability = {
     ];
     const definitions: WebhookDefinition[] = [
       {
-        name: 'namespace-organization',
+        // A new namespace in one call: its organization filled in and the namespace policy checked on
+        // the result (see admitNewNamespace); both switch off on their own.
+        name: 'namespace-create',
         type: 'mutating',
-        // Fail closed: without the label the validating policy would deny anyway, with a worse message.
+        // Fail closed: ownership and quota are exactly what a tenant would gain from an outage.
         failurePolicy: 'Fail',
-        timeoutSeconds: 5,
+        timeoutSeconds: 10,
         rules: namespaces(['CREATE']),
-        handler: (req) => mutateNamespace(deps, req),
+        // Called again if a later mutating webhook changes the namespace: what is stored is checked.
+        reinvocationPolicy: 'IfNeeded',
+        // The namespace quota reserves a slot in its ledger, except on dry runs.
+        sideEffects: 'NoneOnDryRun',
+        handler: (req) => {
+          const disabled = config().disabledPolicies;
+          return admitNewNamespace(deps, req, {
+            organization: !disabled.includes('namespace-organization'),
+            policy: !disabled.includes('namespace-policy'),
+          });
+        },
       },
       {
+        // Changes to a namespace (labels, transfers between organizations).
         name: 'namespace-policy',
         type: 'validating',
         // Fail closed: ownership and quota are exactly what a tenant would gain from an outage.
         failurePolicy: 'Fail',
         timeoutSeconds: 10,
-        rules: namespaces(['CREATE', 'UPDATE']),
+        rules: namespaces(['UPDATE']),
+        // A transfer reserves a slot in the receiving organization's quota, except on dry runs.
+        sideEffects: 'NoneOnDryRun',
         handler: (req) => validateNamespace(deps, req),
       },
       {
@@ -246,7 +261,7 @@ export const tenancy: Capability = {
     // Every policy but the configuration check itself can be switched off, live (the pod policies
     // check their switches themselves).
     return definitions.map((d) =>
-      d.name === 'tenancy-config' || d.name === 'pod-defaults'
+      d.name === 'tenancy-config' || d.name === 'pod-defaults' || d.name === 'namespace-create'
         ? d
         : {
             ...d,

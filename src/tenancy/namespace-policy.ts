@@ -170,20 +170,40 @@ export async function validateNamespace(deps: NamespacePolicyDeps, req: Admissio
   return allow();
 }
 
-/** Fills in the organization label of a new namespace from the requester's default organization. */
-export function mutateNamespace(deps: NamespacePolicyDeps, req: AdmissionRequest): Verdict {
-  if (req.operation !== 'CREATE') return allow();
-  const config = deps.config();
-  if (deps.privileged(req.userInfo, config)) return allow();
+/** A new namespace with its organization label filled in from the requester's default organization. */
+function withOrganization(deps: NamespacePolicyDeps, req: AdmissionRequest): KubeObject {
   const namespace = req.object as KubeObject;
-  if (namespace.metadata.labels?.[config.organizationLabel]) return allow();
+  const config = deps.config();
+  if (deps.privileged(req.userInfo, config)) return namespace;
+  if (namespace.metadata.labels?.[config.organizationLabel]) return namespace;
   const saNamespace = serviceAccountNamespace(req.userInfo.username);
   const organization =
     saNamespace !== undefined
       ? deps.directory.namespace(saNamespace)?.metadata.labels?.[config.organizationLabel]
       : deps.directory.defaultOrganization(req.userInfo.username);
-  if (!organization) return allow();
+  if (!organization) return namespace;
   const mutated = structuredClone(namespace);
   mutated.metadata.labels = { ...mutated.metadata.labels, [config.organizationLabel]: organization };
-  return mutate(namespace, mutated);
+  return mutated;
+}
+
+/**
+ * A new namespace in one webhook call: the organization filled in (policy namespace-organization), then
+ * the namespace policy checked on the result (policy namespace-policy); each can be switched off on its
+ * own. The webhook is reinvoked when a later mutating webhook changes the namespace, so the namespace
+ * that is stored is the one checked (the quota counts a name once, however often it is admitted).
+ */
+export async function admitNewNamespace(
+  deps: NamespacePolicyDeps,
+  req: AdmissionRequest,
+  policies: { organization: boolean; policy: boolean },
+): Promise<Verdict> {
+  if (req.operation !== 'CREATE') return allow();
+  const namespace = req.object as KubeObject;
+  const defaulted = policies.organization ? withOrganization(deps, req) : namespace;
+  if (policies.policy) {
+    const verdict = await validateNamespace(deps, { ...req, object: defaulted });
+    if (!verdict.allowed) return verdict;
+  }
+  return defaulted === namespace ? allow() : mutate(namespace, defaulted);
 }

@@ -90,7 +90,7 @@ export function namespaceQuotaOf(
 }
 
 export type QuotaDecision =
-  | { ok: true; used: number }
+  | { ok: true }
   /** `held`: of `used`, slots other replicas' open grants hold (each may or may not be a namespace). */
   | { ok: false; used: number; held: number };
 
@@ -107,6 +107,8 @@ export interface QuotaRequest {
 interface HeldGrant {
   id: string;
   slots: number;
+  /** The quota the slots were sized for: while it holds, every slot fits without recounting. */
+  limit: number;
   closes: number;
   admitted: Set<string>;
   open: boolean;
@@ -202,7 +204,7 @@ export class QuotaLedger {
       fresh = false;
       const view = this.view(state, current);
       const use = usage(view);
-      if (use.counted.has(request.namespace)) return this.decided({ ok: true, used: use.counted.size });
+      if (use.counted.has(request.namespace)) return this.decided({ ok: true });
       if (use.used + 1 > request.limit) {
         const wait = this.waitForReturns(use.foreign, view.now, waited);
         if (wait > 0) {
@@ -215,9 +217,9 @@ export class QuotaLedger {
         }
         continue;
       }
-      if (request.dryRun) return this.decided({ ok: true, used: use.used + 1 });
+      if (request.dryRun) return this.decided({ ok: true });
       if (await this.write(state, request, view, use.used, current)) {
-        return this.decided({ ok: true, used: use.used + 1 });
+        return this.decided({ ok: true });
       }
       conflicts++;
       fresh = true;
@@ -229,10 +231,11 @@ export class QuotaLedger {
   }
 
   private stateFor(request: QuotaRequest): LedgerState {
-    const name = `tenantkit-nsquota-${createHash('sha256').update(request.organization).digest('hex').slice(0, 16)}`;
-    const key = `${request.ledgerNamespace}/${name}`;
+    // Organization names cannot hold '/': the key is unambiguous.
+    const key = `${request.ledgerNamespace}/${request.organization}`;
     let state = this.states.get(key);
     if (!state) {
+      const name = `tenantkit-nsquota-${createHash('sha256').update(request.organization).digest('hex').slice(0, 16)}`;
       state = new LedgerState(request.ledgerNamespace, name, request.organization);
       this.states.set(key, state);
     }
@@ -266,13 +269,16 @@ export class QuotaLedger {
   private fromGrant(state: LedgerState, request: QuotaRequest): QuotaDecision | undefined {
     const grant = state.current;
     if (!grant?.open || Date.now() >= grant.closes) return undefined;
-    if (grant.admitted.has(request.namespace)) return { ok: true, used: grant.admitted.size };
+    if (grant.admitted.has(request.namespace)) return { ok: true };
     if (grant.admitted.size >= grant.slots) return undefined;
-    // The limit may have been lowered since the grant was taken: count as a ledger write would.
-    const use = usage(this.view(state, this.cache.get(`${state.namespace}/${state.name}`)));
-    if (use.used + 1 > request.limit) return undefined;
+    // The slots were sized to fit the quota as it was, and every other replica counts them in full, so
+    // while the limit holds any free slot fits. A lowered limit is counted as a ledger write would.
+    if (request.limit < grant.limit) {
+      const use = usage(this.view(state, this.cache.get(`${state.namespace}/${state.name}`)));
+      if (use.used + 1 > request.limit) return undefined;
+    }
     if (!request.dryRun) grant.admitted.add(request.namespace);
-    return { ok: true, used: use.used + 1 };
+    return { ok: true };
   }
 
   /** How long to wait for other replicas to return the grants that stand in the way; 0: decide now. */
@@ -301,6 +307,7 @@ export class QuotaLedger {
       ? {
           id: `${this.holder}.${++this.sequence}`,
           slots: size,
+          limit: request.limit,
           closes: view.now + windowMs,
           admitted: new Set([request.namespace]),
           open: true,

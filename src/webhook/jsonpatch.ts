@@ -11,8 +11,14 @@ const escapeSegment = (segment: string) => segment.replace(/~/g, '~0').replace(/
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** JSON equality: an undefined member is an absent one, as in the JSON the API server reads. */
 function equal(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+  if (a === b) return true;
+  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((v, i) => equal(v, b[i]));
+  if (!isObject(a) || !isObject(b)) return false;
+  const keys = (o: Record<string, unknown>) => Object.keys(o).filter((k) => o[k] !== undefined);
+  const ka = keys(a);
+  return ka.length === keys(b).length && ka.every((k) => Object.hasOwn(b, k) && equal(a[k], b[k]));
 }
 
 export function diff(original: unknown, mutated: unknown, path = ''): JsonPatchOp[] {

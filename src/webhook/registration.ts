@@ -35,6 +35,8 @@ export interface WebhookDefinition {
   /** CEL conditions; all must be true for the webhook to be called. */
   matchConditions?: { name: string; expression: string }[];
   reinvocationPolicy?: 'Never' | 'IfNeeded';
+  /** NoneOnDryRun for a handler that writes (a reservation) except on dry runs; default None. */
+  sideEffects?: 'None' | 'NoneOnDryRun';
   /**
    * The schema of the object's spec (a CRD's), checked by the server before the handler runs, so the
    * handler never depends on the API server having checked it (an admin can edit a CRD's schema).
@@ -71,7 +73,7 @@ function webhookEntry(def: WebhookDefinition, endpoint: WebhookEndpoint, caBundl
     rules: def.rules,
     failurePolicy: def.failurePolicy,
     matchPolicy: 'Equivalent',
-    sideEffects: 'None',
+    sideEffects: def.sideEffects ?? 'None',
     admissionReviewVersions: ['v1'],
     timeoutSeconds: def.timeoutSeconds ?? 5,
     namespaceSelector: def.namespaceSelector ?? {},

@@ -17,6 +17,7 @@ export interface TestWebhooks {
 export async function startTestWebhooks(
   cluster: TestCluster,
   definitions: WebhookDefinition[],
+  options: { configName?: string } = {},
 ): Promise<TestWebhooks> {
   const ca = await createCA('tenantkit-test-webhook-ca');
   const serving = await ca.issue({
@@ -28,7 +29,7 @@ export async function startTestWebhooks(
   const server = new WebhookServer({ logger: silentLogger, certificate: serving });
   server.register(...definitions);
   const port = await server.start();
-  const configName = cluster.unique('tenantkit-test');
+  const configName = options.configName ?? cluster.unique('tenantkit-test');
   await registerWebhooks(
     cluster.admin,
     configName,

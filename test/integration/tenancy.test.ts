@@ -14,9 +14,11 @@ import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { tenancy } from '../../src/tenancy/index.ts';
 import { organizationBindingName } from '../../src/tenancy/org-rbac-controller.ts';
 import { reservedLabel } from '../../src/tenancy/reserved-objects.ts';
+import { allow, mutate } from '../../src/webhook/admission.ts';
 import { ProjectRequestStandInCrd, ProjectStandInCrd, UserStandInCrd } from '../fixtures/openshift.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { runCapability } from '../harness/components.ts';
+import { startTestWebhooks } from '../harness/webhooks.ts';
 
 const cluster = await TestCluster.connect();
 const orgLabel = 'appuio.io/organization';
@@ -206,6 +208,41 @@ describe('namespace ownership', () => {
     expect(missing?.message).toContain('organization "no-such-org" does not exist');
   });
 
+  it("checks the namespace that is stored: a later admin webhook's relabel is checked again", async () => {
+    // An admin's own mutating webhook, called after tenantkit's (configurations run in name order), moves
+    // namespaces named *-relabel into an organization alice is not in: tenantkit is called again and
+    // refuses, rather than having checked only the namespace alice sent.
+    const other = `${id}-other`;
+    await organization(other, [bob], []);
+    const relabel = await startTestWebhooks(
+      cluster,
+      [
+        {
+          name: 'relabel',
+          type: 'mutating',
+          failurePolicy: 'Fail',
+          rules: [
+            { operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['namespaces'] },
+          ],
+          handler: (req) => {
+            const ns = req.object as KubeObject;
+            if (!ns.metadata.name?.endsWith('-relabel')) return allow();
+            return mutate(ns, { ...ns, metadata: { ...ns.metadata, labels: { [orgLabel]: other } } });
+          },
+        },
+      ],
+      { configName: `zz-${id}-admin-relabel` },
+    );
+    try {
+      const name = track(`${cluster.unique('ns')}-relabel`);
+      const err = await rejection(createNamespace(aliceClient, name, { [orgLabel]: orgA }));
+      expect(err?.message).toContain(`you (${alice}) are not a member of organization "${other}"`);
+      expect(await cluster.admin.get(Resources.namespaces, name)).toBeUndefined();
+    } finally {
+      await relabel.stop();
+    }
+  });
+
   it('denies reserved names and labels or annotations tenants may not set', async () => {
     const reserved = await rejection(createNamespace(aliceClient, `kube-${id}`));
     expect(reserved?.message).toContain('is reserved (pattern "kube-*")');
@@ -276,15 +313,18 @@ describe('namespace ownership', () => {
     expect(full?.message).toContain(`organization "${orgFull}" already owns 1 of its 1 namespaces`);
   });
 
+  /** An organization of `quota` owning `before` namespaces, then `parallel` creates at once by alice. */
+  async function fillThenRace(org: string, quota: number, before: number, parallel: number) {
+    await organization(org, [alice], [], quota);
+    for (let i = 0; i < before; i++)
+      await createNamespace(aliceClient, track(`${org}-pre-${i}`), { [orgLabel]: org });
+    const names = Array.from({ length: parallel }, (_, i) => track(`${org}-par-${i}`));
+    return Promise.allSettled(names.map((n) => createNamespace(aliceClient, n, { [orgLabel]: org })));
+  }
+
   it('lets exactly one of 20 parallel creates through at quota - 1', async () => {
     const org = `${id}-race`;
-    await organization(org, [alice], [], 3);
-    for (let i = 0; i < 2; i++)
-      await createNamespace(aliceClient, track(`${org}-pre-${i}`), { [orgLabel]: org });
-    const names = Array.from({ length: 20 }, (_, i) => track(`${org}-par-${i}`));
-    const results = await Promise.allSettled(
-      names.map((n) => createNamespace(aliceClient, n, { [orgLabel]: org })),
-    );
+    const results = await fillThenRace(org, 3, 2, 20);
     const ok = results.filter((r) => r.status === 'fulfilled');
     expect(ok).toHaveLength(1);
     for (const r of results) {
@@ -296,13 +336,7 @@ describe('namespace ownership', () => {
 
   it('holds a larger quota exactly while slots come from grants: 10 of 20 parallel creates with 10 left', async () => {
     const org = `${id}-grants`;
-    await organization(org, [alice], [], 40);
-    for (let i = 0; i < 30; i++)
-      await createNamespace(aliceClient, track(`${org}-pre-${i}`), { [orgLabel]: org });
-    const names = Array.from({ length: 20 }, (_, i) => track(`${org}-par-${i}`));
-    const results = await Promise.allSettled(
-      names.map((n) => createNamespace(aliceClient, n, { [orgLabel]: org })),
-    );
+    const results = await fillThenRace(org, 40, 30, 20);
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(10);
     for (const r of results) {
       if (r.status === 'rejected')
@@ -546,6 +580,8 @@ describe('namespace ownership', () => {
       },
       { what: 'namespace-policy switched off' },
     );
+    // The organization is still filled in: each policy switches off on its own.
+    expect((await cluster.admin.get(Resources.namespaces, reserved))?.metadata.labels?.[orgLabel]).toBe(orgA);
     await cluster.admin.patch(TenancyConfigCrd.type, 'cluster', undefined, {
       spec: { disabledPolicies: null },
     });

@@ -26,6 +26,13 @@ describe('JSON Patch diff', () => {
     expect(diff({ a: [1, { b: 2 }] }, { a: [1, { b: 2 }] })).toEqual([]);
   });
 
+  it('reads equality as JSON does: key order and undefined members make no difference', () => {
+    expect(diff({ a: 1, b: { c: [1, 2] } }, { b: { c: [1, 2] }, a: 1, d: undefined })).toEqual([]);
+    expect(diff({ a: [1, 2] }, { a: [2, 1] })).toEqual([{ op: 'replace', path: '/a', value: [2, 1] }]);
+    expect(diff({ a: null }, { a: {} })).toEqual([{ op: 'replace', path: '/a', value: {} }]);
+    expect(diff({ a: [] }, { a: {} })).toEqual([{ op: 'replace', path: '/a', value: {} }]);
+  });
+
   it('adds, replaces and removes keys, escaping / and ~ in names', () => {
     const before = { metadata: { labels: { 'a/b': 'x', gone: 'y' } }, spec: { n: 1 } };
     const after = { metadata: { labels: { 'a/b': 'z', 'c~d': 'new' } }, spec: { n: 1 } };
