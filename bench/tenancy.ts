@@ -3,13 +3,15 @@
 //    latency percentiles and the overhead ratio, measured in the same run.
 // 2. The webhook server alone, fed AdmissionReviews recorded from real API-server calls, over HTTPS at a
 //    fixed rate by a separate load process (bench/load.ts): p50/p99/max latency and errors.
-//   node bench/tenancy.ts [--rate 1000] [--seconds 60] [--namespaces 150]
+//   node bench/tenancy.ts [--rate 1000] [--seconds 60] [--namespaces 150] [--apiserver-profile PREFIX]
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { parse as parseYaml } from 'yaml';
 import { allCrds } from '../src/api/index.ts';
 import { crdManifest } from '../src/api/schema.ts';
 import { TenantUserCrd } from '../src/api/tenancy.ts';
@@ -33,6 +35,9 @@ const { values } = parseArgs({
     rate: { type: 'string', default: '1000' },
     seconds: { type: 'string', default: '60' },
     namespaces: { type: 'string', default: '150' },
+    // Also take kube-apiserver's CPU profile (Go pprof) while each round of creates runs, written to
+    // <prefix>-without.pb.gz and <prefix>-with.pb.gz (read them with `go tool pprof -top`).
+    'apiserver-profile': { type: 'string' },
   },
 });
 const here = dirname(fileURLToPath(import.meta.url));
@@ -47,6 +52,50 @@ const cp = await startControlPlane({
 const admin = KubeClient.fromKubeconfig({ yaml: cp.adminKubeconfig });
 const apply = { fieldManager: 'bench', force: true };
 const stop = new AbortController();
+
+/** kube-apiserver's CPU profile over `seconds` (its /debug/pprof endpoint, as the admin). */
+async function apiserverProfile(seconds: number): Promise<Buffer> {
+  const config = parseYaml(cp.adminKubeconfig) as {
+    clusters: { cluster: { server: string; 'certificate-authority-data': string } }[];
+    users: { user: { 'client-certificate-data': string; 'client-key-data': string } }[];
+  };
+  const pem = (b64: string) => Buffer.from(b64, 'base64');
+  const { cluster } = config.clusters[0]!;
+  const { user } = config.users[0]!;
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      `${cluster.server}/debug/pprof/profile?seconds=${seconds}`,
+      {
+        ca: pem(cluster['certificate-authority-data']),
+        cert: pem(user['client-certificate-data']),
+        key: pem(user['client-key-data']),
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          res.statusCode === 200
+            ? resolve(Buffer.concat(chunks))
+            : reject(new Error(`pprof: HTTP ${res.statusCode}`)),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Times the creates; with --apiserver-profile, kube-apiserver's CPU profile over them goes to a file. */
+async function profiledCreates(client: KubeClient, prefix: string, count: number, label: string) {
+  const file = values['apiserver-profile'];
+  if (!file) return timeCreates(client, prefix, count);
+  // A profile covers whole seconds: it starts with the creates and ends before the last of them.
+  const samples = timeCreates(client, prefix, count);
+  const profile = apiserverProfile(Math.max(1, Math.floor((count * 3) / 1000)));
+  const [result, data] = await Promise.all([samples, profile]);
+  await writeFile(`${file}-${label}.pb.gz`, data);
+  return result;
+}
 
 async function timeCreates(client: KubeClient, prefix: string, count: number): Promise<number[]> {
   const samples: number[] = [];
@@ -79,7 +128,7 @@ try {
 
   // Baseline: no tenantkit webhooks registered.
   await timeCreates(alice, 'warmup', 10);
-  const without = await timeCreates(alice, 'plain', count);
+  const without = await profiledCreates(alice, 'plain', count, 'without');
 
   // Webhooks in this process, recording every request they receive.
   const manager = new Manager({ client: admin, logger: silentLogger, component: 'bench' });
@@ -118,7 +167,7 @@ try {
     ours: samplesOf(await registry.metrics(), ours, (series) => series.replace(/,?allowed="[^"]*"/, '')),
   });
   const before = await readings();
-  const withWebhooks = await timeCreates(alice, 'owned', count);
+  const withWebhooks = await profiledCreates(alice, 'owned', count, 'with');
   const after = await readings();
 
   // Record the other reviews tenants cause: label edits and pods (with and without defaults).
