@@ -70,6 +70,7 @@ export interface WatchEvent<T> {
 export interface WatchOptions {
   namespace?: string;
   labelSelector?: string;
+  fieldSelector?: string;
   resourceVersion?: string;
   timeoutSeconds?: number;
   signal?: AbortSignal;
@@ -331,6 +332,7 @@ export class KubeClient {
         allowWatchBookmarks: true,
         resourceVersion: options.resourceVersion,
         labelSelector: options.labelSelector,
+        fieldSelector: options.fieldSelector,
         timeoutSeconds: options.timeoutSeconds ?? 300,
       },
     };

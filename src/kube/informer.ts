@@ -18,6 +18,7 @@ export interface EventHandlers<T> {
 export interface InformerOptions {
   namespace?: string;
   labelSelector?: string;
+  fieldSelector?: string;
   logger?: Logger;
 }
 
@@ -114,6 +115,7 @@ export class Informer<T extends KubeObject> {
           {
             namespace: this.options.namespace,
             labelSelector: this.options.labelSelector,
+            fieldSelector: this.options.fieldSelector,
             resourceVersion: this.resourceVersion,
             timeoutSeconds: 240 + Math.floor(Math.random() * 120),
             signal,
@@ -145,6 +147,7 @@ export class Informer<T extends KubeObject> {
     const list = await this.client.listAll<T>(this.type, {
       namespace: this.options.namespace,
       labelSelector: this.options.labelSelector,
+      fieldSelector: this.options.fieldSelector,
     });
     const seen = new Set<string>();
     for (const object of list.items) {

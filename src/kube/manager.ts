@@ -66,12 +66,13 @@ export class Manager {
 
   /** The shared informer for a resource type (created on first use; started with the manager). */
   informer<T extends KubeObject>(type: ResourceType): Informer<T> {
-    const key = `${type.group}/${type.version}/${type.plural}?${type.labelSelector ?? ''}@${type.watchNamespace ?? ''}`;
+    const key = `${type.group}/${type.version}/${type.plural}?${type.labelSelector ?? ''}&${type.fieldSelector ?? ''}@${type.watchNamespace ?? ''}`;
     let informer = this.informers.get(key);
     if (!informer) {
       informer = new Informer<KubeObject>(this.client, type, {
         logger: this.logger,
         ...(type.labelSelector ? { labelSelector: type.labelSelector } : {}),
+        ...(type.fieldSelector ? { fieldSelector: type.fieldSelector } : {}),
         ...(type.watchNamespace ? { namespace: type.watchNamespace } : {}),
       });
       this.informers.set(key, informer);

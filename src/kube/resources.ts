@@ -43,6 +43,8 @@ export interface ResourceType {
    * objects a controller created, instead of every object of the type in the cluster.
    */
   labelSelector?: string;
+  /** For informers only: cache just the objects this field selector matches (e.g. one by name). */
+  fieldSelector?: string;
   /** For informers only: cache just this namespace (needs list/watch there only, not cluster-wide). */
   watchNamespace?: string;
 }

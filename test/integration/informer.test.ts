@@ -74,6 +74,30 @@ describe('informer', () => {
     await run;
   });
 
+  it('caches only what a field selector matches, through list and watch', async () => {
+    const ns = await cluster.namespace('inf-field');
+    for (const name of ['wanted', 'other'])
+      await cluster.admin.create(Resources.configMaps, { metadata: { name, namespace: ns } });
+    const manager = new Manager({ client: cluster.admin, logger: silentLogger, component: 'test' });
+    const informer = manager.informer<KubeObject & { data?: Record<string, string> }>({
+      ...Resources.configMaps,
+      watchNamespace: ns,
+      fieldSelector: 'metadata.name=wanted',
+    });
+    // A manager keeps one informer per selector: the unselected type is another cache.
+    expect(manager.informer(Resources.configMaps)).not.toBe(informer);
+    const stop = new AbortController();
+    const run = informer.run(stop.signal);
+    await informer.waitForSync();
+    expect(informer.list().map((o) => o.metadata.name)).toEqual(['wanted']);
+    await cluster.admin.patch(Resources.configMaps, 'other', ns, { data: { a: '1' } });
+    await cluster.admin.patch(Resources.configMaps, 'wanted', ns, { data: { a: '1' } });
+    await eventually(() => informer.get(`${ns}/wanted`)?.data?.a === '1', { what: 'watch event' });
+    expect(informer.list().map((o) => o.metadata.name)).toEqual(['wanted']);
+    stop.abort();
+    await run;
+  });
+
   it('builds an index added after sync from what it holds, and refuses a second function under its name', async () => {
     const ns = await cluster.namespace('inf-index');
     for (const [name, team] of [

@@ -9,7 +9,7 @@ import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
 import type { AccessProvider, AccessSet, SearchUser } from '../model.ts';
 import { computeAccessSet, type RbacSnapshot } from './compute.ts';
-import { ManagedClusterTracker } from './managed-clusters.ts';
+import { ManagedClusterCrdName, ManagedClusterTracker } from './managed-clusters.ts';
 import { bindingSubjectKeys, effectiveGroups, type RbacBinding, type RbacRole } from './rbac.ts';
 
 /** The informer index of bindings by subject (`user:<name>`, `group:<name>`). */
@@ -51,7 +51,10 @@ export class RbacAccessProvider implements AccessProvider {
     this.maxCached = options.maxCachedUsers ?? 10_000;
     const informer = <T extends KubeObject>(type: ResourceType): Informer<T> => {
       if (manager) return manager.informer<T>(type);
-      const own = new Informer<KubeObject>(client, type, logger ? { logger } : {});
+      const own = new Informer<KubeObject>(client, type, {
+        ...(logger ? { logger } : {}),
+        ...(type.fieldSelector ? { fieldSelector: type.fieldSelector } : {}),
+      });
       this.ownInformers.push(own);
       return own as unknown as Informer<T>;
     };
@@ -69,7 +72,11 @@ export class RbacAccessProvider implements AccessProvider {
     this.clusterRoleBindings.addHandlers(handlers);
     this.managed = new ManagedClusterTracker(
       client,
-      informer(Resources.customResourceDefinitions),
+      // Only the ManagedCluster CRD: a cluster's CRDs with their schemas can take hundreds of MiB.
+      informer({
+        ...Resources.customResourceDefinitions,
+        fieldSelector: `metadata.name=${ManagedClusterCrdName}`,
+      }),
       invalidate,
       logger,
     );
