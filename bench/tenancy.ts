@@ -46,6 +46,8 @@ const crds = allCrds.map((d) => crdManifest(d) as unknown as KubeObject);
 const cp = await startControlPlane({
   dir,
   unsafeNoFsync: true,
+  // The control plane serves no profiles unless asked to (a later flag wins over its --profiling=false).
+  ...(values['apiserver-profile'] ? { apiserverFlags: ['--profiling=true'] } : {}),
   progress: (l) => console.error(l),
   beforeControllers: (kubeconfig) => installCrds(KubeClient.fromKubeconfig({ yaml: kubeconfig }), crds),
 });
