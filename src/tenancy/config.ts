@@ -1,6 +1,11 @@
 // The effective tenancy configuration: the TenancyConfig named "cluster" with defaults filled in.
 // Read from the informer on every request, so an edit takes effect without a restart.
-import { type TenancyConfig, TenancyConfigCrd, tenancyConfigKeys } from '../api/tenancy.ts';
+import {
+  type switchablePolicies,
+  type TenancyConfig,
+  TenancyConfigCrd,
+  tenancyConfigKeys,
+} from '../api/tenancy.ts';
 import type { Informer } from '../kube/informer.ts';
 import type { Manager } from '../kube/manager.ts';
 
@@ -65,6 +70,20 @@ export function effective(
 }
 
 export type ConfigSource = () => EffectiveConfig;
+
+/**
+ * Which of several policies are on now, by the names an admin switches them off with
+ * (TenancyConfig.spec.disabledPolicies): for a webhook that answers for more than one policy in one call.
+ */
+export function policiesOn<K extends string>(
+  config: ConfigSource,
+  names: Record<K, (typeof switchablePolicies)[number]>,
+): Record<K, boolean> {
+  const disabled = config().disabledPolicies;
+  const on = {} as Record<K, boolean>;
+  for (const key of Object.keys(names) as K[]) on[key] = !disabled.includes(names[key]);
+  return on;
+}
 
 export function configSource(manager: Manager, namespace: string): ConfigSource {
   const informer: Informer<TenancyConfig> = manager.informer(TenancyConfigCrd.type);

@@ -6,7 +6,7 @@ import { type KubeObject, Resources } from '../kube/resources.ts';
 import { allow, deny } from '../webhook/admission.ts';
 import type { WebhookDefinition } from '../webhook/registration.ts';
 import { setsVolumeName, validateClaimVolume } from './claim-volume.ts';
-import { configSource, unknownConfigKeys } from './config.ts';
+import { configSource, policiesOn, unknownConfigKeys } from './config.ts';
 import { directory } from './directory.ts';
 import { privilegeChecker } from './identity.ts';
 import { admitNewNamespace, validateNamespace } from './namespace-policy.ts';
@@ -130,13 +130,12 @@ export const tenancy: Capability = {
         reinvocationPolicy: 'IfNeeded',
         // The namespace quota reserves a slot in its ledger, except on dry runs.
         sideEffects: 'NoneOnDryRun',
-        handler: (req) => {
-          const disabled = config().disabledPolicies;
-          return admitNewNamespace(deps, req, {
-            organization: !disabled.includes('namespace-organization'),
-            policy: !disabled.includes('namespace-policy'),
-          });
-        },
+        handler: (req) =>
+          admitNewNamespace(
+            deps,
+            req,
+            policiesOn(config, { organization: 'namespace-organization', policy: 'namespace-policy' }),
+          ),
       },
       {
         // Changes to a namespace (labels, transfers between organizations).
@@ -161,13 +160,8 @@ export const tenancy: Capability = {
         rules: pods,
         namespaceSelector: notSystem,
         reinvocationPolicy: 'IfNeeded',
-        handler: (req) => {
-          const disabled = config().disabledPolicies;
-          return admitPod(podDeps, req, {
-            defaults: !disabled.includes('pod-defaults'),
-            fairUse: !disabled.includes('pod-fair-use'),
-          });
-        },
+        handler: (req) =>
+          admitPod(podDeps, req, policiesOn(config, { defaults: 'pod-defaults', fairUse: 'pod-fair-use' })),
       },
       // OpenShift's project flow; these rules match nothing where project.openshift.io is not served.
       {
