@@ -14,9 +14,10 @@ import {
   NonAdminRestoreCrd,
   NonAdminScheduleCrd,
 } from '../../src/api/backup.ts';
-import { finishedPhases } from '../../src/api/velero.ts';
+import { type Backup, finishedPhases, type Restore, VeleroResources } from '../../src/api/velero.ts';
 import { backup, backupUserClusterRoles } from '../../src/backup/index.ts';
 import type { Capability } from '../../src/capability.ts';
+import { veleroPodLog } from '../../src/controlplane/velero-pod.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources, type ResourceType, resourcePath } from '../../src/kube/resources.ts';
 import { eventually, type TestCluster } from './cluster.ts';
@@ -269,6 +270,60 @@ export function settledRestore(
 const outcome = (o: NonAdminBackup | NonAdminRestore, veleroPhase: string | undefined) =>
   `phase ${o.status?.phase}, Velero phase ${veleroPhase}, conditions ${JSON.stringify(o.status?.conditions)}`;
 
+/**
+ * What Velero says about a Backup or Restore that did not complete: its failure reason and counts, the
+ * file-system volume copies behind it, and (where Velero runs as Pods) their restarts and the server's
+ * log lines that name it. The run's clean-up removes Velero's logs, so a failure message is all that is
+ * left of them.
+ */
+async function veleroStory(
+  cluster: TestCluster,
+  kind: 'backup' | 'restore',
+  ref: { name?: string; namespace?: string } | undefined,
+): Promise<string> {
+  if (!ref?.name || !ref.namespace) return '';
+  const { name, namespace } = ref;
+  const admin = cluster.admin;
+  const lines: string[] = [];
+  const type = kind === 'backup' ? VeleroResources.backups : VeleroResources.restores;
+  const object = await admin.get<Backup | Restore>(type, name, namespace).catch(() => undefined);
+  const { phase, failureReason, errors, warnings, validationErrors } = object?.status ?? {};
+  lines.push(
+    `Velero ${kind} ${namespace}/${name}: ${JSON.stringify({ phase, failureReason, errors, warnings, validationErrors })}`,
+  );
+  const volumes = kind === 'backup' ? VeleroResources.podVolumeBackups : VeleroResources.podVolumeRestores;
+  const copies = await admin
+    .list<KubeObject & { status?: { phase?: string; message?: string } }>(volumes, {
+      namespace,
+      labelSelector: `velero.io/${kind}-name=${name}`,
+    })
+    .catch(() => ({ items: [] }));
+  for (const c of copies.items)
+    lines.push(`  ${volumes.kind} ${c.metadata.name}: ${c.status?.phase} ${c.status?.message ?? ''}`);
+  const pods = await admin
+    .list<
+      KubeObject & {
+        status?: { containerStatuses?: { name: string; restartCount: number; lastState?: unknown }[] };
+      }
+    >(Resources.pods, { namespace })
+    .catch(() => ({ items: [] }));
+  for (const pod of pods.items) {
+    for (const c of pod.status?.containerStatuses ?? [])
+      if (c.restartCount > 0)
+        lines.push(
+          `  Pod ${pod.metadata.name}/${c.name} restarted ${c.restartCount}x, last ${JSON.stringify(c.lastState)}`,
+        );
+  }
+  const log = await veleroPodLog(admin, namespace);
+  const mentions = log.split('\n').filter((l) => l.includes(name) && /level=(error|warning)/.test(l));
+  if (mentions.length)
+    lines.push(
+      '  Velero server log, errors and warnings naming it:',
+      ...mentions.slice(-15).map((l) => `    ${l}`),
+    );
+  return `\n${lines.join('\n')}`;
+}
+
 /** A NonAdminBackup once its Velero Backup completed; fails as soon as it settled otherwise. */
 export async function completedBackup(
   cluster: TestCluster,
@@ -277,7 +332,10 @@ export async function completedBackup(
 ): Promise<NonAdminBackup> {
   const nab = await settledBackup(cluster, namespace, name);
   const phase = nab.status?.veleroBackup?.status?.phase;
-  if (phase !== 'Completed') throw new Error(`NonAdminBackup ${namespace}/${name}: ${outcome(nab, phase)}`);
+  if (phase !== 'Completed') {
+    const story = await veleroStory(cluster, 'backup', nab.status?.veleroBackup);
+    throw new Error(`NonAdminBackup ${namespace}/${name}: ${outcome(nab, phase)}${story}`);
+  }
   return nab;
 }
 
@@ -289,7 +347,10 @@ export async function completedRestore(
 ): Promise<NonAdminRestore> {
   const nar = await settledRestore(cluster, namespace, name);
   const phase = nar.status?.veleroRestore?.status?.phase;
-  if (phase !== 'Completed') throw new Error(`NonAdminRestore ${namespace}/${name}: ${outcome(nar, phase)}`);
+  if (phase !== 'Completed') {
+    const story = await veleroStory(cluster, 'restore', nar.status?.veleroRestore);
+    throw new Error(`NonAdminRestore ${namespace}/${name}: ${outcome(nar, phase)}${story}`);
+  }
   return nar;
 }
 
