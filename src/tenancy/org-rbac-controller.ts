@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { type Organization, OrganizationCrd } from '../api/tenancy.ts';
 import { isAlreadyExists } from '../kube/client.ts';
+import { generationChanged } from '../kube/controller.ts';
 import { semanticEqual } from '../kube/equality.ts';
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
@@ -39,8 +40,12 @@ export function registerOrgRbacController(
   manager
     .controller('organization-rbac')
     .for(Resources.namespaces)
-    .watches(OrganizationCrd.type, (org) =>
-      directory.organizationNamespaces(org.metadata.name!, config().organizationLabel),
+    // Its members are in spec; its status (rewritten on every namespace it gains) does not concern the
+    // bindings of all its namespaces.
+    .watches(
+      OrganizationCrd.type,
+      (org) => directory.organizationNamespaces(org.metadata.name!, config().organizationLabel),
+      generationChanged,
     )
     .watches(bindings.type, (b) => (b.metadata.namespace ? [b.metadata.namespace] : []))
     .complete(async (name, { client, events }) => {

@@ -6,7 +6,7 @@
 // with the next reconcile.
 import { type Organization, OrganizationCrd, TenancyConfigCrd, UsageProfileCrd } from '../api/tenancy.ts';
 import type { ReconcileContext, ReconcileResult } from '../kube/controller.ts';
-import { ReconcilerOf } from '../kube/controller.ts';
+import { generationChanged, ReconcilerOf } from '../kube/controller.ts';
 import { ensureOwned } from '../kube/ensure.ts';
 import { semanticEqual } from '../kube/equality.ts';
 import type { Informer } from '../kube/informer.ts';
@@ -74,8 +74,8 @@ export function registerOrganizationController(
     .owns(bindings.type)
     .watches(Resources.namespaces, organizationsOf, namespaceMoved)
     // Where the quota comes from when the Organization does not set it.
-    .watchesAll(TenancyConfigCrd.type)
-    .watchesAll(UsageProfileCrd.type)
+    .watchesAll(TenancyConfigCrd.type, generationChanged)
+    .watchesAll(UsageProfileCrd.type, generationChanged)
     .complete(new OrganizationReconciler({ organizations, roles, bindings, directory, config }));
 }
 

@@ -11,6 +11,7 @@ import {
   type UsageProfile,
   UsageProfileCrd,
 } from '../api/tenancy.ts';
+import { generationChanged } from '../kube/controller.ts';
 import { semanticEqual } from '../kube/equality.ts';
 import { ByNamespace } from '../kube/informer.ts';
 import type { Manager } from '../kube/manager.ts';
@@ -90,13 +91,18 @@ export function registerUsageProfileController(
       .map((n) => n.metadata.name!);
   const inNamespace = (o: KubeObject) => (o.metadata.namespace ? [o.metadata.namespace] : []);
 
+  // A change of spec concerns every namespace of the organization (or of all organizations); a status
+  // write does not (the organization controller rewrites its Organization's status on every namespace
+  // it gains, which would reconcile all of that organization's namespaces each time).
   const builder = manager
     .controller('usage-profile')
     .for(Resources.namespaces)
-    .watches(UsageProfileCrd.type, orgNamespaces)
-    .watches(TenancyConfigCrd.type, orgNamespaces)
-    .watches(OrganizationCrd.type, (org) =>
-      directory.organizationNamespaces(org.metadata.name!, config().organizationLabel),
+    .watches(UsageProfileCrd.type, orgNamespaces, generationChanged)
+    .watches(TenancyConfigCrd.type, orgNamespaces, generationChanged)
+    .watches(
+      OrganizationCrd.type,
+      (org) => directory.organizationNamespaces(org.metadata.name!, config().organizationLabel),
+      generationChanged,
     );
   for (const type of Object.values(kinds)) builder.watches(type, inNamespace);
   builder.complete(async (name, { client, events }) => {

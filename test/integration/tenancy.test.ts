@@ -10,6 +10,7 @@ import {
   UsageProfileCrd,
 } from '../../src/api/tenancy.ts';
 import type { ApiError, KubeClient } from '../../src/kube/client.ts';
+import { registry } from '../../src/kube/metrics.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { tenancy } from '../../src/tenancy/index.ts';
 import { organizationBindingName } from '../../src/tenancy/org-rbac-controller.ts';
@@ -708,6 +709,70 @@ describe('namespace ownership', () => {
       other,
     );
     expect(kept?.spec.hard).toEqual({ pods: '3' });
+
+    // The organization's status, which the organization controller rewrites whenever it gains or loses a
+    // namespace, concerns none of its namespaces' profile objects: no namespace of it is reconciled again
+    // (each such write used to reconcile every namespace of the organization).
+    const reconciles = async () =>
+      (await registry.getSingleMetricAsString('tenantkit_reconcile_total'))
+        .split('\n')
+        .filter((l) => l.includes('controller="usage-profile"'))
+        .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    // Other namespaces of this file may still be settling: start once the count stood still for 500 ms.
+    let quiet = await reconciles();
+    for (let still = 0; still < 5; ) {
+      await new Promise((r) => setTimeout(r, 100));
+      const now = await reconciles();
+      still = now === quiet ? still + 1 : 0;
+      quiet = now;
+    }
+    for (let i = 0; i < 10; i++) {
+      await cluster.admin.patch(
+        OrganizationCrd.type,
+        org,
+        undefined,
+        { status: { namespaceQuota: 100 + i } },
+        undefined,
+        'status',
+      );
+    }
+    await new Promise((r) => setTimeout(r, 1500));
+    // Each write used to reconcile both of its namespaces (20 or more in all); a stray reconcile of
+    // another test's namespace is no failure.
+    expect(await reconciles()).toBeLessThan(quiet + 5);
+    // A change of its spec does: another profile replaces the objects of the first in each namespace.
+    const smaller = `${id}-smaller`;
+    await cluster.admin.apply(
+      UsageProfileCrd.type,
+      {
+        metadata: { name: smaller },
+        spec: {
+          resources: {
+            'organization-compute': {
+              apiVersion: 'v1',
+              kind: 'ResourceQuota',
+              spec: { hard: { 'requests.cpu': '2', 'requests.memory': '4Gi' } },
+            },
+          },
+        },
+      } as KubeObject,
+      apply,
+    );
+    cluster.defer(() => cluster.admin.delete(UsageProfileCrd.type, smaller));
+    await cluster.admin.patch(OrganizationCrd.type, org, undefined, { spec: { usageProfile: smaller } });
+    await eventually(
+      async () => {
+        const q = await cluster.admin.get<KubeObject & { spec: { hard: Record<string, string> } }>(
+          Resources.resourceQuotas,
+          'organization-compute',
+          ns,
+        );
+        const defaults = await cluster.admin.get(Resources.limitRanges, 'organization-defaults', ns);
+        // The admin's override of requests.cpu stays.
+        return q?.spec.hard['requests.memory'] === '4Gi' && q.spec.hard['requests.cpu'] === '8' && !defaults;
+      },
+      { what: "the organization's new profile applied in its namespace" },
+    );
   });
 
   it("assigns OpenShift projects to the requester's default organization (stand-in project API)", async () => {
