@@ -7,13 +7,16 @@ import { nodeUnavailable } from '../src/controlplane/node-launch.ts';
 import { mapLimit } from '../src/kube/access.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { type KubeObject, Resources, type ResourceType } from '../src/kube/resources.ts';
+import { machineCpu, processCpu } from './cpu.ts';
 import { startBenchCluster } from './node.ts';
-import { perCall, percentiles, samplesOf } from './prom.ts';
+import { addGrowth, perCall, percentiles, samplesOf } from './prom.ts';
 import { applyBenchTenant } from './tenant.ts';
 
 const { values } = parseArgs({
   options: {
     creates: { type: 'string', default: '200' },
+    // The creates of each kind, with and without the webhooks, are split into this many alternating blocks.
+    blocks: { type: 'string', default: '4' },
     burst: { type: 'string', default: '400' },
     concurrency: { type: 'string', default: '16' },
     // Chart values on top of the bench's, e.g. --set webhooks.resources.requests.cpu=500m (an A/B).
@@ -269,30 +272,82 @@ try {
   const idle = await podMemory(admin, node.name, namespace);
   const family = 'apiserver_admission_webhook_admission_duration_seconds';
   const stepFamily = 'apiserver_admission_step_admission_duration_seconds';
-  const before = await scrape(admin, family);
-  const stepsBefore = await scrape(admin, stepFamily);
-  const handlersBefore = await scrapeWebhookPods(admin, namespace, release);
-  // The webhooks serve once their endpoints are in the Service; the first calls may still be slow.
-  const withChart = await round('owned');
-  const after = await scrape(admin, family);
-  const stepsAfter = await scrape(admin, stepFamily);
-  const handlersAfter = await scrapeWebhookPods(admin, namespace, release);
-  // The same release, its controllers, search collector and database running, but without its webhook
-  // configurations: the same background load as `withChart`, so the difference is the webhooks' alone.
+  // The same release, its controllers, search collector and database running, with and without its
+  // webhook configurations: the same background load, so the difference is the webhooks' alone. The two
+  // alternate in blocks (hooked, unhooked, unhooked, hooked, ...), so that neither gets the quieter
+  // minutes once the release settled after its install.
   const hookTypes = [Resources.validatingWebhookConfigurations, Resources.mutatingWebhookConfigurations];
   const saved: [ResourceType, KubeObject][] = [];
   // The chart names both configurations after the release.
   for (const type of hookTypes) {
     const hook = await admin.get<KubeObject>(type, release);
-    if (!hook) continue;
-    saved.push([type, hook]);
-    await admin.delete(type, release);
+    if (hook) saved.push([type, hook]);
   }
-  const unhooked = await round('unhooked');
-  for (const [type, hook] of saved) {
-    const { name, labels, annotations } = hook.metadata;
-    await admin.create(type, { ...hook, metadata: { name, labels, annotations } } as KubeObject);
+  let hooked = true;
+  const setHooks = async (on: boolean) => {
+    if (on === hooked) return;
+    for (const [type, hook] of saved) {
+      const { name, labels, annotations } = hook.metadata;
+      if (on) await admin.create(type, { ...hook, metadata: { name, labels, annotations } } as KubeObject);
+      else await admin.delete(type, name!);
+    }
+    hooked = on;
+    // kube-apiserver picks the change up from its own watch (milliseconds); leave it a moment more.
+    await new Promise((r) => setTimeout(r, 1000));
+  };
+  const grown = {
+    calls: new Map<string, number>(),
+    steps: new Map<string, number>(),
+    pods: new Map<string, number>(),
+  };
+  const offCalls = new Map<string, number>();
+  // CPU over the namespace creates: each process' seconds, and the machine's busy and total core-seconds.
+  const cpu = {
+    hooked: { byProcess: new Map<string, number>(), busy: 0, total: 0 },
+    unhooked: { byProcess: new Map<string, number>(), busy: 0, total: 0 },
+  };
+  const samples = {
+    hooked: { namespaces: [] as number[], pods: [] as number[] },
+    unhooked: { namespaces: [] as number[], pods: [] as number[] },
+  };
+  // The webhooks serve once their endpoints are in the Service; the first calls may still be slow.
+  await timed(10, (i) => createNamespace(`warmup-${i}`));
+  await timed(10, (i) => createPod(`warmup-${i}`));
+  const blocks = Number(values.blocks);
+  const perBlock = Math.ceil(count / blocks);
+  for (let b = 0; b < blocks; b++) {
+    for (const on of b % 2 ? [false, true] : [true, false]) {
+      await setHooks(on);
+      const mode = on ? 'hooked' : 'unhooked';
+      const before = [await scrape(admin, family), await scrape(admin, stepFamily)];
+      const podsBefore = await scrapeWebhookPods(admin, namespace, release);
+      const cpuBefore = [await processCpu(), await machineCpu()] as const;
+      samples[mode].namespaces.push(...(await timed(perBlock, (i) => createNamespace(`${mode}-${b}-${i}`))));
+      const cpuAfter = [await processCpu(), await machineCpu()] as const;
+      addGrowth(cpu[mode].byProcess, cpuBefore[0], cpuAfter[0]);
+      cpu[mode].busy += cpuAfter[1].busy - cpuBefore[1].busy;
+      cpu[mode].total += cpuAfter[1].total - cpuBefore[1].total;
+      samples[mode].pods.push(...(await timed(perBlock, (i) => createPod(`${mode}-${b}-${i}`))));
+      const calls = await scrape(admin, family);
+      if (!on) {
+        addGrowth(offCalls, before[0]!, calls);
+        continue;
+      }
+      addGrowth(grown.calls, before[0]!, calls);
+      addGrowth(grown.steps, before[1]!, await scrape(admin, stepFamily));
+      addGrowth(grown.pods, podsBefore, await scrapeWebhookPods(admin, namespace, release));
+    }
   }
+  await setHooks(true);
+  const withChart = {
+    namespaces: percentiles(samples.hooked.namespaces),
+    pods: percentiles(samples.hooked.pods),
+  };
+  const unhooked = {
+    namespaces: percentiles(samples.unhooked.namespaces),
+    pods: percentiles(samples.unhooked.pods),
+  };
+  const strayCalls = perCall(new Map(), offCalls, family, 'name').reduce((n, row) => n + row.calls, 0);
 
   // A burst of concurrent tenant requests, memory sampled throughout.
   const peak = new Map<string, number>();
@@ -319,7 +374,9 @@ try {
   console.log(`  cold ${cold.toFixed(1)} s, warm ${warm.toFixed(1)} s`);
   console.log(`  ready (cold): ${timelines[0]}`);
   console.log(`  ready (warm): ${timelines[1]}`);
-  console.log(`a tenant's requests through the API server, ${count} sequential each:`);
+  console.log(
+    `a tenant's requests through the API server, sequential, ${blocks} blocks of ${perBlock} with the webhooks and ${blocks} without, alternating:`,
+  );
   console.log(`  namespace create without tenantkit: ${fmt(without.namespaces)}`);
   console.log(`  namespace create, in-cluster webhooks: ${fmt(withChart.namespaces)}`);
   console.log(`  ratio (mean) ${(withChart.namespaces.mean / without.namespaces.mean).toFixed(2)}x`);
@@ -327,7 +384,7 @@ try {
   console.log(`  Pod create, in-cluster webhooks: ${fmt(withChart.pods)}`);
   console.log(`  ratio (mean) ${(withChart.pods.mean / without.pods.mean).toFixed(2)}x`);
   console.log(
-    `the same with the release installed and running, its ${saved.length} webhook configurations removed (same background load):`,
+    `the same release running, its ${saved.length} webhook configurations removed (same background load; ${strayCalls} webhook calls seen meanwhile):`,
   );
   console.log(`  namespace create: ${fmt(unhooked.namespaces)}`);
   console.log(
@@ -337,28 +394,34 @@ try {
   console.log(
     `  ratio (mean) webhooks / no webhooks ${(withChart.pods.mean / unhooked.pods.mean).toFixed(2)}x`,
   );
+  const creates = samples.hooked.namespaces.length;
+  console.log(`CPU over the namespace creates (ms of one core per create), with the webhooks / without:`);
+  for (const mode of ['hooked', 'unhooked'] as const) {
+    const c = cpu[mode];
+    console.log(`  machine ${mode}: ${((100 * c.busy) / c.total).toFixed(0)}% of all cores busy`);
+  }
+  const roles = [...cpu.hooked.byProcess].sort((a, b) => b[1] - a[1]).filter(([, s]) => s > 0);
+  for (const [role, seconds] of roles.slice(0, 14)) {
+    const without = cpu.unhooked.byProcess.get(role) ?? 0;
+    console.log(
+      `  ${role}: ${((1000 * seconds) / creates).toFixed(2)} / ${((1000 * without) / creates).toFixed(2)}`,
+    );
+  }
   console.log(`where it went (kube-apiserver's metrics over those requests, mean per call):`);
-  for (const row of perCall(before, after, family, 'name')) {
+  for (const row of perCall(new Map(), grown.calls, family, 'name')) {
     console.log(`  webhook ${row.name}: ${row.calls} calls, ${row.meanMs.toFixed(2)} ms`);
   }
   const connections = (m: Map<string, number>) => m.get('tenantkit_https_connections_total') ?? 0;
-  console.log(
-    `  TLS connections the webhook Pods accepted meanwhile: ${connections(handlersAfter) - connections(handlersBefore)}`,
-  );
-  for (const row of perCall(
-    handlersBefore,
-    handlersAfter,
-    'tenantkit_https_request_duration_seconds',
-    'path',
-  )) {
+  console.log(`  TLS connections the webhook Pods accepted meanwhile: ${connections(grown.pods)}`);
+  for (const row of perCall(new Map(), grown.pods, 'tenantkit_https_request_duration_seconds', 'path')) {
     console.log(
       `  in the webhook Pod, headers to reply sent, ${row.name}: ${row.calls} calls, ${row.meanMs.toFixed(2)} ms`,
     );
   }
-  for (const row of perCall(handlersBefore, handlersAfter, 'tenantkit_webhook_duration_seconds', 'webhook')) {
+  for (const row of perCall(new Map(), grown.pods, 'tenantkit_webhook_duration_seconds', 'webhook')) {
     console.log(`  inside tenantkit's handler, ${row.name}: ${row.calls} calls, ${row.meanMs.toFixed(2)} ms`);
   }
-  for (const row of perCall(stepsBefore, stepsAfter, stepFamily, 'type')) {
+  for (const row of perCall(new Map(), grown.steps, stepFamily, 'type')) {
     console.log(`  admission step ${row.name}: ${row.calls} calls, ${row.meanMs.toFixed(2)} ms`);
   }
   console.log(

@@ -42,6 +42,16 @@ export function perCall(
   return rows.sort((a, b) => a.name.localeCompare(b.name));
 }
 
+/** Adds what each series grew by between two readings to `into` (for perCall over several spans). */
+export function addGrowth(
+  into: Map<string, number>,
+  before: Map<string, number>,
+  after: Map<string, number>,
+) {
+  for (const [key, value] of after) into.set(key, (into.get(key) ?? 0) + value - (before.get(key) ?? 0));
+  return into;
+}
+
 /** Mean, p50, p99 and max of latency samples in ms. */
 export function percentiles(samples: number[]) {
   const s = [...samples].sort((a, b) => a - b);
