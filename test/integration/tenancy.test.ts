@@ -640,15 +640,13 @@ describe('namespace ownership', () => {
     cluster.defer(() => cluster.admin.delete(OrganizationCrd.type, org));
     const ns = track(`${org}-1`);
     await createNamespace(aliceClient, ns, { [orgLabel]: org });
-    const quota = await eventually(
-      () =>
-        cluster.admin.get<KubeObject & { spec: { hard: Record<string, string> } }>(
-          Resources.resourceQuotas,
-          'organization-compute',
-          ns,
-        ),
-      { what: 'profile quota created' },
-    );
+    const computeQuota = () =>
+      cluster.admin.get<KubeObject & { spec: { hard: Record<string, string> } }>(
+        Resources.resourceQuotas,
+        'organization-compute',
+        ns,
+      );
+    const quota = await eventually(computeQuota, { what: 'profile quota created' });
     expect(quota.spec.hard['requests.cpu']).toBe('4');
     expect(quota.metadata.labels?.[reservedLabel]).toBe('true');
     await eventually(() => cluster.admin.get(Resources.limitRanges, 'organization-defaults', ns), {
@@ -665,17 +663,9 @@ describe('namespace ownership', () => {
     await cluster.admin.patch(Resources.namespaces, ns, undefined, {
       metadata: { annotations: { 'resourcequota.tenantkit.io/organization-compute.requests.cpu': '8' } },
     });
-    await eventually(
-      async () => {
-        const q = await cluster.admin.get<KubeObject & { spec: { hard: Record<string, string> } }>(
-          Resources.resourceQuotas,
-          'organization-compute',
-          ns,
-        );
-        return q?.spec.hard['requests.cpu'] === '8';
-      },
-      { what: 'admin override applied' },
-    );
+    await eventually(async () => (await computeQuota())?.spec.hard['requests.cpu'] === '8', {
+      what: 'admin override applied',
+    });
     // Drift repair: a deleted guardrail (by an admin) comes back.
     await cluster.admin.delete(Resources.limitRanges, 'organization-defaults', ns);
     await eventually(() => cluster.admin.get(Resources.limitRanges, 'organization-defaults', ns), {
@@ -762,11 +752,7 @@ describe('namespace ownership', () => {
     await cluster.admin.patch(OrganizationCrd.type, org, undefined, { spec: { usageProfile: smaller } });
     await eventually(
       async () => {
-        const q = await cluster.admin.get<KubeObject & { spec: { hard: Record<string, string> } }>(
-          Resources.resourceQuotas,
-          'organization-compute',
-          ns,
-        );
+        const q = await computeQuota();
         const defaults = await cluster.admin.get(Resources.limitRanges, 'organization-defaults', ns);
         // The admin's override of requests.cpu stays.
         return q?.spec.hard['requests.memory'] === '4Gi' && q.spec.hard['requests.cpu'] === '8' && !defaults;
