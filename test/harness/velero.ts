@@ -2,7 +2,7 @@
 // pay its start, about 2 s once built) with veleroStartTimeoutMs, and stop() in afterAll. Velero runs as
 // a local process against the shared control plane, in a namespace of its own, with the S3 server
 // (gofakes3 on a directory, a stand-in for S3 or MinIO) as its object store.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inject } from 'vitest';
@@ -22,6 +22,12 @@ export interface TestVelero extends Velero {
   backup(name: string, spec: Backup['spec'], timeoutMs?: number): Promise<Backup>;
   /** Creates a Restore in Velero's namespace and resolves with it once Velero finished it. */
   restore(name: string, spec: Restore['spec'], timeoutMs?: number): Promise<Restore>;
+  /**
+   * Runs `during` with the local `velero server` process stopped (SIGSTOP, then SIGCONT): Velero's objects
+   * stay as they are meanwhile (a new Backup stays New), so a test can set up what must happen while
+   * Velero has not finished something yet, however fast Velero would have been.
+   */
+  paused<T>(during: () => Promise<T>): Promise<T>;
   /** Waits until a Backup or Restore reached one of the finished phases, and returns it. */
   finished<T extends Backup | Restore>(type: ResourceType, name: string, timeoutMs?: number): Promise<T>;
 }
@@ -61,9 +67,28 @@ export async function startTestVelero(
       },
     ) as Promise<T>;
 
+  /** The local `velero server` of this namespace, found by its arguments. */
+  const serverPid = async () => {
+    for (const pid of await readdir('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+      if (argv.includes('server') && argv.includes(`--namespace=${namespace}`)) return Number(pid);
+    }
+    throw new Error(`no local velero server process for namespace ${namespace}`);
+  };
+
   return {
     ...velero,
     finished,
+    async paused(during) {
+      const pid = await serverPid();
+      process.kill(pid, 'SIGSTOP');
+      try {
+        return await during();
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
+    },
     async backup(name, spec, timeoutMs) {
       await admin.create<Backup>(VeleroResources.backups, { metadata: { name, namespace }, spec });
       return finished<Backup>(VeleroResources.backups, name, timeoutMs);

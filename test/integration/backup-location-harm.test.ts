@@ -157,16 +157,21 @@ describe('a tenant storage location', { timeout: 3 * veleroQueueMs }, () => {
   it("holds a namespace's backups beyond the admin's share of Velero's queue, and runs them in order", async () => {
     await env.setPolicy({ maxQueuedBackupsPerNamespace: 1 });
     try {
-      await createBackup('first');
-      await createBackup('second');
-      const held = await eventually(
-        async () => {
-          const o = await nab('second');
-          if (condition(o, 'Queued')?.reason === 'NamespaceQueueLimit') return o!;
-          throw new Error(JSON.stringify(o?.status));
-        },
-        { timeoutMs: 30_000, what: 'the second NAB held by the namespace limit' },
-      );
+      // Velero paused while both are handed on: the first one's Velero Backup cannot finish before the
+      // second is placed (a small backup completes in well under a second, quicker than a loaded
+      // controller may come to the second).
+      const held = await env.velero.paused(async () => {
+        await createBackup('first');
+        await createBackup('second');
+        return eventually(
+          async () => {
+            const o = await nab('second');
+            if (condition(o, 'Queued')?.reason === 'NamespaceQueueLimit') return o!;
+            throw new Error(JSON.stringify(o?.status));
+          },
+          { timeoutMs: 30_000, what: 'the second NAB held by the namespace limit' },
+        );
+      });
       expect(condition(held, 'Queued')?.message).toContain('the admin allows 1 at once');
       // Never two unfinished Velero Backups of the namespace at once, while both run to the end.
       let most = 0;
