@@ -19,6 +19,10 @@ const { values } = parseArgs({
     blocks: { type: 'string', default: '4' },
     burst: { type: 'string', default: '400' },
     concurrency: { type: 'string', default: '16' },
+    // Creates of each kind, with and without the webhooks, at a tenant's pace: each after the release
+    // finished reacting to the one before (`--pace-ms` apart), so that nothing waits for a busy core.
+    paced: { type: 'string', default: '100' },
+    'pace-ms': { type: 'string', default: '150' },
     // Chart values on top of the bench's, e.g. --set webhooks.resources.requests.cpu=500m (an A/B).
     set: { type: 'string', multiple: true, default: [] },
   },
@@ -36,14 +40,26 @@ const apply = { fieldManager: 'bench', force: true };
 const fmt = (p: ReturnType<typeof percentiles>) =>
   `mean ${p.mean.toFixed(2)} ms, p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms, max ${p.max.toFixed(1)} ms`;
 
-async function timed(times: number, one: (i: number) => Promise<unknown>): Promise<number[]> {
+/** Latencies of `times` calls in sequence, each `gapMs` after the previous one ended. */
+async function timed(times: number, one: (i: number) => Promise<unknown>, gapMs = 0): Promise<number[]> {
   const samples: number[] = [];
   for (let i = 0; i < times; i++) {
+    if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
     const started = performance.now();
     await one(i);
     samples.push(performance.now() - started);
   }
   return samples;
+}
+
+/** Waits (up to 15 s) until the machine's cores are less than a third busy over half a second. */
+async function quiet(): Promise<void> {
+  for (let waited = 0; waited < 15_000; waited += 500) {
+    const before = await machineCpu();
+    await new Promise((r) => setTimeout(r, 500));
+    const after = await machineCpu();
+    if ((after.busy - before.busy) / (after.total - before.total) < 1 / 3) return;
+  }
 }
 
 /** kube-apiserver's counters and sums of one metric family, by their label sets. */
@@ -301,6 +317,7 @@ try {
     pods: new Map<string, number>(),
   };
   const offCalls = new Map<string, number>();
+  const pacedGrown = { calls: new Map<string, number>(), pods: new Map<string, number>() };
   // CPU over the namespace creates: each process' seconds, and the machine's busy and total core-seconds.
   const cpu = {
     hooked: { byProcess: new Map<string, number>(), busy: 0, total: 0 },
@@ -310,6 +327,12 @@ try {
     hooked: { namespaces: [] as number[], pods: [] as number[] },
     unhooked: { namespaces: [] as number[], pods: [] as number[] },
   };
+  const paced = {
+    hooked: { namespaces: [] as number[], pods: [] as number[] },
+    unhooked: { namespaces: [] as number[], pods: [] as number[] },
+  };
+  const pacedPerBlock = Math.ceil(Number(values.paced) / Number(values.blocks));
+  const paceMs = Number(values['pace-ms']);
   // The webhooks serve once their endpoints are in the Service; the first calls may still be slow.
   await timed(10, (i) => createNamespace(`warmup-${i}`));
   await timed(10, (i) => createPod(`warmup-${i}`));
@@ -329,13 +352,28 @@ try {
       cpu[mode].total += cpuAfter[1].total - cpuBefore[1].total;
       samples[mode].pods.push(...(await timed(perBlock, (i) => createPod(`${mode}-${b}-${i}`))));
       const calls = await scrape(admin, family);
-      if (!on) {
+      if (on) {
+        addGrowth(grown.calls, before[0]!, calls);
+        addGrowth(grown.steps, before[1]!, await scrape(admin, stepFamily));
+        addGrowth(grown.pods, podsBefore, await scrapeWebhookPods(admin, namespace, release));
+      } else {
         addGrowth(offCalls, before[0]!, calls);
-        continue;
       }
-      addGrowth(grown.calls, before[0]!, calls);
-      addGrowth(grown.steps, before[1]!, await scrape(admin, stepFamily));
-      addGrowth(grown.pods, podsBefore, await scrapeWebhookPods(admin, namespace, release));
+      if (pacedPerBlock <= 0) continue;
+      const pacedBefore = [await scrape(admin, family), await scrapeWebhookPods(admin, namespace, release)];
+      await quiet();
+      const one = (kind: 'namespaces' | 'pods') => (i: number) =>
+        kind === 'pods' ? createPod(`${mode}-p${b}-${i}`) : createNamespace(`${mode}-p${b}-${i}`);
+      for (const kind of ['namespaces', 'pods'] as const) {
+        paced[mode][kind].push(...(await timed(pacedPerBlock, one(kind), paceMs)));
+      }
+      const pacedCalls = await scrape(admin, family);
+      if (on) {
+        addGrowth(pacedGrown.calls, pacedBefore[0]!, pacedCalls);
+        addGrowth(pacedGrown.pods, pacedBefore[1]!, await scrapeWebhookPods(admin, namespace, release));
+      } else {
+        addGrowth(offCalls, pacedBefore[0]!, pacedCalls);
+      }
     }
   }
   await setHooks(true);
@@ -394,6 +432,33 @@ try {
   console.log(
     `  ratio (mean) webhooks / no webhooks ${(withChart.pods.mean / unhooked.pods.mean).toFixed(2)}x`,
   );
+  if (paced.hooked.namespaces.length > 0) {
+    console.log(
+      `at a tenant's pace (${paced.hooked.namespaces.length} creates of each kind each way, ${paceMs} ms apart, the release idle in between):`,
+    );
+    for (const kind of ['namespaces', 'pods'] as const) {
+      const [a, b] = [percentiles(paced.hooked[kind]), percentiles(paced.unhooked[kind])];
+      const what = kind === 'pods' ? 'Pod' : 'namespace';
+      console.log(`  ${what} create, webhooks: ${fmt(a)}`);
+      console.log(`  ${what} create, no webhooks: ${fmt(b)}`);
+      console.log(
+        `  ratio webhooks / no webhooks: mean ${(a.mean / b.mean).toFixed(2)}x, p50 ${(a.p50 / b.p50).toFixed(2)}x`,
+      );
+    }
+    for (const row of perCall(new Map(), pacedGrown.calls, family, 'name')) {
+      console.log(`  kube-apiserver waits for ${row.name}: ${row.calls} calls, ${row.meanMs.toFixed(2)} ms`);
+    }
+    for (const row of perCall(
+      new Map(),
+      pacedGrown.pods,
+      'tenantkit_https_request_duration_seconds',
+      'path',
+    )) {
+      console.log(
+        `  webhook Pod, headers to reply, ${row.name}: ${row.calls} calls, ${row.meanMs.toFixed(2)} ms`,
+      );
+    }
+  }
   const creates = samples.hooked.namespaces.length;
   console.log(`CPU over the namespace creates (ms of one core per create), with the webhooks / without:`);
   for (const mode of ['hooked', 'unhooked'] as const) {

@@ -81,6 +81,13 @@ export interface Watch {
   all?: boolean;
   /** Ignore updates that change only status and metadata we do not care about (default: any change). */
   predicate?: (previous: KubeObject | undefined, current: KubeObject) => boolean;
+  /** Events of this watch reconcile a primary at most once per this many ms (bursts coalesce). */
+  atMostEveryMs?: number;
+}
+
+export interface WatchOptions {
+  predicate?: Watch['predicate'];
+  atMostEveryMs?: number;
 }
 
 export interface ControllerSpec {
@@ -143,9 +150,17 @@ export class ControllerBuilder {
     return this;
   }
 
-  /** Any other resource, mapped to primary keys by `map`. */
-  watches(type: ResourceType, map: MapFunc, predicate?: Watch['predicate']): this {
-    this.watchList.push({ type, map, ...(predicate ? { predicate } : {}) });
+  /**
+   * Any other resource, mapped to primary keys by `map`. `atMostEveryMs` coalesces the events that reach
+   * one primary (a burst of new namespaces for one organization, say) into one reconcile per interval.
+   */
+  watches(type: ResourceType, map: MapFunc, { predicate, atMostEveryMs }: WatchOptions = {}): this {
+    this.watchList.push({
+      type,
+      map,
+      ...(predicate ? { predicate } : {}),
+      ...(atMostEveryMs ? { atMostEveryMs } : {}),
+    });
     return this;
   }
 
@@ -209,9 +224,14 @@ export class ControllerRunner {
       const keysOf: MapFunc = watch.all
         ? () => primaries.list().map((o) => objectKey(o.metadata))
         : watch.map;
-      const enqueue = (object: KubeObject) => {
-        for (const key of keysOf(object)) this.queue.add(key);
-      };
+      const every = watch.atMostEveryMs;
+      const enqueue = every
+        ? (object: KubeObject) => {
+            for (const key of keysOf(object)) this.queue.addThrottled(key, every);
+          }
+        : (object: KubeObject) => {
+            for (const key of keysOf(object)) this.queue.add(key);
+          };
       informer(watch.type).addHandlers({
         onAdd: enqueue,
         onUpdate: (previous, current) => {

@@ -1,7 +1,9 @@
 // A work queue with the guarantees controllers rely on (the client-go shape):
 // - a key is queued at most once, however often it is added (dedup);
 // - a key is never handed to two workers at once; adds during processing are replayed after `done`;
-// - failures back off exponentially per key; `addAfter` schedules a key, keeping the earliest time.
+// - failures back off exponentially per key; `addAfter` schedules a key, keeping the earliest time;
+// - `addThrottled` lets a key through at most once per interval: the first event at once, a burst's
+//   later events together at the interval's end.
 
 export interface QueueOptions {
   baseDelayMs?: number;
@@ -15,6 +17,9 @@ export class WorkQueue {
   private readonly processing = new Set<string>();
   private readonly failures = new Map<string, number>();
   private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  /** When each throttled key was last let through (or is scheduled to be). */
+  private readonly released = new Map<string, number>();
+  private lastPrune = 0;
   private readonly waiters: ((key: string | undefined) => void)[] = [];
   private shuttingDown = false;
   private readonly baseDelayMs: number;
@@ -68,6 +73,30 @@ export class WorkQueue {
     }, delayMs);
     timer.unref();
     this.timers.set(key, { at, timer });
+  }
+
+  /**
+   * Adds the key now unless it was let through this way less than `intervalMs` ago; then it is added
+   * once that interval ends, together with every other add meanwhile. A reconcile that runs later sees
+   * the state of then, so nothing is lost: a burst of N events costs at most one reconcile per interval.
+   */
+  addThrottled(key: string, intervalMs: number): void {
+    if (this.shuttingDown) return;
+    const now = Date.now();
+    const last = this.released.get(key);
+    this.prune(now, intervalMs);
+    // A release already scheduled for later covers this event too.
+    if (last !== undefined && last > now && this.timers.has(key)) return;
+    const next = last === undefined ? now : Math.max(now, last + intervalMs);
+    this.released.set(key, next);
+    this.addAfter(key, next - now);
+  }
+
+  /** Forgets throttle times that can no longer delay anything (keys of deleted objects, say). */
+  private prune(now: number, intervalMs: number): void {
+    if (now - this.lastPrune < 10 * intervalMs) return;
+    this.lastPrune = now;
+    for (const [key, at] of this.released) if (at + intervalMs <= now) this.released.delete(key);
   }
 
   /** Re-adds the key after its exponential backoff delay; returns the delay used. */

@@ -103,11 +103,13 @@ export function registerInstanceController(manager: Manager): void {
           ...instances.byIndex(ByListedNamespace, ns.metadata.name!),
           ...instances.byIndex(BySelector, 'yes'),
         ].map((i) => i.metadata.name!),
-      (previous, current) =>
-        !previous ||
-        !isDeepStrictEqual(previous.metadata.labels, current.metadata.labels) ||
-        previous.metadata.deletionTimestamp !== current.metadata.deletionTimestamp ||
-        (previous as Namespace).status?.phase !== (current as Namespace).status?.phase,
+      {
+        predicate: (previous, current) =>
+          !previous ||
+          !isDeepStrictEqual(previous.metadata.labels, current.metadata.labels) ||
+          previous.metadata.deletionTimestamp !== current.metadata.deletionTimestamp ||
+          (previous as Namespace).status?.phase !== (current as Namespace).status?.phase,
+      },
     )
     .concurrency(2)
     .complete(reconciler);

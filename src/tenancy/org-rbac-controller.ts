@@ -45,7 +45,7 @@ export function registerOrgRbacController(
     .watches(
       OrganizationCrd.type,
       (org) => directory.organizationNamespaces(org.metadata.name!, config().organizationLabel),
-      generationChanged,
+      { predicate: generationChanged },
     )
     .watches(bindings.type, (b) => (b.metadata.namespace ? [b.metadata.namespace] : []))
     .complete(async (name, { client, events }) => {

@@ -72,7 +72,10 @@ export function registerOrganizationController(
     .for(OrganizationCrd.type)
     .owns(roles.type)
     .owns(bindings.type)
-    .watches(Resources.namespaces, organizationsOf, namespaceMoved)
+    // The status lists up to 1,000 namespace names and every watcher of Organizations (both controller
+    // replicas, the webhooks, the search collector) receives each write: a tenant creating namespaces
+    // back to back gets one status write per second, not one per namespace.
+    .watches(Resources.namespaces, organizationsOf, { predicate: namespaceMoved, atMostEveryMs: 1000 })
     // Where the quota comes from when the Organization does not set it.
     .watchesAll(TenancyConfigCrd.type, generationChanged)
     .watchesAll(UsageProfileCrd.type, generationChanged)

@@ -97,12 +97,12 @@ export function registerUsageProfileController(
   const builder = manager
     .controller('usage-profile')
     .for(Resources.namespaces)
-    .watches(UsageProfileCrd.type, orgNamespaces, generationChanged)
-    .watches(TenancyConfigCrd.type, orgNamespaces, generationChanged)
+    .watches(UsageProfileCrd.type, orgNamespaces, { predicate: generationChanged })
+    .watches(TenancyConfigCrd.type, orgNamespaces, { predicate: generationChanged })
     .watches(
       OrganizationCrd.type,
       (org) => directory.organizationNamespaces(org.metadata.name!, config().organizationLabel),
-      generationChanged,
+      { predicate: generationChanged },
     );
   for (const type of Object.values(kinds)) builder.watches(type, inNamespace);
   builder.complete(async (name, { client, events }) => {

@@ -197,6 +197,57 @@ describe('namespace ownership', () => {
     );
   });
 
+  it("writes an organization's status about once a second while a tenant creates namespaces back to back", async () => {
+    const busy = `${id}-busy`;
+    await organization(busy, [alice], [], 30);
+    const first = await eventually(
+      async () => {
+        const org = await cluster.admin.get<Organization>(OrganizationCrd.type, busy);
+        return org?.status?.readerRole ? org : undefined;
+      },
+      { what: 'first status of the organization' },
+    );
+    // Every write of the Organization, as a watcher (a webhook Pod, the search collector) receives it.
+    let writes = 0;
+    const stop = new AbortController();
+    const watching = cluster.admin
+      .watch<Organization>(
+        OrganizationCrd.type,
+        {
+          fieldSelector: `metadata.name=${busy}`,
+          resourceVersion: first.metadata.resourceVersion!,
+          signal: stop.signal,
+        },
+        (event) => {
+          if (event.type === 'MODIFIED') writes++;
+        },
+      )
+      .catch(() => undefined);
+    const started = performance.now();
+    const names = Array.from({ length: 15 }, () => track(cluster.unique('busy-ns')));
+    for (const name of names) await createNamespace(aliceClient, name, { [orgLabel]: busy });
+    const created = performance.now();
+    // The last namespace is in the status soon after it was created, not after a resync.
+    const complete = await eventually(
+      async () => {
+        const org = await aliceClient.get<Organization>(OrganizationCrd.type, busy);
+        return org?.status?.namespaceCount === names.length ? org : undefined;
+      },
+      { what: 'all 15 namespaces in the status', timeoutMs: 10_000 },
+    );
+    const settled = performance.now();
+    await new Promise((r) => setTimeout(r, 1500));
+    stop.abort();
+    await watching;
+    expect(complete.status?.namespaces).toEqual([...names].sort());
+    // One write per namespace would be 15; at most one a second (the first at once) is far fewer. One
+    // more allows for a write of the organization's own (its Ready condition) that was still on its way.
+    const seconds = (settled - started) / 1000;
+    expect(writes).toBeLessThanOrEqual(Math.ceil(seconds) + 2);
+    expect(writes).toBeLessThan(names.length);
+    expect(settled - created).toBeLessThan(5000);
+  });
+
   it('denies an organization the user is not a member of, and a user without a default', async () => {
     const err = await rejection(createNamespace(bobClient, cluster.unique('bob-ns'), { [orgLabel]: orgA }));
     expect(err?.status).toBe(403);

@@ -60,4 +60,29 @@ describe('WorkQueue', () => {
     q.add('late');
     expect(q.length).toBe(0);
   });
+
+  it('lets a throttled key through at once, then coalesces a burst into one add per interval', async () => {
+    const q = new WorkQueue();
+    const started = Date.now();
+    q.addThrottled('org', 200);
+    expect(q.length).toBe(1);
+    expect(await q.get()).toBe('org');
+    q.done('org');
+    // Twenty events within the interval: none now, one when the interval ends.
+    for (let i = 0; i < 20; i++) q.addThrottled('org', 200);
+    expect(q.length).toBe(0);
+    expect(q.isIdle()).toBe(false);
+    expect(await q.get()).toBe('org');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+    q.done('org');
+    expect(q.isIdle()).toBe(true);
+    // Another key is not held back by the first one's interval.
+    q.addThrottled('other', 200);
+    expect(q.length).toBe(1);
+    // After a quiet interval the next event goes through at once again.
+    await new Promise((r) => setTimeout(r, 420));
+    q.addThrottled('org', 200);
+    expect(q.length).toBe(2);
+    q.shutdown();
+  });
 });

@@ -37,7 +37,7 @@ export function registerSyncController(manager: Manager): void {
           .list()
           .filter((b) => o.ownerOf(b).namespace === ns.metadata.name)
           .map((b) => objectKey(b.metadata)),
-      (previous) => previous === undefined,
+      { predicate: (previous) => previous === undefined },
     )
     .concurrency(2)
     .complete(async (key, ctx) => {

@@ -223,7 +223,7 @@ export function registerTransparencyController(manager: Manager): void {
     .watches(viewRoles, tenantOf)
     .watches(viewBindings, tenantOf)
     // Velero's namespace may change live: everything moves, the old namespace is cleaned up.
-    .watches(configType, allTenants, generationChanged)
+    .watches(configType, allTenants, { predicate: generationChanged })
     .concurrency(2)
     .complete(reconciler);
 }
