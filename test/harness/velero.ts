@@ -28,6 +28,8 @@ export interface TestVelero extends Velero {
    * Velero has not finished something yet, however fast Velero would have been.
    */
   paused<T>(during: () => Promise<T>): Promise<T>;
+  /** The last lines (at most 15) of the local `velero server` log that name `text`, for a failure message. */
+  logLines(text: string): Promise<string[]>;
   /** Waits until a Backup or Restore reached one of the finished phases, and returns it. */
   finished<T extends Backup | Restore>(type: ResourceType, name: string, timeoutMs?: number): Promise<T>;
 }
@@ -88,6 +90,13 @@ export async function startTestVelero(
       } finally {
         process.kill(pid, 'SIGCONT');
       }
+    },
+    async logLines(text) {
+      const log = await readFile(velero.logFile, 'utf8').catch(() => '');
+      return log
+        .split('\n')
+        .filter((line) => line.includes(text))
+        .slice(-15);
     },
     async backup(name, spec, timeoutMs) {
       await admin.create<Backup>(VeleroResources.backups, { metadata: { name, namespace }, spec });

@@ -369,6 +369,17 @@ describe('backup garbage collection with a real Velero', { timeout: 2 * veleroQu
     await eventually(async () => !(await admin.get(VeleroResources.backups, name, env.velero.namespace)), {
       timeoutMs: 60_000,
       what: 'Velero Backup deleted by Velero',
+    }).catch(async (err: Error) => {
+      // Velero's own account of the request (it failed once in CI, unexplained), then its log about it.
+      const processed = await admin.get<KubeObject & { status?: unknown }>(
+        VeleroResources.deleteBackupRequests,
+        name,
+        env.velero.namespace,
+      );
+      const said = await env.velero.logLines(name);
+      throw new Error(
+        `${err.message}\nDeleteBackupRequest status: ${JSON.stringify(processed?.status)}\nVelero log naming ${name}:\n${said.join('\n')}`,
+      );
     });
     expect(await env.velero.listObjects(`backups/${name}/`)).toEqual([]);
     // The processed request's NonAdminBackup is gone: it is collected on a later pass.
