@@ -182,9 +182,13 @@ function withOrganization(deps: NamespacePolicyDeps, req: AdmissionRequest): Kub
       ? deps.directory.namespace(saNamespace)?.metadata.labels?.[config.organizationLabel]
       : deps.directory.defaultOrganization(req.userInfo.username);
   if (!organization) return namespace;
-  const mutated = structuredClone(namespace);
-  mutated.metadata.labels = { ...mutated.metadata.labels, [config.organizationLabel]: organization };
-  return mutated;
+  return {
+    ...namespace,
+    metadata: {
+      ...namespace.metadata,
+      labels: { ...namespace.metadata.labels, [config.organizationLabel]: organization },
+    },
+  };
 }
 
 /**

@@ -65,7 +65,9 @@ function defaultPod(
   ns: Namespace,
   pod: Pod,
 ): { pod: Pod; warnings: string[] } | Verdict {
-  const mutated = structuredClone(pod);
+  // Only spec's own fields are set below: a copy of the object and its spec is enough, and the patch's
+  // diff skips every part the copy shares with the request (same references).
+  const mutated: Pod = { ...pod, spec: { ...pod.spec } };
   const warnings: string[] = [];
   const annotations = ns.metadata.annotations ?? {};
 

@@ -39,7 +39,12 @@ export function mutateProject(deps: ProjectPolicyDeps, req: AdmissionRequest): V
     : req.userInfo.username;
   const organization = requester ? deps.directory.defaultOrganization(requester) : undefined;
   if (!organization) return allow();
-  const mutated = structuredClone(project);
-  mutated.metadata.labels = { ...mutated.metadata.labels, [config.organizationLabel]: organization };
+  const mutated = {
+    ...project,
+    metadata: {
+      ...project.metadata,
+      labels: { ...project.metadata.labels, [config.organizationLabel]: organization },
+    },
+  };
   return mutate(project, mutated);
 }
