@@ -62,6 +62,22 @@ async function quiet(): Promise<void> {
   }
 }
 
+/** The webhook server's phases per call (body read, checks, reply written) and its handler's time. */
+function webhookPhases(grown: Map<string, number>): void {
+  const phase = 'tenantkit_webhook_phase_seconds';
+  for (const row of perCall(new Map(), grown, 'tenantkit_webhook_duration_seconds', 'webhook')) {
+    const parts = ['body', 'checks', 'reply'].map((p) => {
+      const only = new Map(
+        [...grown].filter(([k]) => k.includes(`phase="${p}"`) && k.includes(`webhook="${row.name}"`)),
+      );
+      return `${p} ${(perCall(new Map(), only, phase, 'webhook')[0]?.meanMs ?? 0).toFixed(2)}`;
+    });
+    console.log(
+      `  webhook Pod phases, ${row.name} (ms per call): ${parts.join(', ')}, handler ${row.meanMs.toFixed(2)}`,
+    );
+  }
+}
+
 /** kube-apiserver's counters and sums of one metric family, by their label sets. */
 async function scrape(admin: KubeClient, family: string): Promise<Map<string, number>> {
   return samplesOf(await admin.request<string>('GET', '/metrics', { text: true }), family);
@@ -99,7 +115,7 @@ async function scrapeWebhookPods(admin: KubeClient, namespace: string, release: 
     });
     samplesOf(
       text,
-      /^tenantkit_(webhook_duration_seconds_|https_connections_total|https_request_duration_seconds_)/,
+      /^tenantkit_(webhook_duration_seconds_|webhook_phase_seconds_|https_connections_total|https_request_duration_seconds_)/,
       (series) => series.replace(/,?allowed="[^"]*"/, ''),
       total,
     );
@@ -458,6 +474,7 @@ try {
         `  webhook Pod, headers to reply, ${row.name}: ${row.calls} calls, ${row.meanMs.toFixed(2)} ms`,
       );
     }
+    webhookPhases(pacedGrown.pods);
   }
   const creates = samples.hooked.namespaces.length;
   console.log(`CPU over the namespace creates (ms of one core per create), with the webhooks / without:`);
@@ -486,6 +503,7 @@ try {
   for (const row of perCall(new Map(), grown.pods, 'tenantkit_webhook_duration_seconds', 'webhook')) {
     console.log(`  inside tenantkit's handler, ${row.name}: ${row.calls} calls, ${row.meanMs.toFixed(2)} ms`);
   }
+  webhookPhases(grown.pods);
   for (const row of perCall(new Map(), grown.steps, stepFamily, 'type')) {
     console.log(`  admission step ${row.name}: ${row.calls} calls, ${row.meanMs.toFixed(2)} ms`);
   }

@@ -65,6 +65,13 @@ export const metrics = {
     buckets: durationBuckets,
     registers: [registry],
   }),
+  webhookPhase: new Histogram({
+    name: 'tenantkit_webhook_phase_seconds',
+    help: "Where an admission request's time in the webhook server goes, by webhook and phase: body (headers to the whole body), checks (parsing and shape checks), reply (handing the reply to the socket until it is written).",
+    labelNames: ['webhook', 'phase'],
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05],
+    registers: [registry],
+  }),
   httpsConnections: new Counter({
     name: 'tenantkit_https_connections_total',
     help: "TLS connections accepted by this process's HTTPS server (clients that reuse connections open few).",

@@ -100,7 +100,10 @@ export class WebhookServer {
     const webhook = req.method === 'POST' ? this.webhooks.get(path.replace(/^\//, '')) : undefined;
     if (!webhook) return void res.writeHead(404).end('not found');
 
+    const arrived = performance.now();
     const body = await readBody(req, maxBodyBytes);
+    const read = performance.now();
+    metrics.webhookPhase.observe({ webhook: webhook.name, phase: 'body' }, (read - arrived) / 1000);
     if (body === undefined) {
       metrics.webhookErrors.inc({ webhook: webhook.name, reason: 'too_large' });
       return refuse(
@@ -157,7 +160,7 @@ export class WebhookServer {
         : undefined);
     if (problem) {
       metrics.webhookErrors.inc({ webhook: webhook.name, reason: 'bad_review' });
-      return this.reply(res, uid, {
+      return this.reply(res, webhook.name, uid, {
         allowed: false,
         code: 400,
         reason: 'BadRequest',
@@ -166,20 +169,25 @@ export class WebhookServer {
     }
     const admission = request as NonNullable<AdmissionReview['request']>;
     const started = performance.now();
+    metrics.webhookPhase.observe({ webhook: webhook.name, phase: 'checks' }, (started - read) / 1000);
     const verdict = await this.decide(webhook, admission);
     metrics.webhookDuration.observe(
       { webhook: webhook.name, allowed: String(verdict.allowed) },
       (performance.now() - started) / 1000,
     );
-    this.reply(res, uid, verdict);
+    this.reply(res, webhook.name, uid, verdict);
   }
 
-  private reply(res: ServerResponse, uid: string, verdict: Verdict): void {
+  private reply(res: ServerResponse, name: string, uid: string, verdict: Verdict): void {
     const out: AdmissionReview = {
       apiVersion: 'admission.k8s.io/v1',
       kind: 'AdmissionReview',
       response: toResponse(uid, verdict),
     };
+    const replying = performance.now();
+    res.once('finish', () =>
+      metrics.webhookPhase.observe({ webhook: name, phase: 'reply' }, (performance.now() - replying) / 1000),
+    );
     res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(out));
   }
 

@@ -143,6 +143,35 @@ describe('webhook server', () => {
     expect(JSON.parse((await call(port, '/ok', brackets)).text).response.allowed).toBe(true);
   });
 
+  it('reports where a review spent its time: body, checks and reply per webhook, beside the handler', async () => {
+    const server = await newServer();
+    server.register({
+      name: 'timed',
+      type: 'validating',
+      failurePolicy: 'Fail',
+      rules: [],
+      handler: () => allow(),
+    });
+    const port = await server.start();
+    const count = (text: string, phase: string) => {
+      const line = text
+        .split('\n')
+        .find(
+          (l) =>
+            l.startsWith('tenantkit_webhook_phase_seconds_count{') &&
+            l.includes('webhook="timed"') &&
+            l.includes(`phase="${phase}"`),
+        );
+      return Number(line?.split(' ').at(-1) ?? 0);
+    };
+    const before = (await call(port, '/metrics')).text;
+    for (let i = 0; i < 3; i++) await call(port, '/timed', review(`t${i}`));
+    const after = (await call(port, '/metrics')).text;
+    for (const phase of ['body', 'checks', 'reply']) {
+      expect(count(after, phase) - count(before, phase), phase).toBe(3);
+    }
+  });
+
   it('denies a review of the wrong shape naming the field, before any handler reads it', async () => {
     const server = await newServer();
     let called = 0;
