@@ -24,6 +24,7 @@ import type { EffectiveConfig } from './config.ts';
 import { type Directory, isTerminating } from './directory.ts';
 import {
   grantSize,
+  type Ledger,
   type LedgerView,
   nextLedger,
   parseLedger,
@@ -40,6 +41,8 @@ const ledgerLabel = 'tenancy.tenantkit.io/ledger';
 const ledgerValue = 'namespace-quota';
 const ledgerSelector = `${ledgerLabel}=${ledgerValue}`;
 const maxAttempts = 50;
+/** A grant that admitted at least this many namespaces in its window is renewed when it is returned. */
+const renewAfter = 2;
 
 const decisions = new Counter({
   name: 'tenantkit_tenancy_namespace_quota_decisions_total',
@@ -50,7 +53,7 @@ const decisions = new Counter({
 
 const ledgerWrites = new Counter({
   name: 'tenantkit_tenancy_namespace_quota_ledger_writes_total',
-  help: 'Successful writes of namespace quota ledgers, by kind (grant, reservation, return).',
+  help: 'Successful writes of namespace quota ledgers, by kind (grant, reservation, return, renewal: a return that takes the next grant).',
   labelNames: ['kind'],
   registers: [registry],
 });
@@ -299,39 +302,46 @@ export class QuotaLedger {
     used: number,
     current: ConfigMap | undefined,
   ): Promise<boolean> {
-    const { reservationMs, settleMs, windowMs, maxBlock } = this.tuning;
+    const { reservationMs, settleMs } = this.tuning;
     const returning = state.closed();
     const ledger = nextLedger({ view, reservationMs, settleMs, returning });
-    const size = grantSize(request.limit, used, maxBlock);
-    const grant: HeldGrant | undefined = size
-      ? {
-          id: `${this.holder}.${++this.sequence}`,
-          slots: size,
-          limit: request.limit,
-          closes: view.now + windowMs,
-          admitted: new Set([request.namespace]),
-          open: true,
-        }
-      : undefined;
-    if (grant) {
-      for (let i = 0; i < grant.slots; i++)
-        ledger.reservations.set(slotKey(grant.id, i), grant.closes + reservationMs);
-      ledger.grantCloses.set(grant.id, grant.closes);
-    } else {
-      ledger.reservations.set(request.namespace, view.now + reservationMs);
-    }
+    const grant = this.grantInto(ledger, request.limit, used, view.now);
+    if (grant) grant.admitted.add(request.namespace);
+    else ledger.reservations.set(request.namespace, view.now + reservationMs);
     if (!(await this.compareAndSwap(state, current, serializeLedger(ledger)))) return false;
     ledgerWrites.inc({ kind: grant ? 'grant' : 'reservation' });
     for (const id of returning) state.held.delete(id);
-    if (grant) {
-      // Another call of this replica may have taken a grant meanwhile (its write landed between our read
-      // and ours): it stops handing out slots and is returned with the next write, never left open.
-      state.closeCurrent();
-      state.held.set(grant.id, grant);
-      state.current = grant;
-      this.scheduleReturn(state, grant.closes - view.now);
-    }
+    if (grant) this.hold(state, grant, view.now);
     return true;
+  }
+
+  /** A new grant sized for what is left, its slots written into `ledger`; undefined when too little is. */
+  private grantInto(ledger: Ledger, limit: number, used: number, now: number): HeldGrant | undefined {
+    const { reservationMs, windowMs, maxBlock } = this.tuning;
+    const slots = grantSize(limit, used, maxBlock);
+    if (!slots) return undefined;
+    const grant: HeldGrant = {
+      id: `${this.holder}.${++this.sequence}`,
+      slots,
+      limit,
+      closes: now + windowMs,
+      admitted: new Set(),
+      open: true,
+    };
+    for (let i = 0; i < slots; i++)
+      ledger.reservations.set(slotKey(grant.id, i), grant.closes + reservationMs);
+    ledger.grantCloses.set(grant.id, grant.closes);
+    return grant;
+  }
+
+  /** Hands out a grant's slots from now on, until its window closes. */
+  private hold(state: LedgerState, grant: HeldGrant, now: number): void {
+    // Another call of this replica may have taken a grant meanwhile (its write landed between our read
+    // and ours): it stops handing out slots and is returned with the next write, never left open.
+    state.closeCurrent();
+    state.held.set(grant.id, grant);
+    state.current = grant;
+    this.scheduleReturn(state, grant.closes - now);
   }
 
   private async compareAndSwap(
@@ -373,19 +383,30 @@ export class QuotaLedger {
     state.returnTimer.unref();
   }
 
-  /** Closes the current grant once its window passed and writes back every closed grant. */
+  /**
+   * Closes the current grant once its window passed and writes back every closed grant. A grant that
+   * admitted several namespaces is renewed in the same write: an organization creating namespaces in a
+   * steady stream then always finds slots in memory, and its creates never wait for a ledger write.
+   */
   private async returnGrants(state: LedgerState): Promise<void> {
-    if (state.current && Date.now() >= state.current.closes) state.closeCurrent();
+    const expired = state.current && Date.now() >= state.current.closes ? state.current : undefined;
+    if (expired) state.closeCurrent();
+    const busy = expired && expired.admitted.size >= renewAfter ? expired : undefined;
     for (let attempt = 0; attempt < maxAttempts; attempt++) {
       const returning = state.closed();
       if (returning.length === 0) break;
       const { current } = await this.read(state, false);
       const view = this.view(state, current);
       const { reservationMs, settleMs } = this.tuning;
+      // Computed before the returned grants' slots go: what they admitted counts, as in `write`.
+      const used = usage(view).used;
       const ledger = nextLedger({ view, reservationMs, settleMs, returning });
+      // Not when a request of this replica took a grant meanwhile (`current`): one open grant at a time.
+      const renewal = busy && !state.current ? this.grantInto(ledger, busy.limit, used, view.now) : undefined;
       if (await this.compareAndSwap(state, current, serializeLedger(ledger))) {
-        ledgerWrites.inc({ kind: 'return' });
+        ledgerWrites.inc({ kind: renewal ? 'renewal' : 'return' });
         for (const id of returning) state.held.delete(id);
+        if (renewal) this.hold(state, renewal, view.now);
         break;
       }
       await sleep(Math.random() * 20);
