@@ -69,13 +69,17 @@ export function registerOrganizationController(
   };
   manager
     .controller('organization')
-    .for(OrganizationCrd.type)
+    .for(OrganizationCrd.type, generationChanged)
     .owns(roles.type)
     .owns(bindings.type)
     // The status lists up to 1,000 namespace names and every watcher of Organizations (both controller
     // replicas, the webhooks, the search collector) receives each write: a tenant creating namespaces
     // back to back gets one status write per second, not one per namespace.
     .watches(Resources.namespaces, organizationsOf, { predicate: namespaceMoved, atMostEveryMs: 1000 })
+    // Its status changing (its own writes, mostly) goes through the same once-a-second gate: otherwise
+    // each write would start a reconcile at once that lists the namespaces created since, and a burst
+    // would get a write per reconcile again. A status edited by hand is still put right within a second.
+    .watches(OrganizationCrd.type, (o) => [o.metadata.name!], { predicate: statusOnly, atMostEveryMs: 1000 })
     // Where the quota comes from when the Organization does not set it.
     .watchesAll(TenancyConfigCrd.type, generationChanged)
     .watchesAll(UsageProfileCrd.type, generationChanged)
@@ -89,6 +93,11 @@ function namespaceMoved(previous: KubeObject | undefined, current: KubeObject): 
     !semanticEqual(previous.metadata.labels, current.metadata.labels) ||
     isTerminating(previous as Namespace) !== isTerminating(current as Namespace)
   );
+}
+
+/** An update that `generationChanged` lets pass to the primary watch is not repeated here. */
+function statusOnly(previous: KubeObject | undefined, current: KubeObject): boolean {
+  return previous !== undefined && !generationChanged(previous, current);
 }
 
 export class OrganizationReconciler extends ReconcilerOf<Sources> {

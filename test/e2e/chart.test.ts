@@ -2,10 +2,12 @@
 // component a Pod on the local node from the image built here, and tenants using it with their own
 // credentials through the in-cluster webhooks and controllers only (nothing of tenantkit runs in the test
 // process). Then what an admin does next: an upgrade with the webhooks answering throughout, losing the
-// leader, the webhooks gone (closed, not open), and an uninstall that leaves the CRDs only.
+// leader (the next backup still runs once), the webhooks gone (closed, not open), and an uninstall that leaves the CRDs only.
 import { request as httpsRequest } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/api/backup.ts';
+import { VeleroResources } from '../../src/api/velero.ts';
+import { Annotations } from '../../src/backup/velero/names.ts';
 import type { LocalNode } from '../../src/controlplane/node-launch.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
@@ -371,7 +373,32 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
       { what: 'the standby leads', timeoutMs: 60_000 },
     );
     progress(`leadership moved from ${leader} to ${next} in ${Date.now() - started} ms`);
-  });
+
+    // The new leader runs the next tenant backup, and runs it once: one Velero Backup for it, even with
+    // the old leader's Pod possibly still shutting down.
+    const ns = await cluster.namespace('e2e-leader');
+    const user = await tenantIn(cluster, ns, 'e2e-owner');
+    await cluster.aggregated('admin', 'nonadminbackups');
+    await user.create(NonAdminBackupCrd.type, {
+      metadata: { name: 'after-failover', namespace: ns },
+      spec: { backupSpec: {} },
+    } as KubeObject);
+    const nab = await completedBackup(cluster, ns, 'after-failover');
+    await new Promise((r) => setTimeout(r, 3000));
+    const backups = await cluster.admin.list<KubeObject>(VeleroResources.backups, {
+      namespace: installed!.velero.namespace,
+    });
+    const forNamespace = backups.items.filter(
+      (b) => b.metadata.annotations?.[Annotations.nabNamespace] === ns,
+    );
+    expect(forNamespace.map((b) => b.metadata.name)).toEqual([nab.status?.veleroBackup?.name]);
+    // Gone before the uninstall below takes away the controllers that lift its finalizer.
+    await user.delete(NonAdminBackupCrd.type, 'after-failover', ns);
+    await eventually(
+      async () => (await cluster.admin.list(NonAdminBackupCrd.type, { namespace: ns })).items.length === 0,
+      { what: 'the NonAdminBackup gone', timeoutMs: 120_000 },
+    );
+  }, 300_000);
 
   it('refuses tenant namespaces while no webhook serves (fails closed), and admits again after', async () => {
     const scale = (replicas: number) =>

@@ -56,6 +56,19 @@ async function newServer(): Promise<WebhookServer> {
   return server;
 }
 
+/** A server with one validating webhook at `/name` that allows everything. */
+async function allowing(name: string, warnings?: string[]): Promise<WebhookServer> {
+  const server = await newServer();
+  server.register({
+    name,
+    type: 'validating',
+    failurePolicy: 'Fail',
+    rules: [],
+    handler: () => allow(warnings),
+  });
+  return server;
+}
+
 const review = (uid: string) => ({
   apiVersion: 'admission.k8s.io/v1',
   kind: 'AdmissionReview',
@@ -98,14 +111,7 @@ describe('webhook server', () => {
   });
 
   it('answers a review with the same uid, and rejects what is not a review', async () => {
-    const server = await newServer();
-    server.register({
-      name: 'ok',
-      type: 'validating',
-      failurePolicy: 'Fail',
-      rules: [],
-      handler: () => allow(['note']),
-    });
+    const server = await allowing('ok', ['note']);
     const port = await server.start();
     const ok = await call(port, '/ok', review('abc'));
     expect(JSON.parse(ok.text).response).toEqual({ uid: 'abc', allowed: true, warnings: ['note'] });
@@ -144,14 +150,7 @@ describe('webhook server', () => {
   });
 
   it('reports where a review spent its time: body, checks and reply per webhook, beside the handler', async () => {
-    const server = await newServer();
-    server.register({
-      name: 'timed',
-      type: 'validating',
-      failurePolicy: 'Fail',
-      rules: [],
-      handler: () => allow(),
-    });
+    const server = await allowing('timed');
     const port = await server.start();
     const count = (text: string, phase: string) => {
       const line = text
