@@ -8,6 +8,7 @@ import { mapLimit } from '../src/kube/access.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { type KubeObject, Resources, type ResourceType } from '../src/kube/resources.ts';
 import { machineCpu, processCpu } from './cpu.ts';
+import { type Floor, type FloorRuntime, startFloor } from './floor.ts';
 import { startBenchCluster } from './node.ts';
 import { addGrowth, perCall, percentiles, samplesOf } from './prom.ts';
 import { applyBenchTenant } from './tenant.ts';
@@ -294,6 +295,11 @@ try {
 
   say('baseline: no tenantkit');
   const without = await round('plain');
+  say('the floors: allow-all webhooks (Go, and Node in the tenantkit image) as 2 Pods behind a Service each');
+  const floors: [FloorRuntime, Floor][] = [
+    ['go', await startFloor(admin, 'go', node.workloadImage)],
+    ['node', await startFloor(admin, 'node', image.ref)],
+  ];
 
   say('helm install (cold)');
   const cold = await install();
@@ -334,6 +340,9 @@ try {
   };
   const offCalls = new Map<string, number>();
   const pacedGrown = { calls: new Map<string, number>(), pods: new Map<string, number>() };
+  const floorCalls = { go: new Map<string, number>(), node: new Map<string, number>() };
+  const mutating = saved.find(([type]) => type === Resources.mutatingWebhookConfigurations)?.[1];
+  if (!mutating) throw new Error(`the release has no MutatingWebhookConfiguration ${release}`);
   // CPU over the namespace creates: each process' seconds, and the machine's busy and total core-seconds.
   const cpu = {
     hooked: { byProcess: new Map<string, number>(), busy: 0, total: 0 },
@@ -346,6 +355,8 @@ try {
   const paced = {
     hooked: { namespaces: [] as number[], pods: [] as number[] },
     unhooked: { namespaces: [] as number[], pods: [] as number[] },
+    go: { namespaces: [] as number[], pods: [] as number[] },
+    node: { namespaces: [] as number[], pods: [] as number[] },
   };
   const pacedPerBlock = Math.ceil(Number(values.paced) / Number(values.blocks));
   const paceMs = Number(values['pace-ms']);
@@ -389,6 +400,19 @@ try {
         addGrowth(pacedGrown.pods, pacedBefore[1]!, await scrapeWebhookPods(admin, namespace, release));
       } else {
         addGrowth(offCalls, pacedBefore[0]!, pacedCalls);
+        // The floors, with tenantkit's webhooks still off: the same creates through an allow-all webhook.
+        for (const [runtime, floor] of b % 2 ? [...floors].reverse() : floors) {
+          await floor.set(true, mutating, ['namespaces', 'pods']);
+          const callsBefore = await scrape(admin, family);
+          await quiet();
+          for (const kind of ['namespaces', 'pods'] as const) {
+            const create = kind === 'pods' ? createPod : createNamespace;
+            const name = (i: number) => `floor-${runtime}-p${b}-${i}`;
+            paced[runtime][kind].push(...(await timed(pacedPerBlock, (i) => create(name(i)), paceMs)));
+          }
+          addGrowth(floorCalls[runtime], callsBefore, await scrape(admin, family));
+          await floor.set(false, mutating, []);
+        }
       }
     }
   }
@@ -452,14 +476,28 @@ try {
     console.log(
       `at a tenant's pace (${paced.hooked.namespaces.length} creates of each kind each way, ${paceMs} ms apart, the release idle in between):`,
     );
+    const ratio = (a: ReturnType<typeof percentiles>, b: ReturnType<typeof percentiles>) =>
+      `mean ${(a.mean / b.mean).toFixed(2)}x, p50 ${(a.p50 / b.p50).toFixed(2)}x`;
     for (const kind of ['namespaces', 'pods'] as const) {
       const [a, b] = [percentiles(paced.hooked[kind]), percentiles(paced.unhooked[kind])];
       const what = kind === 'pods' ? 'Pod' : 'namespace';
       console.log(`  ${what} create, webhooks: ${fmt(a)}`);
       console.log(`  ${what} create, no webhooks: ${fmt(b)}`);
-      console.log(
-        `  ratio webhooks / no webhooks: mean ${(a.mean / b.mean).toFixed(2)}x, p50 ${(a.p50 / b.p50).toFixed(2)}x`,
-      );
+      console.log(`  ratio webhooks / no webhooks: ${ratio(a, b)}`);
+      for (const [runtime] of floors) {
+        const f = percentiles(paced[runtime][kind]);
+        console.log(`  ${what} create, an allow-all ${runtime} webhook instead: ${fmt(f)}`);
+        console.log(
+          `    ratio ${runtime} floor / no webhooks: ${ratio(f, b)}; webhooks / floor: ${ratio(a, f)}`,
+        );
+      }
+    }
+    for (const [runtime] of floors) {
+      for (const row of perCall(new Map(), floorCalls[runtime], family, 'name')) {
+        console.log(
+          `  kube-apiserver waits for ${row.name}: ${row.calls} calls, ${row.meanMs.toFixed(2)} ms`,
+        );
+      }
     }
     for (const row of perCall(new Map(), pacedGrown.calls, family, 'name')) {
       console.log(`  kube-apiserver waits for ${row.name}: ${row.calls} calls, ${row.meanMs.toFixed(2)} ms`);
@@ -514,6 +552,7 @@ try {
   for (const [pod, mib] of [...idle].sort()) {
     console.log(`  ${pod}: ${mib.toFixed(0)} / ${(peak.get(pod) ?? mib).toFixed(0)}`);
   }
+  for (const [, floor] of floors) await floor.remove();
   await uninstall();
 } finally {
   await bench.stop();

@@ -1,7 +1,8 @@
 // Command tk-workload is the one program in the local node's images: the Pod sandbox's pause process
 // (no arguments: wait for a signal, reap orphans as PID 1) and a small workload for tests
 // (`sleep SECONDS`, `exit CODE`, `write FILE TEXT`, `cat FILE`, `serve PORT` answers HTTP with its host name,
-// `get URL` prints a body, `fill DIR COUNT MIB BIG_MIB`, `sums DIR`, `churn FILE` and `deep DIR BYTES`: data.go; commands
+// `get URL` prints a body, `admit PORT CERT KEY` an allow-all admission webhook (admit.go), `fill DIR COUNT
+// MIB BIG_MIB`, `sums DIR`, `churn FILE` and `deep DIR BYTES`: data.go; commands
 // chain with `then`, e.g. `fill /data 4 2 64 then sums /data then sleep 3600`),
 // and local-path-provisioner's volume helper (`-p DIR -s BYTES -m MODE -a create|delete`, its
 // setupCommand and teardownCommand).
@@ -88,6 +89,8 @@ func command(args []string) {
 		defer res.Body.Close()
 		body, _ := io.ReadAll(res.Body)
 		fmt.Printf("%d %s", res.StatusCode, body)
+	case "admit":
+		admit(arg(args, 1), arg(args, 2), arg(args, 3))
 	case "fill":
 		fill(arg(args, 1), number(args, 2), number(args, 3), number(args, 4))
 	case "sums":
@@ -97,7 +100,7 @@ func command(args []string) {
 	case "deep":
 		deep(arg(args, 1), number(args, 2))
 	default:
-		fail("unknown command %q; use pause, sleep SECONDS, exit CODE, write FILE TEXT, cat FILE, serve PORT, get URL, fill DIR COUNT MIB BIG_MIB, sums DIR, churn FILE or deep DIR BYTES", args[0])
+		fail("unknown command %q; use pause, sleep SECONDS, exit CODE, write FILE TEXT, cat FILE, serve PORT, get URL, admit PORT CERT KEY, fill DIR COUNT MIB BIG_MIB, sums DIR, churn FILE or deep DIR BYTES", args[0])
 	}
 }
 
