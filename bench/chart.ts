@@ -1,5 +1,6 @@
-import { request as httpsRequest } from 'node:https';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
+import { text } from 'node:stream/consumers';
 import { parseArgs } from 'node:util';
 import { helmFor } from '../src/controlplane/helm-build.ts';
 import { ensurePostgresImage, ensureTenantkitImage, repoRoot } from '../src/controlplane/images.ts';
@@ -98,30 +99,100 @@ async function scrapeWebhookPods(admin: KubeClient, namespace: string, release: 
   });
   const total = new Map<string, number>();
   for (const pod of pods.items) {
-    const text = await new Promise<string>((resolve, reject) => {
+    const metrics = await new Promise<string>((resolve, reject) => {
       const req = httpsRequest(
         `https://${pod.status?.podIP}:9443/metrics`,
         { ca, servername: `${release}-webhooks.${namespace}.svc` },
         (res) => {
-          let body = '';
-          res.setEncoding('utf8');
-          res.on('data', (c: string) => {
-            body += c;
-          });
-          res.on('end', () => resolve(body));
+          text(res).then(resolve, reject);
         },
       );
       req.on('error', reject);
       req.end();
     });
     samplesOf(
-      text,
+      metrics,
       /^tenantkit_(webhook_duration_seconds_|webhook_phase_seconds_|https_connections_total|https_request_duration_seconds_)/,
       (series) => series.replace(/,?allowed="[^"]*"/, ''),
       total,
     );
   }
   return total;
+}
+
+/**
+ * Latencies of `times` Pod AdmissionReviews posted one after another to the release's webhook Service
+ * (its ClusterIP, through kube-proxy to either Pod) on one kept-alive TLS connection, as kube-apiserver
+ * sends them, `gapMs` apart; checks each is allowed.
+ */
+async function throughService(
+  admin: KubeClient,
+  namespace: string,
+  release: string,
+  podsNamespace: string,
+  image: string,
+  times: number,
+  gapMs: number,
+): Promise<number[]> {
+  const service = await admin.get<KubeObject & { spec: { clusterIP: string } }>(
+    Resources.services,
+    `${release}-webhooks`,
+    namespace,
+  );
+  const secret = await admin.get<KubeObject & { data: Record<string, string> }>(
+    Resources.secrets,
+    `${release}-webhook-tls`,
+    namespace,
+  );
+  const agent = new HttpsAgent({ keepAlive: true, maxSockets: 1 });
+  const post = (uid: string) =>
+    new Promise<void>((resolve, reject) => {
+      const body = JSON.stringify({
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        request: {
+          uid,
+          kind: { group: '', version: 'v1', kind: 'Pod' },
+          resource: { group: '', version: 'v1', resource: 'pods' },
+          namespace: podsNamespace,
+          operation: 'CREATE',
+          userInfo: { username: 'alice', groups: ['tenants', 'system:authenticated'] },
+          object: {
+            apiVersion: 'v1',
+            kind: 'Pod',
+            metadata: { name: uid, namespace: podsNamespace },
+            spec: { containers: [{ name: 'c', image }] },
+          },
+          dryRun: false,
+        },
+      });
+      const req = httpsRequest(
+        `https://${service?.spec.clusterIP}:443/pod-defaults`,
+        {
+          method: 'POST',
+          agent,
+          ca: Buffer.from(secret?.data['ca.crt'] ?? '', 'base64').toString(),
+          servername: `${release}-webhooks.${namespace}.svc`,
+          headers: { 'Content-Type': 'application/json' },
+        },
+        (res) => {
+          text(res).then((reply) => {
+            if (res.statusCode === 200 && JSON.parse(reply).response?.allowed === true) resolve();
+            else
+              reject(
+                new Error(`review ${uid} through the Service: ${res.statusCode} ${reply.slice(0, 300)}`),
+              );
+          }, reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  try {
+    return await timed(times, (i) => post(`review-${i}`), gapMs);
+  } finally {
+    agent.destroy();
+  }
 }
 
 interface Summary {
@@ -425,6 +496,14 @@ try {
     namespaces: percentiles(samples.unhooked.namespaces),
     pods: percentiles(samples.unhooked.pods),
   };
+  // The webhook alone through its Service, as kube-apiserver reaches it (p99 included), paced and back to back.
+  await quiet();
+  const viaServicePaced = percentiles(
+    await throughService(admin, namespace, release, podsNamespace, node.workloadImage, 200, 20),
+  );
+  const viaService = percentiles(
+    await throughService(admin, namespace, release, podsNamespace, node.workloadImage, 1000, 0),
+  );
   const strayCalls = perCall(new Map(), offCalls, family, 'name').reduce((n, row) => n + row.calls, 0);
 
   // A burst of concurrent tenant requests, memory sampled throughout.
@@ -514,6 +593,9 @@ try {
     }
     webhookPhases(pacedGrown.pods);
   }
+  console.log(`Pod AdmissionReviews posted to the webhook Service (ClusterIP) on one kept-alive connection:`);
+  console.log(`  200, 20 ms apart: ${fmt(viaServicePaced)}`);
+  console.log(`  1000 back to back: ${fmt(viaService)}`);
   const creates = samples.hooked.namespaces.length;
   console.log(`CPU over the namespace creates (ms of one core per create), with the webhooks / without:`);
   for (const mode of ['hooked', 'unhooked'] as const) {
