@@ -8,6 +8,7 @@ import { nodeUnavailable } from '../src/controlplane/node-launch.ts';
 import { mapLimit } from '../src/kube/access.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { type KubeObject, Resources, type ResourceType } from '../src/kube/resources.ts';
+import type { AdmissionReview } from '../src/webhook/admission.ts';
 import { machineCpu, processCpu } from './cpu.ts';
 import { type Floor, type FloorRuntime, startFloor } from './floor.ts';
 import { startBenchCluster } from './node.ts';
@@ -120,6 +121,29 @@ async function scrapeWebhookPods(admin: KubeClient, namespace: string, release: 
   return total;
 }
 
+/** A tenant's Pod create as kube-apiserver asks the webhooks about it. */
+function podReview(uid: string, namespace: string, image: string): AdmissionReview {
+  return {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid,
+      kind: { group: '', version: 'v1', kind: 'Pod' },
+      resource: { group: '', version: 'v1', resource: 'pods' },
+      namespace,
+      operation: 'CREATE',
+      userInfo: { username: 'alice', groups: ['tenants', 'system:authenticated'] },
+      object: {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: uid, namespace },
+        spec: { containers: [{ name: 'c', image }] },
+      } as KubeObject,
+      dryRun: false,
+    },
+  };
+}
+
 /**
  * Latencies of `times` Pod AdmissionReviews posted one after another to the release's webhook Service
  * (its ClusterIP, through kube-proxy to either Pod) on one kept-alive TLS connection, as kube-apiserver
@@ -147,25 +171,7 @@ async function throughService(
   const agent = new HttpsAgent({ keepAlive: true, maxSockets: 1 });
   const post = (uid: string) =>
     new Promise<void>((resolve, reject) => {
-      const body = JSON.stringify({
-        apiVersion: 'admission.k8s.io/v1',
-        kind: 'AdmissionReview',
-        request: {
-          uid,
-          kind: { group: '', version: 'v1', kind: 'Pod' },
-          resource: { group: '', version: 'v1', resource: 'pods' },
-          namespace: podsNamespace,
-          operation: 'CREATE',
-          userInfo: { username: 'alice', groups: ['tenants', 'system:authenticated'] },
-          object: {
-            apiVersion: 'v1',
-            kind: 'Pod',
-            metadata: { name: uid, namespace: podsNamespace },
-            spec: { containers: [{ name: 'c', image }] },
-          },
-          dryRun: false,
-        },
-      });
+      const body = JSON.stringify(podReview(uid, podsNamespace, image));
       const req = httpsRequest(
         `https://${service?.spec.clusterIP}:443/pod-defaults`,
         {
