@@ -3,7 +3,7 @@
 // privileged bypass, reserved guardrails, organization RBAC and live configuration.
 import { randomUUID } from 'node:crypto';
 import { request as httpsRequest } from 'node:https';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   type Organization,
   OrganizationCrd,
@@ -14,6 +14,7 @@ import {
 import type { ApiError, KubeClient } from '../../src/kube/client.ts';
 import { registry } from '../../src/kube/metrics.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { createCA } from '../../src/pki/certs.ts';
 import { tenancy } from '../../src/tenancy/index.ts';
 import { organizationBindingName } from '../../src/tenancy/org-rbac-controller.ts';
 import { reservedLabel } from '../../src/tenancy/reserved-objects.ts';
@@ -1036,8 +1037,20 @@ function namespaceReview(name: string, username: string, labels: Record<string, 
   };
 }
 
-/** Posts `review` straight to the webhook server's `path`, as anyone who reaches its port could. */
-function postReview(path: string, review: AdmissionReview): Promise<AdmissionReview> {
+interface ClientCertificate {
+  certPem: string;
+  keyPem: string;
+}
+
+/**
+ * Posts `review` straight to the webhook server's `path`, as anyone who reaches its port could, with
+ * `client` as its TLS client certificate if given. Answers the review, or the HTTP status and body.
+ */
+function postReview(
+  path: string,
+  review: AdmissionReview,
+  client?: ClientCertificate,
+): Promise<AdmissionReview | { status: number; text: string }> {
   const body = JSON.stringify(review);
   return new Promise((resolve, reject) => {
     const req = httpsRequest(
@@ -1048,6 +1061,7 @@ function postReview(path: string, review: AdmissionReview): Promise<AdmissionRev
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
         rejectUnauthorized: false,
+        ...(client ? { cert: client.certPem, key: client.keyPem } : {}),
       },
       (res) => {
         let text = '';
@@ -1055,7 +1069,7 @@ function postReview(path: string, review: AdmissionReview): Promise<AdmissionRev
           text += c;
         });
         res.on('end', () => {
-          if (res.statusCode !== 200) reject(new Error(`webhook answered ${res.statusCode}: ${text}`));
+          if (res.statusCode !== 200) resolve({ status: res.statusCode ?? 0, text });
           else resolve(JSON.parse(text) as AdmissionReview);
         });
       },
@@ -1069,11 +1083,15 @@ describe('forged admission reviews', () => {
     const org = `${id}-forged`;
     await organization(org, [bob], [], 3);
     await createNamespace(bobClient, track(`${org}-real-0`), { [orgLabel]: org });
-    // Two reviews in bob's name straight to the webhook port, for namespaces nobody then creates.
+    // Two reviews in bob's name straight to the webhook port, for namespaces nobody then creates. They
+    // carry the API server's client certificate: the server cannot tell them apart, as on a cluster
+    // that does not verify callers (the chart's default).
+    const { certPem, keyPem } = inject('cluster').webhookClient;
     const forgedAt = Date.now();
     for (const name of [`${org}-forged-1`, `${org}-forged-2`]) {
-      const answer = await postReview('/namespace-create', namespaceReview(name, bob, { [orgLabel]: org }));
-      expect(answer.response?.allowed, name).toBe(true);
+      const review = namespaceReview(name, bob, { [orgLabel]: org });
+      const answer = await postReview('/namespace-create', review, { certPem, keyPem });
+      expect('response' in answer && answer.response?.allowed, name).toBe(true);
     }
     // While they are held, bob's real create is refused, saying why and when they free.
     const wanted = track(`${org}-real-1`);
@@ -1095,5 +1113,22 @@ describe('forged admission reviews', () => {
     const held = Date.now() - forgedAt;
     expect(held).toBeGreaterThanOrEqual(holdSeconds * 1000 - 500);
     expect(held).toBeLessThan(holdSeconds * 1000 + 3_000);
+  });
+
+  it("are refused without the API server's client certificate, while the API server's calls pass", async () => {
+    const org = `${id}-unsigned`;
+    await organization(org, [bob], [], 1);
+    const review = () => namespaceReview(`${org}-forged`, bob, { [orgLabel]: org });
+    const none = await postReview('/namespace-create', review());
+    expect(none).toMatchObject({ status: 403 });
+    expect('text' in none && none.text).toContain('ClientCertificateRequired');
+    // A client certificate of another CA does no better.
+    const other = await (await createCA('not-the-api-server')).issue({
+      commonName: 'forger',
+      usage: 'client',
+    });
+    expect(await postReview('/namespace-create', review(), other)).toMatchObject({ status: 403 });
+    // Nothing was reserved: bob's one slot is his, through the API server that presents its certificate.
+    await createNamespace(bobClient, track(`${org}-real`), { [orgLabel]: org });
   });
 });
