@@ -109,6 +109,7 @@ export const tenancyConfigKeys = [
   'defaultOrganizationClusterRoles',
   'defaultNamespaceQuota',
   'quotaNamespace',
+  'namespaceQuotaHoldSeconds',
   'runOnceActiveDeadlineSeconds',
   'runOnceActiveDeadlineMaxSeconds',
   'runOnceActiveDeadlineAnnotation',
@@ -162,6 +163,15 @@ export const TenancyConfigCrd = defineCrd({
         'ClusterRoles granted to members in every organization namespace.',
       ),
       defaultNamespaceQuota: Type.Optional(Type.Integer({ minimum: 0 })),
+      namespaceQuotaHoldSeconds: Type.Optional(
+        Type.Integer({
+          minimum: 1,
+          maximum: 300,
+          default: 10,
+          description:
+            'How long a namespace admitted but not yet stored counts against its organization (seconds): longer than the API server takes from admission to storing the namespace. A slot held for a name that never appears (an admission review no create followed) is free after it.',
+        }),
+      ),
       runOnceActiveDeadlineSeconds: Type.Optional(
         Type.Integer({
           minimum: 1,

@@ -1,5 +1,6 @@
 // `tenantkit webhooks`: every capability's admission webhooks behind one HTTPS server, on a certificate
 // from --cert-dir or one it makes, rotates and keeps in --tls-secret.
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { KubeClient } from '../kube/client.ts';
 import { createLogger } from '../kube/log.ts';
@@ -17,6 +18,8 @@ export async function webhooks(args: string[]): Promise<void> {
       port: { type: 'string', default: '9443' },
       capabilities: { type: 'string' },
       'webhook-configuration': { type: 'string', default: 'tenantkit' },
+      // The CA of kube-apiserver's webhook client certificate: reviews from anyone else are refused.
+      'client-ca-file': { type: 'string' },
     },
   });
   const logger = createLogger('tenantkit-webhooks');
@@ -43,6 +46,7 @@ export async function webhooks(args: string[]): Promise<void> {
     ready: () => manager.hasSynced(),
     // kube-apiserver keeps connections to each replica: let them move before this one closes.
     drainMs: 3000,
+    ...(values['client-ca-file'] ? { clientCaPem: await readFile(values['client-ca-file'], 'utf8') } : {}),
   });
   for (const c of selectCapabilities(values.capabilities)) server.register(...(c.webhooks?.(ctx) ?? []));
   await server.start();

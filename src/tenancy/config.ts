@@ -20,6 +20,7 @@ export interface EffectiveConfig {
   defaultOrganizationClusterRoles: string[];
   defaultNamespaceQuota: number;
   quotaNamespace: string;
+  namespaceQuotaHoldSeconds: number;
   runOnceActiveDeadlineSeconds: number;
   runOnceActiveDeadlineMaxSeconds: number;
   runOnceActiveDeadlineAnnotation: string;
@@ -42,6 +43,7 @@ export const defaults: EffectiveConfig = {
   defaultOrganizationClusterRoles: ['admin'],
   defaultNamespaceQuota: 25,
   quotaNamespace: 'tenantkit-system',
+  namespaceQuotaHoldSeconds: 10,
   runOnceActiveDeadlineSeconds: 1800,
   runOnceActiveDeadlineMaxSeconds: 86400,
   runOnceActiveDeadlineAnnotation: 'appuio.io/active-deadline-seconds-override',

@@ -104,12 +104,18 @@ async function checkQuota(
     limit,
     ledgerNamespace: config.quotaNamespace,
     dryRun,
+    holdMs: config.namespaceQuotaHoldSeconds * 1000,
   });
   if (decision.ok) return undefined;
-  const held = decision.held
-    ? ` (${decision.held} of them held for namespaces another tenantkit webhook replica may be admitting right now; they are freed within a minute at most: retry then)`
-    : '';
+  const held = decision.held ? ` (${heldSlots(decision.held, decision.freesAt, config)})` : '';
   return `organization "${organization.metadata.name}" already owns ${decision.used} of its ${limit} namespaces (namespace quota)${held}; delete a namespace it no longer needs, or ask a cluster admin to raise spec.namespaceQuota of the Organization`;
+}
+
+/** Why some slots count although their namespaces do not exist, and when the first of them frees. */
+function heldSlots(held: number, freesAt: number | undefined, config: EffectiveConfig): string {
+  const inS = Math.max(1, Math.ceil(((freesAt ?? Date.now()) - Date.now()) / 1000));
+  const at = new Date(Date.now() + inS * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
+  return `${held} of them ${held === 1 ? 'is a slot' : 'are slots'} held for namespaces admitted within the last ${config.namespaceQuotaHoldSeconds} s that do not exist yet: creates still on their way, or admission reviews no create followed; the first frees at ${at} (in ${inS} s) unless its namespace appears: retry then`;
 }
 
 const denial = (rule: string, problems: string[]) => deny(`namespace policy ${rule}: ${problems.join('; ')}`);

@@ -10,6 +10,11 @@
 // or, if the holder died, until the slots' own time runs out: an admission made just before the grant
 // closed is then in every cache. Keeping slots as plain reservations means an older webhook that knows
 // nothing of grants still counts them, during a rolling upgrade too.
+//
+// Every reservation is provisional: it stands for a namespace admitted but not yet seen, and counts only
+// for the hold (TenancyConfig.spec.namespaceQuotaHoldSeconds, seconds). A namespace that appears counts
+// as owned from then on; one that never appears (a create a later webhook refused, or an AdmissionReview
+// nobody followed with a create) stops costing its organization anything when the hold runs out.
 
 export interface Ledger {
   reservations: Map<string, number>;
@@ -76,28 +81,45 @@ export interface Usage {
   /** Live slots of grants other replicas hold: each may be a namespace they admitted. */
   foreign: ForeignGrant[];
   used: number;
+  /**
+   * When each of `used` that is not an existing namespace stops counting unless its namespace appears
+   * (ms, ascending): reservations of names not yet seen, other replicas' slots, this replica's admitted
+   * names (their grant's slot time). Its length is how many slots are held rather than owned.
+   */
+  provisional: number[];
 }
 
 /** What counts against the quota now, from one replica's point of view. */
 export function usage(view: LedgerView): Usage {
   const counted = new Set(view.owned);
   const foreign = new Map<string, ForeignGrant>();
+  const provisional: number[] = [];
   for (const [key, until] of view.ledger.reservations) {
     if (until <= view.now) continue;
     const grant = grantOf(key);
     if (grant === undefined) {
-      if (!view.cached(key)) counted.add(key);
+      if (!view.cached(key) && !counted.has(key)) {
+        counted.add(key);
+        provisional.push(until);
+      }
     } else if (!view.own.has(grant)) {
       const closes = view.ledger.grantCloses.get(grant) ?? until;
       const entry = foreign.get(grant) ?? { grant, slots: 0, closes };
       entry.slots++;
       foreign.set(grant, entry);
+      provisional.push(until);
     }
   }
-  for (const names of view.own.values())
-    for (const name of names) if (!view.owned.has(name) && !view.cached(name)) counted.add(name);
+  for (const [grant, names] of view.own)
+    for (const name of names)
+      if (!view.owned.has(name) && !view.cached(name) && !counted.has(name)) {
+        counted.add(name);
+        // Returned, the name is reserved for a hold from then: at most its slots' time.
+        provisional.push(view.ledger.reservations.get(slotKey(grant, 0)) ?? view.now);
+      }
   const held = [...foreign.values()].reduce((sum, g) => sum + g.slots, 0);
-  return { counted, foreign: [...foreign.values()], used: counted.size + held };
+  provisional.sort((x, y) => x - y);
+  return { counted, foreign: [...foreign.values()], used: counted.size + held, provisional };
 }
 
 export interface NextLedger {

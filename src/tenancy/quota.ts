@@ -10,6 +10,12 @@
 // Other replicas count the whole block until then, so the quota holds; one that would refuse only
 // because of another replica's open grant waits for it to be returned (at most `windowMs` and a bit)
 // instead of refusing early. Near the limit every decision is a single reservation, as before.
+//
+// Anyone who reaches the webhook port can send an AdmissionReview, with any userInfo, and no create need
+// follow it. So a reservation is provisional: it counts only for the hold (`holdMs`, a few seconds, set
+// by TenancyConfig.spec.namespaceQuotaHoldSeconds), long enough for an admitted create to be stored and
+// seen; then only namespaces that exist count. A refusal says how many slots are held, not owned, and
+// when the first of them frees.
 import { createHash, randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter } from 'prom-client';
@@ -63,8 +69,6 @@ export interface QuotaTuning {
   windowMs: number;
   /** Most slots in one grant. */
   maxBlock: number;
-  /** How long a reservation counts: a create admitted and still on its way through the API server. */
-  reservationMs: number;
   /** How long a reservation stays after this replica's cache holds the namespace (others may lag). */
   settleMs: number;
   /** How long after a grant's window closes its holder is expected to have returned it. */
@@ -74,7 +78,6 @@ export interface QuotaTuning {
 const defaultTuning: QuotaTuning = {
   windowMs: 2_000,
   maxBlock: 32,
-  reservationMs: 60_000,
   settleMs: 5_000,
   returnGraceMs: 1_000,
 };
@@ -94,8 +97,12 @@ export function namespaceQuotaOf(
 
 export type QuotaDecision =
   | { ok: true }
-  /** `held`: of `used`, slots other replicas' open grants hold (each may or may not be a namespace). */
-  | { ok: false; used: number; held: number };
+  /**
+   * `held`: of `used`, slots held for namespaces admitted but not (yet) existing: other replicas' open
+   * grants and reservations of names not yet seen (each may or may not become a namespace).
+   * `freesAt`: when the first of them stops counting if its namespace has not appeared (ms).
+   */
+  | { ok: false; used: number; held: number; freesAt?: number };
 
 export interface QuotaRequest {
   organization: string;
@@ -104,6 +111,8 @@ export interface QuotaRequest {
   limit: number;
   ledgerNamespace: string;
   dryRun: boolean;
+  /** How long a reservation counts: a create admitted and still on its way through the API server. */
+  holdMs: number;
 }
 
 /** A grant this replica holds: slots it hands out from memory while `open`, until it is returned. */
@@ -124,6 +133,8 @@ class LedgerState {
   returnTimer?: NodeJS.Timeout;
   /** The organization label the configuration names (it may change while the replica runs). */
   label = '';
+  /** The hold the configuration names (it may change too). */
+  holdMs = 10_000;
   readonly namespace: string;
   readonly name: string;
   readonly organization: string;
@@ -215,8 +226,9 @@ export class QuotaLedger {
           waited += wait;
         } else if (cached) fresh = true;
         else {
-          const held = use.foreign.reduce((sum, g) => sum + g.slots, 0);
-          return this.decided({ ok: false, used: use.used, held });
+          const held = use.provisional.length;
+          const freesAt = use.provisional[0];
+          return this.decided({ ok: false, used: use.used, held, ...(freesAt ? { freesAt } : {}) });
         }
         continue;
       }
@@ -243,6 +255,7 @@ export class QuotaLedger {
       this.states.set(key, state);
     }
     state.label = request.label;
+    state.holdMs = request.holdMs;
     return state;
   }
 
@@ -302,10 +315,11 @@ export class QuotaLedger {
     used: number,
     current: ConfigMap | undefined,
   ): Promise<boolean> {
-    const { reservationMs, settleMs } = this.tuning;
+    const { settleMs } = this.tuning;
+    const reservationMs = state.holdMs;
     const returning = state.closed();
     const ledger = nextLedger({ view, reservationMs, settleMs, returning });
-    const grant = this.grantInto(ledger, request.limit, used, view.now);
+    const grant = this.grantInto(state, ledger, request.limit, used, view.now);
     if (grant) grant.admitted.add(request.namespace);
     else ledger.reservations.set(request.namespace, view.now + reservationMs);
     if (!(await this.compareAndSwap(state, current, serializeLedger(ledger)))) return false;
@@ -316,8 +330,15 @@ export class QuotaLedger {
   }
 
   /** A new grant sized for what is left, its slots written into `ledger`; undefined when too little is. */
-  private grantInto(ledger: Ledger, limit: number, used: number, now: number): HeldGrant | undefined {
-    const { reservationMs, windowMs, maxBlock } = this.tuning;
+  private grantInto(
+    state: LedgerState,
+    ledger: Ledger,
+    limit: number,
+    used: number,
+    now: number,
+  ): HeldGrant | undefined {
+    const { windowMs, maxBlock } = this.tuning;
+    const reservationMs = state.holdMs;
     const slots = grantSize(limit, used, maxBlock);
     if (!slots) return undefined;
     const grant: HeldGrant = {
@@ -397,12 +418,14 @@ export class QuotaLedger {
       if (returning.length === 0) break;
       const { current } = await this.read(state, false);
       const view = this.view(state, current);
-      const { reservationMs, settleMs } = this.tuning;
+      const { settleMs } = this.tuning;
+      const reservationMs = state.holdMs;
       // Computed before the returned grants' slots go: what they admitted counts, as in `write`.
       const used = usage(view).used;
       const ledger = nextLedger({ view, reservationMs, settleMs, returning });
       // Not when a request of this replica took a grant meanwhile (`current`): one open grant at a time.
-      const renewal = busy && !state.current ? this.grantInto(ledger, busy.limit, used, view.now) : undefined;
+      const renewal =
+        busy && !state.current ? this.grantInto(state, ledger, busy.limit, used, view.now) : undefined;
       if (await this.compareAndSwap(state, current, serializeLedger(ledger))) {
         ledgerWrites.inc({ kind: renewal ? 'renewal' : 'return' });
         for (const id of returning) state.held.delete(id);

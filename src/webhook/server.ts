@@ -3,6 +3,7 @@
 // the files change on disk, e.g. a rotated Secret, or by calling setCertificate).
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import { metrics, registry } from '../kube/metrics.ts';
 import type { KeyPair } from '../pki/certs.ts';
@@ -21,6 +22,13 @@ export interface WebhookServerOptions {
   ready?: () => boolean;
   /** On stop, keep serving this long with `Connection: close` (see HttpsListenerOptions.drainMs). */
   drainMs?: number;
+  /**
+   * PEM bundle of the CAs that sign kube-apiserver's webhook client certificate (AdmissionConfiguration
+   * `kubeConfigFile`). When set, a review from a caller without such a certificate is refused (403)
+   * before its body is read: nobody but the API server gets a decision. Health, readiness and metrics
+   * stay open (kubelet probes present no certificate).
+   */
+  clientCaPem?: string;
 }
 
 const maxBodyBytes = 3 * 1024 * 1024;
@@ -70,6 +78,7 @@ export class WebhookServer {
       logger: this.options.logger,
       certificate: this.options.certificate,
       ...(this.options.drainMs ? { drainMs: this.options.drainMs } : {}),
+      ...(this.options.clientCaPem ? { clientCaPem: this.options.clientCaPem } : {}),
       handler: (req, res) => this.handle(req, res),
     });
     await this.listener.start();
@@ -99,6 +108,15 @@ export class WebhookServer {
     }
     const webhook = req.method === 'POST' ? this.webhooks.get(path.replace(/^\//, '')) : undefined;
     if (!webhook) return void res.writeHead(404).end('not found');
+    if (this.options.clientCaPem && !(req.socket as TLSSocket).authorized) {
+      metrics.webhookErrors.inc({ webhook: webhook.name, reason: 'unauthenticated' });
+      return refuse(
+        res,
+        403,
+        'ClientCertificateRequired',
+        'this webhook server answers only the API server: present the client certificate its admission configuration (kubeConfigFile) names, signed by the CA the server was given',
+      );
+    }
 
     const arrived = performance.now();
     const body = await readBody(req, maxBodyBytes);

@@ -19,6 +19,7 @@ import { testTokenUsers } from './cluster.ts';
 import { nodeSkipReason } from './node.ts';
 import { prebuild } from './prebuild.ts';
 import { veleroCrds } from './reference.ts';
+import { writeWebhookClientAuth } from './webhook-client.ts';
 
 export default async function setup(project: TestProject) {
   const started = Date.now();
@@ -34,11 +35,14 @@ export default async function setup(project: TestProject) {
   ];
   // Where the local node can run, kube-apiserver listens on the node's address so that Pods reach it too.
   const network = nodeSkipReason ? undefined : await ensureNodeNetwork();
+  // kube-apiserver presents a client certificate to webhooks; the test webhook servers require it.
+  const webhookClient = await writeWebhookClientAuth(dir);
   const controlPlane = await startControlPlane({
     dir,
     ...(network ? { address: nodeIP } : {}),
     unsafeNoFsync: true,
     tokenUsers: testTokenUsers,
+    apiserverFlags: webhookClient.apiserverFlags,
     progress: (line) => console.log(`[control plane] ${line}`),
     beforeControllers: (kubeconfig) => installCrds(KubeClient.fromKubeconfig({ yaml: kubeconfig }), crds),
   });
@@ -55,6 +59,11 @@ export default async function setup(project: TestProject) {
     dir,
     server: controlPlane.server,
     adminKubeconfigPath: controlPlane.adminKubeconfigPath,
+    webhookClient: {
+      caPem: webhookClient.caPem,
+      certPem: webhookClient.certPem,
+      keyPem: webhookClient.keyPem,
+    },
   });
   return async () => {
     background.stop();
@@ -66,6 +75,12 @@ export default async function setup(project: TestProject) {
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    cluster: { dir: string; server: string; adminKubeconfigPath: string };
+    cluster: {
+      dir: string;
+      server: string;
+      adminKubeconfigPath: string;
+      /** kube-apiserver's webhook client certificate and its CA (see webhook-client.ts). */
+      webhookClient: { caPem: string; certPem: string; keyPem: string };
+    };
   }
 }

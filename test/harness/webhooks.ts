@@ -1,6 +1,7 @@
 // Runs a webhook server inside the test process, with its own generated CA, and registers its
 // webhooks with the real API server by URL. stop() unregisters them before closing the server.
 
+import { inject } from 'vitest';
 import { silentLogger } from '../../src/kube/log.ts';
 import { Resources } from '../../src/kube/resources.ts';
 import { createCA } from '../../src/pki/certs.ts';
@@ -26,7 +27,12 @@ export async function startTestWebhooks(
     ipAddresses: ['127.0.0.1'],
     dnsNames: ['localhost'],
   });
-  const server = new WebhookServer({ logger: silentLogger, certificate: serving });
+  // Reviews only from kube-apiserver: it presents the client certificate the global setup gave it.
+  const server = new WebhookServer({
+    logger: silentLogger,
+    certificate: serving,
+    clientCaPem: inject('cluster').webhookClient.caPem,
+  });
   server.register(...definitions);
   const port = await server.start();
   const configName = options.configName ?? cluster.unique('tenantkit-test');

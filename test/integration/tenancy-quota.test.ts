@@ -18,6 +18,8 @@ import { componentKubeconfig, componentUser } from '../harness/components.ts';
 const cluster = await TestCluster.connect();
 const label = 'quota-test.tenantkit.io/organization';
 const ledgerNamespace = 'tenantkit-system';
+/** The default TenancyConfig.spec.namespaceQuotaHoldSeconds. */
+const holdMs = 10_000;
 
 interface Replica {
   ledger: QuotaLedger;
@@ -72,6 +74,7 @@ async function admit(ledger: QuotaLedger, organization: string, namespace: strin
     limit,
     ledgerNamespace,
     dryRun: false,
+    holdMs,
   });
   if (decision.ok) {
     cluster.defer(() => cluster.admin.delete(Resources.namespaces, namespace));
@@ -209,7 +212,12 @@ describe('namespace quota across two webhook replicas', () => {
     await eventually(async () => (await b.reserve(probe(org))).ok === false, {
       what: 'b sees the held slots',
     });
-    expect(await admit(b, org, `${org}-1`, 3)).toEqual({ ok: false, used: 3, held: 2 });
+    expect(await admit(b, org, `${org}-1`, 3)).toEqual({
+      ok: false,
+      used: 3,
+      held: 2,
+      freesAt: now + 55_000,
+    });
   });
 });
 
@@ -220,4 +228,5 @@ const probe = (organization: string) => ({
   limit: 3,
   ledgerNamespace,
   dryRun: true,
+  holdMs,
 });

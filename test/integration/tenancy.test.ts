@@ -1,7 +1,9 @@
 // Namespace ownership by organizations, exercised by tenants with their own credentials through the
 // real API server: creation, transfer, quota under concurrency, metadata rules, service accounts,
 // privileged bypass, reserved guardrails, organization RBAC and live configuration.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { request as httpsRequest } from 'node:https';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   type Organization,
   OrganizationCrd,
@@ -12,13 +14,14 @@ import {
 import type { ApiError, KubeClient } from '../../src/kube/client.ts';
 import { registry } from '../../src/kube/metrics.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { createCA } from '../../src/pki/certs.ts';
 import { tenancy } from '../../src/tenancy/index.ts';
 import { organizationBindingName } from '../../src/tenancy/org-rbac-controller.ts';
 import { reservedLabel } from '../../src/tenancy/reserved-objects.ts';
-import { allow, mutate } from '../../src/webhook/admission.ts';
+import { type AdmissionReview, allow, mutate } from '../../src/webhook/admission.ts';
 import { ProjectRequestStandInCrd, ProjectStandInCrd, UserStandInCrd } from '../fixtures/openshift.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
-import { runCapability } from '../harness/components.ts';
+import { type RunningCapability, runCapability } from '../harness/components.ts';
 import { startTestWebhooks } from '../harness/webhooks.ts';
 
 const cluster = await TestCluster.connect();
@@ -38,6 +41,9 @@ const teamB = `team-b-${id}`;
 let aliceClient: KubeClient;
 let bobClient: KubeClient;
 let carolClient: KubeClient;
+let running: RunningCapability;
+/** TenancyConfig.spec.namespaceQuotaHoldSeconds here: short, so that a test can wait a hold out. */
+const holdSeconds = 4;
 
 async function rejection(promise: Promise<unknown>): Promise<ApiError | undefined> {
   return promise.then(
@@ -89,6 +95,7 @@ beforeAll(async () => {
         allowedLabels: ['example.com/*'],
         allowedAnnotations: ['example.com/*'],
         defaultNamespaceQuota: 5,
+        namespaceQuotaHoldSeconds: holdSeconds,
         privilegedClusterRoles: ['cluster-admin', `${id}-operator`],
       },
     } as KubeObject,
@@ -121,7 +128,7 @@ beforeAll(async () => {
   aliceClient = await cluster.user(alice, [tenantsGroup, teamB]);
   bobClient = await cluster.user(bob, [tenantsGroup]);
   carolClient = await cluster.user(carol, [tenantsGroup]);
-  await runCapability(cluster, tenancy);
+  running = await runCapability(cluster, tenancy);
   // Caches of the webhook hold the organizations once this namespace is admitted.
   await eventually(
     async () => {
@@ -1008,5 +1015,120 @@ describe('namespace ownership', () => {
       expect(warnings.filter((w) => w.includes('fair use'))).toEqual([]);
       aliceClient.onWarning = () => {};
     });
+  });
+});
+
+/** A namespace create as kube-apiserver would ask the webhook about it, by `username`. */
+function namespaceReview(name: string, username: string, labels: Record<string, string>): AdmissionReview {
+  const uid = randomUUID();
+  return {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid,
+      kind: { group: '', version: 'v1', kind: 'Namespace' },
+      resource: { group: '', version: 'v1', resource: 'namespaces' },
+      name,
+      operation: 'CREATE',
+      userInfo: { username, groups: [tenantsGroup, 'system:authenticated'] },
+      object: { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } } as KubeObject,
+      dryRun: false,
+    },
+  };
+}
+
+interface ClientCertificate {
+  certPem: string;
+  keyPem: string;
+}
+
+/**
+ * Posts `review` straight to the webhook server's `path`, as anyone who reaches its port could, with
+ * `client` as its TLS client certificate if given. Answers the review, or the HTTP status and body.
+ */
+function postReview(
+  path: string,
+  review: AdmissionReview,
+  client?: ClientCertificate,
+): Promise<AdmissionReview | { status: number; text: string }> {
+  const body = JSON.stringify(review);
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      {
+        host: '127.0.0.1',
+        port: running.webhooks.server.port,
+        path,
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        rejectUnauthorized: false,
+        ...(client ? { cert: client.certPem, key: client.keyPem } : {}),
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (c) => {
+          text += c;
+        });
+        res.on('end', () => {
+          if (res.statusCode !== 200) resolve({ status: res.statusCode ?? 0, text });
+          else resolve(JSON.parse(text) as AdmissionReview);
+        });
+      },
+    );
+    req.on('error', reject).end(body);
+  });
+}
+
+describe('forged admission reviews', () => {
+  it("hold an organization's last slots only for the hold, and a refusal meanwhile says so", async () => {
+    const org = `${id}-forged`;
+    await organization(org, [bob], [], 3);
+    await createNamespace(bobClient, track(`${org}-real-0`), { [orgLabel]: org });
+    // Two reviews in bob's name straight to the webhook port, for namespaces nobody then creates. They
+    // carry the API server's client certificate: the server cannot tell them apart, as on a cluster
+    // that does not verify callers (the chart's default).
+    const { certPem, keyPem } = inject('cluster').webhookClient;
+    const forgedAt = Date.now();
+    for (const name of [`${org}-forged-1`, `${org}-forged-2`]) {
+      const review = namespaceReview(name, bob, { [orgLabel]: org });
+      const answer = await postReview('/namespace-create', review, { certPem, keyPem });
+      expect('response' in answer && answer.response?.allowed, name).toBe(true);
+    }
+    // While they are held, bob's real create is refused, saying why and when they free.
+    const wanted = track(`${org}-real-1`);
+    const refused = await rejection(createNamespace(bobClient, wanted, { [orgLabel]: org }));
+    expect(refused?.message).toContain(`organization "${org}" already owns 3 of its 3 namespaces`);
+    expect(refused?.message).toMatch(
+      new RegExp(
+        `2 of them are slots held for namespaces admitted within the last ${holdSeconds} s that do not exist yet: .*admission reviews no create followed; the first frees at \\d{4}-\\d\\d-\\d\\dT[\\d:]+Z \\(in [1-${holdSeconds}] s\\)`,
+      ),
+    );
+    // Once the hold has run out, the forged names cost bob's organization nothing.
+    await eventually(
+      async () => {
+        await createNamespace(bobClient, wanted, { [orgLabel]: org });
+        return true;
+      },
+      { what: "bob's create once the forged slots are free", timeoutMs: 15_000, intervalMs: 250 },
+    );
+    const held = Date.now() - forgedAt;
+    expect(held).toBeGreaterThanOrEqual(holdSeconds * 1000 - 500);
+    expect(held).toBeLessThan(holdSeconds * 1000 + 3_000);
+  });
+
+  it("are refused without the API server's client certificate, while the API server's calls pass", async () => {
+    const org = `${id}-unsigned`;
+    await organization(org, [bob], [], 1);
+    const review = () => namespaceReview(`${org}-forged`, bob, { [orgLabel]: org });
+    const none = await postReview('/namespace-create', review());
+    expect(none).toMatchObject({ status: 403 });
+    expect('text' in none && none.text).toContain('ClientCertificateRequired');
+    // A client certificate of another CA does no better.
+    const other = await (await createCA('not-the-api-server')).issue({
+      commonName: 'forger',
+      usage: 'client',
+    });
+    expect(await postReview('/namespace-create', review(), other)).toMatchObject({ status: 403 });
+    // Nothing was reserved: bob's one slot is his, through the API server that presents its certificate.
+    await createNamespace(bobClient, track(`${org}-real`), { [orgLabel]: org });
   });
 });

@@ -67,6 +67,15 @@ describe('namespace quota ledger', () => {
     expect([...use.counted].sort()).toEqual(['coming', 'old', 'owned']);
     expect(use.foreign).toEqual([{ grant: 'other', slots: 2, closes: now + 1_500 }]);
     expect(use.used).toBe(5);
+    // Held, not owned: 'coming' and the two slots, each until its time runs out.
+    expect(use.provisional).toEqual([now + minute, now + minute, now + minute]);
+  });
+
+  it('says when each slot held for a namespace that does not exist yet stops counting', () => {
+    const ledger = ledgerOf({ late: now + 9_000, early: now + 2_000, [slotKey('mine', 0)]: now + 5_000 });
+    const use = usage(view(ledger, { own: new Map([['mine', new Set(['fresh'])]]) }));
+    expect(use.used).toBe(3);
+    expect(use.provisional).toEqual([now + 2_000, now + 5_000, now + 9_000]);
   });
 
   it("counts this replica's own grant by the names it admitted, not by its slots", () => {
