@@ -151,6 +151,29 @@ function call(
   });
 }
 
+/** A GET that may stream (a watch): what arrived within 3 s, then the connection is dropped. */
+function probe(path: string, token: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      new URL(path, server.url),
+      { method: 'GET', ca: ca.certPem, headers: { authorization: `Bearer ${token}` } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        const done = () => {
+          clearTimeout(timer);
+          req.destroy();
+          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
+        };
+        const timer = setTimeout(done, 3000);
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', done);
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 const oadp = '/api/kube/apis/oadp.openshift.io/v1alpha1';
 
 describe('the console backend', () => {
@@ -201,6 +224,56 @@ describe('the console backend', () => {
     const watch = await call('GET', `${oadp}/namespaces/${nsA}/nonadminbackups?watch=true`, { token: alice });
     expect(watch.status).toBe(400);
     expect(watch.body).toMatchObject({ reason: 'QueryNotAllowed' });
+  });
+
+  it('forwards no Secret in any path shape the API server accepts, legacy watch paths included', async () => {
+    // alice may read her Secrets through the API server (admin in nsA), and an auditor every Secret of
+    // the cluster: through the console, neither ever gets one.
+    const { token: auditor } = await cluster.serviceAccount(nsA, 'auditor');
+    await cluster.grant(
+      { kind: 'ServiceAccount', name: 'auditor', namespace: nsA },
+      { rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] }] },
+    );
+    const data = Buffer.from('never-shown').toString('base64');
+    const v1 = '/api/kube/api/v1';
+    const shapes = [
+      `${v1}/secrets`,
+      `${v1}/watch/secrets`,
+      `${v1}/watch/secrets?fieldSelector=metadata.namespace%3D${nsA}`,
+      `${v1}/watch/namespaces/${nsA}/secrets`,
+      `${v1}/watch/namespaces/${nsA}/secrets/token-alice`,
+      `${v1}/namespaces/${nsA}/watch/secrets`,
+      `${v1}/namespaces/${nsA}/secrets?watch=true`,
+      `${v1}/namespaces/${nsA}/secrets?watch=1&fieldSelector=metadata.name%3Dtoken-alice`,
+      `${v1}/namespaces/${nsA}/secrets/token-alice`,
+      `${v1}/namespaces/${nsA}/secrets/token-alice/`,
+      `${v1}/namespaces/${nsA}//secrets/token-alice`,
+      `${v1}/namespaces/${nsA}/%73ecrets/token-alice`,
+      `${v1}/namespaces/${nsA}/secret%73`,
+      `${v1}/namespaces/${nsA}/Secrets/token-alice`,
+      `${v1}/namespaces/${nsA}/configmaps/..%2Fsecrets`,
+      `${v1}/namespaces/${nsA}/configmaps/x/..%2F..%2Fsecrets%2Ftoken-alice`,
+      `${v1}/namespaces/${nsA}/x/../secrets/token-alice`,
+      `${v1}/proxy/namespaces/${nsA}/secrets/token-alice`,
+      `${v1}/namespaces/${nsA}/services/kubernetes/proxy/api/v1/namespaces/${nsA}/secrets`,
+      `${v1}/namespaces/${nsA}/services/https:kubernetes:443/proxy/`,
+      `${v1}/namespaces/${nsA}/pods/web-alice/proxy/`,
+      `${v1}/namespaces/${nsA}/pods/web-alice/exec?command=cat`,
+      `${v1}/namespaces/${nsA}/serviceaccounts/alice/token`,
+      `${v1}/namespaces/${nsA}/secrets/token-alice?fieldSelector=x`,
+      `${v1}/secrets?fieldSelector=metadata.namespace%3D${nsA}`,
+      `/api/kube/apis/v1/namespaces/${nsA}/secrets/token-alice`,
+      `/api/kube/apis/core/v1/namespaces/${nsA}/secrets/token-alice`,
+      `/api/kube/api/v1/namespaces/${nsA}/secrets/token-alice?pretty=true`,
+    ];
+    for (const token of [alice, auditor]) {
+      for (const path of shapes) {
+        const reply = await probe(path, token);
+        expect(reply.text, path).not.toContain(data);
+        expect([403, 404], `${path}: ${reply.text}`).toContain(reply.status);
+        expect(JSON.parse(reply.text).message, path).toMatch(/console/);
+      }
+    }
   });
 
   it('needs a bearer token and never lends an identity of its own', async () => {
