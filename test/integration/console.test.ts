@@ -423,10 +423,12 @@ describe('the console backend', () => {
       );
       await new Promise((r) => setTimeout(r, 500)); // the subscription registers
       await cluster.admin.create(Resources.configMaps, {
-        metadata: { name: 'live-bob', namespace: nsB },
+        metadata: { name: 'socket-limit-bob', namespace: nsB },
         data: { a: '1' },
       });
-      await eventually(() => JSON.stringify(messages).includes('live-bob'), { what: "bob's live result" });
+      await eventually(() => JSON.stringify(messages).includes('socket-limit-bob'), {
+        what: "bob's live result",
+      });
     } finally {
       for (const socket of held) socket.close();
     }
