@@ -21,6 +21,7 @@ export async function consoleCommand(args: string[]): Promise<void> {
       'kube-ca': { type: 'string' },
       'search-url': { type: 'string' },
       'search-ca': { type: 'string' },
+      'max-sockets-per-user': { type: 'string' },
     },
   });
   const inCluster = process.env.KUBERNETES_SERVICE_HOST
@@ -48,6 +49,9 @@ export async function consoleCommand(args: string[]): Promise<void> {
         }
       : {}),
     assetsDir: await consoleAssets(),
+    ...(values['max-sockets-per-user'] !== undefined
+      ? { maxSocketsPerUser: socketsPerUser(values['max-sockets-per-user']) }
+      : {}),
   });
   logger.info(
     { port: server.listener.port, kube: kubeServer, search: values['search-url'] },
@@ -59,4 +63,13 @@ export async function consoleCommand(args: string[]): Promise<void> {
   await tls?.run((pair) => server.listener.setCertificate(pair), stop.signal);
   await stopped;
   await server.stop();
+}
+
+/** --max-sockets-per-user: a whole number of at least 1. */
+function socketsPerUser(text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1) {
+    throw new Error(`--max-sockets-per-user must be a whole number of at least 1, not "${text}"`);
+  }
+  return n;
 }

@@ -118,6 +118,8 @@ async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
       indexer: { type: 'boolean', default: true },
       collector: { type: 'boolean', default: true },
       'sensitive-field': { type: 'string', multiple: true, default: [] },
+      // Origins besides the API's own whose pages may use ACM's cookie (e.g. https://console.example).
+      'allowed-origin': { type: 'string', multiple: true, default: [] },
     },
     allowNegative: true,
   });
@@ -141,6 +143,7 @@ async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
       port: Number(values.port),
       indexer: values.indexer!,
       waitForDatabaseMs,
+      allowedOrigins: values['allowed-origin']!,
     },
     signal,
   );

@@ -33,7 +33,19 @@ export interface ConsoleOptions {
   search?: Upstream;
   /** The built page: index.html, app.js, app.css and their assets. */
   assetsDir: string;
+  /** Live-result sockets one user may hold open at once (default DefaultSocketsPerUser). */
+  maxSocketsPerUser?: number;
 }
+
+/** Live-result sockets one user holds at most by default: a few tabs, not the whole console's share. */
+export const DefaultSocketsPerUser = 10;
+
+/**
+ * A browser's WebSocket carries no header of the page's: the page offers its token as a subprotocol of
+ * this prefix and the token in base64url (the API server's own convention for WebSockets), so that the
+ * console knows the user before anything opens. The console never passes this subprotocol on.
+ */
+export const TokenProtocolPrefix = 'base64url.bearer.authorization.k8s.io.';
 
 /** What the backend answers when it refuses a call: why, and what to do instead. */
 export interface Refusal {

@@ -3,6 +3,7 @@
 // endpoint. `tenantkit search api|indexer` and `tenantkit dev` all start here; the hub's collector is
 // started beside it (see collector/).
 import type { Logger } from 'pino';
+import { subjectCan } from '../kube/access.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { Informer } from '../kube/informer.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
@@ -31,6 +32,8 @@ export interface SearchServiceOptions {
   indexer?: boolean;
   queryLimits?: Partial<QueryLimits>;
   apiLimits?: Partial<SearchApiLimits>;
+  /** Origins besides the API's own whose pages may use ACM's cookie (see SearchServerOptions). */
+  allowedOrigins?: readonly string[];
   /** Extra conditions for `messages` (e.g. the hub collector still listing). */
   messages?: () => Message[];
   /** How long to wait for a database that does not accept connections yet (default: fail at once). */
@@ -134,6 +137,8 @@ export async function startSearchService(
     ...(options.host ? { host: options.host } : {}),
     ...(options.port !== undefined ? { port: options.port } : {}),
     authenticate: (token) => authenticator.authenticate(token),
+    mayReadMetrics: (user) => subjectCan(client, user, { nonResource: { path: '/metrics', verb: 'get' } }),
+    ...(options.allowedOrigins ? { allowedOrigins: options.allowedOrigins } : {}),
     ...(options.api !== false
       ? {
           api: {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { type NonAdminBackup, NonAdminBackupCrd } from '../../src/api/backup.ts';
 import { fetchPresigned } from '../../src/backup/client/download.ts';
+import { DefaultSocketsPerUser, TokenProtocolPrefix } from '../../src/console/model.ts';
 import type { ConsoleServer } from '../../src/console/server/server.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { Resources } from '../../src/kube/resources.ts';
@@ -151,6 +152,29 @@ function call(
   });
 }
 
+/** A GET that may stream (a watch): what arrived within 3 s, then the connection is dropped. */
+function probe(path: string, token: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      new URL(path, server.url),
+      { method: 'GET', ca: ca.certPem, headers: { authorization: `Bearer ${token}` } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        const done = () => {
+          clearTimeout(timer);
+          req.destroy();
+          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
+        };
+        const timer = setTimeout(done, 3000);
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', done);
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 const oadp = '/api/kube/apis/oadp.openshift.io/v1alpha1';
 
 describe('the console backend', () => {
@@ -201,6 +225,56 @@ describe('the console backend', () => {
     const watch = await call('GET', `${oadp}/namespaces/${nsA}/nonadminbackups?watch=true`, { token: alice });
     expect(watch.status).toBe(400);
     expect(watch.body).toMatchObject({ reason: 'QueryNotAllowed' });
+  });
+
+  it('forwards no Secret in any path shape the API server accepts, legacy watch paths included', async () => {
+    // alice may read her Secrets through the API server (admin in nsA), and an auditor every Secret of
+    // the cluster: through the console, neither ever gets one.
+    const { token: auditor } = await cluster.serviceAccount(nsA, 'auditor');
+    await cluster.grant(
+      { kind: 'ServiceAccount', name: 'auditor', namespace: nsA },
+      { rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] }] },
+    );
+    const data = Buffer.from('never-shown').toString('base64');
+    const v1 = '/api/kube/api/v1';
+    const shapes = [
+      `${v1}/secrets`,
+      `${v1}/watch/secrets`,
+      `${v1}/watch/secrets?fieldSelector=metadata.namespace%3D${nsA}`,
+      `${v1}/watch/namespaces/${nsA}/secrets`,
+      `${v1}/watch/namespaces/${nsA}/secrets/token-alice`,
+      `${v1}/namespaces/${nsA}/watch/secrets`,
+      `${v1}/namespaces/${nsA}/secrets?watch=true`,
+      `${v1}/namespaces/${nsA}/secrets?watch=1&fieldSelector=metadata.name%3Dtoken-alice`,
+      `${v1}/namespaces/${nsA}/secrets/token-alice`,
+      `${v1}/namespaces/${nsA}/secrets/token-alice/`,
+      `${v1}/namespaces/${nsA}//secrets/token-alice`,
+      `${v1}/namespaces/${nsA}/%73ecrets/token-alice`,
+      `${v1}/namespaces/${nsA}/secret%73`,
+      `${v1}/namespaces/${nsA}/Secrets/token-alice`,
+      `${v1}/namespaces/${nsA}/configmaps/..%2Fsecrets`,
+      `${v1}/namespaces/${nsA}/configmaps/x/..%2F..%2Fsecrets%2Ftoken-alice`,
+      `${v1}/namespaces/${nsA}/x/../secrets/token-alice`,
+      `${v1}/proxy/namespaces/${nsA}/secrets/token-alice`,
+      `${v1}/namespaces/${nsA}/services/kubernetes/proxy/api/v1/namespaces/${nsA}/secrets`,
+      `${v1}/namespaces/${nsA}/services/https:kubernetes:443/proxy/`,
+      `${v1}/namespaces/${nsA}/pods/web-alice/proxy/`,
+      `${v1}/namespaces/${nsA}/pods/web-alice/exec?command=cat`,
+      `${v1}/namespaces/${nsA}/serviceaccounts/alice/token`,
+      `${v1}/namespaces/${nsA}/secrets/token-alice?fieldSelector=x`,
+      `${v1}/secrets?fieldSelector=metadata.namespace%3D${nsA}`,
+      `/api/kube/apis/v1/namespaces/${nsA}/secrets/token-alice`,
+      `/api/kube/apis/core/v1/namespaces/${nsA}/secrets/token-alice`,
+      `/api/kube/api/v1/namespaces/${nsA}/secrets/token-alice?pretty=true`,
+    ];
+    for (const token of [alice, auditor]) {
+      for (const path of shapes) {
+        const reply = await probe(path, token);
+        expect(reply.text, path).not.toContain(data);
+        expect([403, 404], `${path}: ${reply.text}`).toContain(reply.status);
+        expect(JSON.parse(reply.text).message, path).toMatch(/console/);
+      }
+    }
   });
 
   it('needs a bearer token and never lends an identity of its own', async () => {
@@ -290,21 +364,74 @@ describe('the console backend', () => {
       });
     expect(await refused('/api/search/graphql', { origin: 'https://evil.example' })).toBe(403);
     expect(await refused('/api/kube/api/v1/namespaces', {})).toBe(404);
-    // Its own origin: upgraded, and the search service (not the console) judges the token inside.
-    const socket = new WebSocket(
-      new URL('/api/search/graphql', server.url.replace('https:', 'wss:')),
-      'graphql-transport-ws',
-      {
-        ca: ca.certPem,
-        headers: { origin: server.url },
-      },
-    );
-    const closed = new Promise<number>((resolve) => socket.on('close', (code) => resolve(code)));
-    await new Promise((resolve, reject) => socket.on('open', resolve).on('error', reject));
-    socket.send(
-      JSON.stringify({ type: 'connection_init', payload: { authorization: 'Bearer not-a-token' } }),
-    );
-    expect(await closed).toBe(4403);
+    // Its own origin without a token, or with one the API server refuses: nothing opens.
+    expect(await refused('/api/search/graphql', { origin: server.url })).toBe(401);
+    expect(
+      await refused('/api/search/graphql', { origin: server.url, authorization: 'Bearer not-a-token' }),
+    ).toBe(401);
+  });
+
+  it('limits live-result sockets per user: alice over the limit is refused, bob still gets live results', async () => {
+    /** A live-results socket of the page's kind (token as subprotocol), or the refusal's status and body. */
+    const live = (token: string) =>
+      new Promise<{ socket?: WebSocket; status: number; body: string }>((resolve) => {
+        const socket = new WebSocket(
+          new URL('/api/search/graphql', server.url.replace('https:', 'wss:')),
+          ['graphql-transport-ws', `${TokenProtocolPrefix}${Buffer.from(token).toString('base64url')}`],
+          { ca: ca.certPem, headers: { origin: server.url } },
+        );
+        socket.on('unexpected-response', (_req, res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
+          );
+        });
+        socket.on('open', () => resolve({ socket, status: 101, body: '' }));
+        socket.on('error', () => {});
+      });
+    const held: WebSocket[] = [];
+    try {
+      for (let i = 0; i < DefaultSocketsPerUser; i++) {
+        const opened = await live(alice);
+        expect(opened.status, opened.body).toBe(101);
+        held.push(opened.socket!);
+      }
+      const over = await live(alice);
+      over.socket?.close();
+      expect(over.status).toBe(429);
+      expect(over.body).toContain(`system:serviceaccount:${nsA}:alice`);
+      expect(over.body).toMatch(/close another tab/);
+      // bob's live results still arrive: a ConfigMap of his shows up on his watch.
+      const mine = await live(bob);
+      expect(mine.status, mine.body).toBe(101);
+      const socket = mine.socket!;
+      held.push(socket);
+      const messages: { type: string; payload?: unknown }[] = [];
+      socket.on('message', (data: Buffer) => messages.push(JSON.parse(data.toString('utf8'))));
+      socket.send(JSON.stringify({ type: 'connection_init', payload: {} }));
+      await eventually(() => messages.some((m) => m.type === 'connection_ack'), { what: 'connection_ack' });
+      socket.send(
+        JSON.stringify({
+          id: '1',
+          type: 'subscribe',
+          payload: {
+            query:
+              'subscription { watch(input: { filters: [{ property: "kind", values: ["ConfigMap"] }] }) { operation newData } }',
+          },
+        }),
+      );
+      await new Promise((r) => setTimeout(r, 500)); // the subscription registers
+      await cluster.admin.create(Resources.configMaps, {
+        metadata: { name: 'socket-limit-bob', namespace: nsB },
+        data: { a: '1' },
+      });
+      await eventually(() => JSON.stringify(messages).includes('socket-limit-bob'), {
+        what: "bob's live result",
+      });
+    } finally {
+      for (const socket of held) socket.close();
+    }
   });
 
   it('creates no ConfigMap but the saved searches one', async () => {

@@ -3,6 +3,7 @@
 // Index rows are written through the indexer (the collector has its own tests), so each case can place
 // objects exactly where it needs them.
 
+import { request } from 'node:https';
 import fc from 'fast-check';
 import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -615,5 +616,88 @@ describe('the watch subscription', () => {
       ws.on('error', () => {});
     });
     expect(status).toBe(401);
+  });
+});
+
+describe("ACM's cookie only from search's own origin, and /metrics only for those allowed", () => {
+  /** The status of a WebSocket upgrade with these headers (101 when it opened), and the socket's first answer. */
+  const upgrade = (headers: Record<string, string>) =>
+    new Promise<{ status: number; body: string; socket?: WebSocket }>((resolve) => {
+      const ws = new WebSocket(`${url.replace('https', 'wss')}/searchapi/graphql`, 'graphql-transport-ws', {
+        ca: ca.certPem,
+        headers,
+      });
+      ws.on('unexpected-response', (_req, res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
+        );
+      });
+      ws.on('open', () => resolve({ status: 101, body: '', socket: ws }));
+      ws.on('error', () => {});
+    });
+  const cookie = () => `acm-access-token-cookie=${tokenA}`;
+
+  it('refuses a cross-origin upgrade and request that carry the cookie; its own origin still works', async () => {
+    // A page of another origin opens a socket; the browser adds the user's cookie.
+    const cross = await upgrade({ cookie: cookie(), origin: 'https://evil.example' });
+    expect(cross.status).toBe(403);
+    expect(cross.body).toMatch(/own origin, not from https:\/\/evil\.example/);
+    const crossPost = await post(
+      undefined,
+      '{ searchSchema }',
+      {},
+      {
+        cookie: cookie(),
+        origin: 'https://evil.example',
+      },
+    );
+    expect(crossPost.status).toBe(403);
+    expect(JSON.stringify(crossPost.body)).toMatch(/Authorization: Bearer/);
+    // The service's own origin (the Host the request came to), and a non-browser client without Origin.
+    const host = new URL(url).host;
+    const sameOrigin: Record<string, string>[] = [
+      { cookie: cookie(), origin: `https://${host}` },
+      { cookie: cookie() },
+    ];
+    for (const headers of sameOrigin) {
+      const same = await upgrade(headers);
+      expect(same.status).toBe(101);
+      same.socket?.close();
+    }
+    // A bearer token is not sent by a browser on its own: accepted from any origin.
+    const bearer = await upgrade({ authorization: `Bearer ${tokenA}`, origin: 'https://other.example' });
+    expect(bearer.status).toBe(101);
+    bearer.socket?.close();
+  });
+
+  it('answers /metrics only to a caller the API server lets get /metrics', async () => {
+    const get = (headers: Record<string, string>) =>
+      new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const req = request(`${url}/metrics`, { ca: ca.certPem, headers }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+          );
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    const anonymous = await get({});
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.text).not.toMatch(/tenantkit_/);
+    const tenant = await get({ authorization: `Bearer ${tokenA}` });
+    expect(tenant.status).toBe(403);
+    expect(tenant.text).toMatch(/non-resource URL \/metrics/);
+    const { token: scraper } = await cluster.serviceAccount(nsA, 'scraper');
+    await cluster.grant(
+      { kind: 'ServiceAccount', name: 'scraper', namespace: nsA },
+      { rules: [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }] },
+    );
+    const allowed = await get({ authorization: `Bearer ${scraper}` });
+    expect(allowed.status).toBe(200);
+    expect(allowed.text).toMatch(/tenantkit_search_api_request_seconds/);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bodyRefusalOf, refusalOf } from '../../src/console/server/allow-list.ts';
+import { bodyRefusalOf, parseApiPath, refusalOf } from '../../src/console/server/allow-list.ts';
 
 const q = (text = '') => new URLSearchParams(text);
 const oadp = '/apis/oadp.openshift.io/v1alpha1';
@@ -97,4 +97,57 @@ describe('saved searches', () => {
       bodyRefusalOf(`/apis/oadp.openshift.io/v1alpha1/namespaces/a/nonadminbackups`, {}),
     ).toBeUndefined();
   });
+});
+
+describe('reading a path as the API server does', () => {
+  it.each([
+    [
+      '/api/v1/namespaces/a/secrets/s',
+      { group: '', version: 'v1', namespace: 'a', resource: 'secrets', name: 's' },
+    ],
+    ['/api/v1/namespaces/a', { group: '', version: 'v1', resource: 'namespaces', name: 'a' }],
+    [
+      '/api/v1/namespaces/a/status',
+      { group: '', version: 'v1', resource: 'namespaces', name: 'a', subresource: 'status' },
+    ],
+    [
+      '/apis/apps/v1/namespaces/a/deployments/d/scale',
+      {
+        group: 'apps',
+        version: 'v1',
+        namespace: 'a',
+        resource: 'deployments',
+        name: 'd',
+        subresource: 'scale',
+      },
+    ],
+    ['/api/v1/nodes', { group: '', version: 'v1', resource: 'nodes' }],
+  ])('reads %s', (path, parsed) => {
+    expect(parseApiPath(path)).toEqual(parsed);
+  });
+
+  it.each([
+    '/api/v1/watch/secrets',
+    '/api/v1/proxy/nodes/n',
+    '/api/v1/namespaces/a/watch/secrets',
+    '/api/v1/namespaces/a/secrets/s/',
+    '/api/v1//secrets',
+    '/api/v1/namespaces/a/%73ecrets/s',
+    '/api/v1/namespaces/a/Secrets/s',
+    '/api/v1/namespaces/a/../secrets',
+    '/api/v1/namespaces/a/services/https:web:443/proxy',
+    '/api/v1/namespaces/a/pods/p/proxy/x',
+    '/api',
+    '/apis/apps',
+  ])('cannot read %s, and the console refuses it', (path) => {
+    expect(parseApiPath(path)).toBeUndefined();
+    expect(refusalOf('GET', path, q())?.status).toBe(403);
+  });
+
+  it.each(['/api/v1/secrets', '/apis/core/v1/namespaces/a/secrets/s', '/api/v1/namespaces/a/secrets'])(
+    'refuses the Secret path %s',
+    (path) => {
+      expect(refusalOf('GET', path, q())).toMatchObject({ status: 403, reason: 'SecretsNotShown' });
+    },
+  );
 });

@@ -1,6 +1,8 @@
 // The Kubernetes API calls the console may forward, and nothing else: the page's needs, written down.
 // Each rule names methods and a path pattern whose variable parts are DNS names only (no `..`, no
-// encoded slashes, no subresources unless named), and only these query parameters pass. Whether the
+// encoded slashes, no subresources unless named), and only these query parameters pass. Before any rule,
+// the path is read as the API server reads it (parseApiPath): what it cannot read, and every Secret path
+// in any form (`/api/v1/watch/secrets` included), is refused. Whether the
 // caller may make the call is the API server's business (RBAC, admission): the list only keeps the
 // console from being a general-purpose proxy for a token a page holds.
 import { type Refusal, SavedSearchesConfigMap } from '../model.ts';
@@ -51,7 +53,68 @@ export const AllowedCalls: readonly Rule[] = [
   rule(['POST'], `/api/v1/namespaces/${dns}/configmaps`),
 ];
 
-const secrets = /^\/api\/v1\/(namespaces\/[^/]+\/)?secrets(\/|$)/;
+/**
+ * A Kubernetes API path as the API server reads it (its RequestInfo): API group and version, namespace,
+ * resource, name and subresource. Undefined for any path the API server could read differently from the
+ * console: an empty segment (`//`, a trailing slash), anything but lowercase letters, digits, `-` and `.`
+ * in a segment (so no percent-encoding, no `:` service-proxy names), `.` and `..`, the legacy `watch` and
+ * `proxy` verb prefixes, and more segments than an object's subresource.
+ */
+export interface ApiPath {
+  group: string;
+  version: string;
+  namespace?: string;
+  resource: string;
+  name?: string;
+  subresource?: string;
+}
+
+const segment = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+const verbPrefixes = new Set(['watch', 'proxy']);
+/** Subresources of a namespace itself (`/api/v1/namespaces/x/status`), as the API server knows them. */
+const namespaceSubresources = new Set(['status', 'finalize']);
+
+export function parseApiPath(path: string): ApiPath | undefined {
+  if (!path.startsWith('/')) return undefined;
+  const parts = path.slice(1).split('/');
+  if (parts.some((p) => !segment.test(p) || p.includes('..'))) return undefined;
+  let group: string;
+  let version: string;
+  let rest: string[];
+  if (parts[0] === 'api' && parts.length >= 2) {
+    [group, version, rest] = ['', parts[1]!, parts.slice(2)];
+  } else if (parts[0] === 'apis' && parts.length >= 3) {
+    [group, version, rest] = [parts[1]!, parts[2]!, parts.slice(3)];
+  } else return undefined;
+  if (rest.length === 0 || verbPrefixes.has(rest[0]!)) return undefined;
+  let namespace: string | undefined;
+  if (rest[0] === 'namespaces' && rest.length >= 2) {
+    namespace = rest[1]!;
+    if (rest.length === 2 || namespaceSubresources.has(rest[2]!)) {
+      // The namespace object itself (or its status/finalize).
+      if (rest.length > 3) return undefined;
+      return { group, version, resource: 'namespaces', name: namespace, ...sub(rest[2]) };
+    }
+    rest = rest.slice(2);
+  }
+  if (rest.length > 3) return undefined;
+  const [resource, name, subresource] = rest as [string, string?, string?];
+  if (verbPrefixes.has(resource)) return undefined;
+  return {
+    group,
+    version,
+    ...(namespace !== undefined ? { namespace } : {}),
+    resource,
+    ...(name !== undefined ? { name } : {}),
+    ...sub(subresource),
+  };
+}
+
+const sub = (subresource: string | undefined) => (subresource !== undefined ? { subresource } : {});
+
+/** Resources whose objects the console never passes on, in any API group, by any name or subresource. */
+const NeverForwarded = new Set(['secrets']);
+
 const configMapCollection = new RegExp(`^/api/v1/namespaces/${dns}/configmaps$`);
 
 /** Why the console does not forward this body to `path`, or undefined: a ConfigMap create names the one it may. */
@@ -70,7 +133,15 @@ export const AllowedQuery = new Set(['labelSelector', 'fieldSelector', 'limit', 
 
 /** Why the console does not forward `method path?query`, or undefined when it does. */
 export function refusalOf(method: string, path: string, query: URLSearchParams): Refusal | undefined {
-  if (secrets.test(path)) {
+  const parsed = parseApiPath(path);
+  if (parsed === undefined) {
+    return {
+      status: 403,
+      reason: 'PathNotAllowed',
+      message: `the console does not forward ${path}: it is not a plain Kubernetes API path (lowercase segments, no empty, encoded or dot segments, no watch/ or proxy/ prefix); use kubectl for anything else`,
+    };
+  }
+  if (NeverForwarded.has(parsed.resource)) {
     return {
       status: 403,
       reason: 'SecretsNotShown',

@@ -33,7 +33,9 @@ export class ConsoleServer {
     this.assets = assets;
     this.kube = new Forwarder(options.kube);
     this.search = options.search ? new Forwarder(options.search) : undefined;
-    this.live = options.search ? new SocketPipe(options.search, '/searchapi/graphql') : undefined;
+    this.live = options.search
+      ? new SocketPipe(options.search, '/searchapi/graphql', options.kube, options.maxSocketsPerUser)
+      : undefined;
     this.listener = new HttpsListener({
       ...(options.host ? { host: options.host } : {}),
       ...(options.port !== undefined ? { port: options.port } : {}),
@@ -128,7 +130,7 @@ export class ConsoleServer {
 
   /**
    * A WebSocket for live search results (graphql-ws, the search API's `watch`): piped to the search
-   * service, which authenticates the token the page sends in the connection's first message.
+   * service once the caller's token names a user under the per-user limit (see SocketPipe).
    */
   private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', () => socket.destroy());
@@ -138,7 +140,10 @@ export class ConsoleServer {
     else if (crossSite) refuseUpgrade(socket, 403, crossSite);
     else if (!this.live)
       refuseUpgrade(socket, 503, 'search is not configured for this console; ask your admin');
-    else this.live.connect(req, socket, head);
+    else
+      this.live.connect(req, socket, head).catch(() => {
+        refuseUpgrade(socket, 500, 'the live connection could not be opened; try again');
+      });
   }
 
   /** The request's JSON body, or undefined after answering why it is not one. */

@@ -1,7 +1,9 @@
 // The search service's HTTPS endpoint: the GraphQL API at /searchapi/graphql (HTTP and graphql-ws on the
 // same path) and, when this process indexes, the collectors' endpoint at /searchindexer/. Every request
 // is authenticated (bearer token or ACM's cookie, TokenReview) and, for the API, authorized from the
-// caller's local access set: no API call per request once the token is cached.
+// caller's local access set: no API call per request once the token is cached. A cookie rides along on
+// any request a browser makes, so it counts only from the service's own origin (see cookieOriginProblem);
+// /metrics names clusters, so it answers only a caller the API server lets `get /metrics`.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
@@ -36,7 +38,7 @@ import {
 import { indexerEndpoint } from '../indexer/http.ts';
 import { searchMetrics } from '../metrics.ts';
 import type { AccessProvider, AccessSet, IndexSink, SearchBackend, SearchUser } from '../model.ts';
-import { tokenFromHeaders } from './authn.ts';
+import { AcmTokenCookie, tokenFromHeaders } from './authn.ts';
 import { parseBounded } from './document-limits.ts';
 import { type Message, type SearchContext, searchRoot } from './resolvers.ts';
 import { searchSchema } from './schema.ts';
@@ -77,6 +79,13 @@ export interface SearchServerOptions {
   indexer?: { sink: IndexSink; mayWrite(user: SearchUser, cluster: string): Promise<boolean> };
   /** /readyz answers 503 until this returns true. */
   ready?: () => boolean;
+  /**
+   * Origins besides the service's own (`https://<Host>`) whose pages may use ACM's cookie here, e.g. the
+   * console that embeds search. A bearer token in an Authorization header is accepted from anywhere.
+   */
+  allowedOrigins?: readonly string[];
+  /** Whether `user` may read /metrics (the API server's `get` on the non-resource URL /metrics). */
+  mayReadMetrics?: (user: SearchUser) => Promise<boolean>;
 }
 
 const defaultLimits: SearchApiLimits = { maxInputs: 20, maxBodyBytes: 1024 * 1024, maxFields: 200 };
@@ -127,6 +136,34 @@ function certificateUser(req: IncomingMessage): SearchUser | undefined {
   const o = cert.subject.O;
   const groups = o === undefined ? [] : Array.isArray(o) ? o : [o];
   return { username: cn, groups: [...groups, 'system:authenticated'] };
+}
+
+/** The credential of a request is ACM's cookie (no Authorization header carries a token). */
+function cookieBorne(req: IncomingMessage): boolean {
+  return (
+    tokenFromHeaders({ authorization: req.headers.authorization }) === undefined &&
+    tokenFromHeaders({ cookie: req.headers.cookie }) !== undefined
+  );
+}
+
+/**
+ * Why a request that authenticates with ACM's cookie may not: the browser says it comes from a page of
+ * another origin (a cross-site WebSocket or fetch would otherwise read the user's results). A request
+ * without Origin is not a browser's cross-origin one; a bearer token is never sent by a browser on its own.
+ */
+export function cookieOriginProblem(
+  req: IncomingMessage,
+  allowed: readonly string[] = [],
+): string | undefined {
+  if (!cookieBorne(req)) return undefined;
+  const origin = req.headers.origin;
+  const site = req.headers['sec-fetch-site'];
+  if (origin === undefined) {
+    if (site === undefined || site === 'same-origin' || site === 'none') return undefined;
+    return `the ${AcmTokenCookie} cookie is accepted only from search's own origin (Sec-Fetch-Site: ${site}); send the token as "Authorization: Bearer <token>" instead`;
+  }
+  if (origin === `https://${req.headers.host}` || allowed.includes(origin)) return undefined;
+  return `the ${AcmTokenCookie} cookie is accepted only from search's own origin, not from ${origin}; send the token as "Authorization: Bearer <token>", or ask the admin to add ${origin} to the search API's allowed origins`;
 }
 
 export class SearchServer {
@@ -262,6 +299,11 @@ export class SearchServer {
 
   /** The caller, or undefined after answering 401/503 (no token, a rejected token, no TokenReview). */
   private async caller(req: IncomingMessage, res: ServerResponse): Promise<SearchUser | undefined> {
+    const crossOrigin = cookieOriginProblem(req, this.options.allowedOrigins);
+    if (crossOrigin) {
+      replyJson(res, 403, 'CROSS_ORIGIN', crossOrigin);
+      return undefined;
+    }
     const token = tokenFromHeaders(req.headers);
     if (!token) {
       const fromCertificate = certificateUser(req);
@@ -296,9 +338,7 @@ export class SearchServer {
       const ready = this.options.ready?.() ?? true;
       return void res.writeHead(ready ? 200 : 503).end(ready ? 'ok' : 'not ready');
     }
-    if (req.method === 'GET' && path === '/metrics') {
-      return void res.writeHead(200, { 'content-type': registry.contentType }).end(await registry.metrics());
-    }
+    if (req.method === 'GET' && path === '/metrics') return this.metrics(req, res);
     if (this.handleIndexer && (await this.handleIndexer(req, res))) return;
     if (path !== graphqlPath || !this.options.api) return void res.writeHead(404).end('not found');
 
@@ -337,14 +377,38 @@ export class SearchServer {
     }
   }
 
+  /** The process's metrics, to a caller the API server lets `get /metrics` (they name clusters). */
+  private async metrics(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const user = await this.caller(req, res);
+    if (!user) return;
+    const allowed = this.options.mayReadMetrics
+      ? await this.options.mayReadMetrics(user).catch((err: unknown) => {
+          this.options.logger.warn({ err: String(err) }, 'metrics access review failed');
+          return false;
+        })
+      : false;
+    if (!allowed) {
+      return replyJson(
+        res,
+        403,
+        'FORBIDDEN',
+        `user "${user.username}" may not read /metrics: it needs verb "get" on the non-resource URL /metrics (e.g. ClusterRole system:monitoring)`,
+      );
+    }
+    res.writeHead(200, { 'content-type': registry.contentType }).end(await registry.metrics());
+  }
+
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const path = (req.url ?? '/').split('?')[0];
-    const refuse = (status: number, text: string) => {
+    const refuse = (status: number, text: string, detail = text) => {
+      const body = `${detail}\n`;
       socket.end(
-        `HTTP/1.1 ${status} ${text}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${text}\n`,
+        `HTTP/1.1 ${status} ${text}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
       );
     };
     if (path !== graphqlPath || !this.options.api) return refuse(404, 'Not Found');
+    const crossOrigin = cookieOriginProblem(req, this.options.allowedOrigins);
+    if (crossOrigin) return refuse(403, 'Forbidden', crossOrigin);
     const token = tokenFromHeaders(req.headers);
     let user: SearchUser | undefined = token ? undefined : certificateUser(req);
     if (user && !this.mayUse(user)) return refuse(403, 'Forbidden');

@@ -1,7 +1,7 @@
 // The page's only way out: its own origin's API, as the signed-in user. The token lives in this object
 // (memory of this tab) and nowhere else: no localStorage, no cookie; signing out drops the object.
 import { type Client, createClient } from 'graphql-ws/client';
-import { KubePrefix, ProxySessionPath, SearchPath } from '../../model.ts';
+import { KubePrefix, ProxySessionPath, SearchPath, TokenProtocolPrefix } from '../../model.ts';
 
 /** A refused or failed call, with the message the server (API server, admission, console) gave. */
 export class ApiFailure extends Error {
@@ -65,6 +65,8 @@ export class Api {
   watch(input: unknown, onEvent: (e: SearchEvent) => void, onError: (message: string) => void): () => void {
     this.live ??= createClient({
       url: `wss://${window.location.host}${SearchPath}`,
+      // The token also rides as a subprotocol, so the console knows the user before anything opens.
+      ...(this.token ? { webSocketImpl: withTokenProtocol(this.token) } : {}),
       // Behind an authenticating proxy the upgrade request carries the user's token instead.
       ...(this.token ? { connectionParams: { authorization: `Bearer ${this.token}` } } : {}),
       lazy: true,
@@ -164,4 +166,14 @@ export async function proxied(): Promise<boolean> {
     headers: { accept: 'application/json' },
   });
   return response.ok && ((await response.json()) as { proxied?: boolean }).proxied === true;
+}
+
+/** A WebSocket class that offers `token` as the console's token subprotocol beside graphql-ws's own. */
+function withTokenProtocol(token: string): typeof WebSocket {
+  const carrier = `${TokenProtocolPrefix}${btoa(token).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')}`;
+  return class extends WebSocket {
+    constructor(url: string | URL, protocols?: string | string[]) {
+      super(url, [...(protocols === undefined ? [] : [protocols].flat()), carrier]);
+    }
+  };
 }
