@@ -16,12 +16,14 @@ import { admitPod } from './pod-policy.ts';
 import { mutateProject, validateProjectRequest } from './project-policy.ts';
 import { QuotaLedger } from './quota.ts';
 import { reservedLabel, validateReservedObject } from './reserved-objects.ts';
+import { tenancyUserClusterRoles } from './tenant-roles.ts';
 import { registerUsageProfileController } from './usage-profile-controller.ts';
 
 const group = 'tenancy.tenantkit.io';
 
 export const tenancy: Capability = {
   name: 'tenancy',
+  userClusterRoles: tenancyUserClusterRoles,
   controllerRules: [
     {
       apiGroups: [group],
