@@ -7,7 +7,7 @@
 // whatever its organization label says (an admin's slip or a disabled webhook must not make a tenant admin
 // of kube-system), and loses the bindings tenantkit made there before.
 import { createHash } from 'node:crypto';
-import { type Organization, OrganizationCrd } from '../api/tenancy.ts';
+import { type Organization, OrganizationCrd, TenancyConfigCrd } from '../api/tenancy.ts';
 import { isAlreadyExists, type KubeClient } from '../kube/client.ts';
 import { generationChanged } from '../kube/controller.ts';
 import { semanticEqual } from '../kube/equality.ts';
@@ -73,6 +73,10 @@ export function registerOrgRbacController(
       { predicate: generationChanged },
     )
     .watches(bindings.type, (b) => (b.metadata.namespace ? [b.metadata.namespace] : []))
+    // Reserved names are configuration: a namespace they come to cover loses its bindings at once.
+    .watches(TenancyConfigCrd.type, () => [...new Set(bindings.list().map((b) => b.metadata.namespace!))], {
+      predicate: generationChanged,
+    })
     .complete(async (name, { client, events }) => {
       const ns = directory.namespace(name);
       const cfg = config();
