@@ -15,6 +15,7 @@ import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { tenancy } from '../../src/tenancy/index.ts';
 import { organizationBindingName } from '../../src/tenancy/org-rbac-controller.ts';
 import { reservedLabel } from '../../src/tenancy/reserved-objects.ts';
+import { namespaceCreatorRole, tenancyUserClusterRoles } from '../../src/tenancy/tenant-roles.ts';
 import { allow, mutate } from '../../src/webhook/admission.ts';
 import { ProjectRequestStandInCrd, ProjectStandInCrd, UserStandInCrd } from '../fixtures/openshift.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
@@ -423,6 +424,44 @@ describe('namespace ownership', () => {
     await eventually(async () => Boolean(await aliceClient.get(Resources.secrets, 'admin-only', scratch)), {
       what: 'alice reads in the namespace the admin gave team A',
     });
+  });
+
+  it("gives tenants, through the chart's roles, edits of their own namespaces and of no other", async () => {
+    for (const role of tenancyUserClusterRoles()) {
+      await cluster.admin.apply(Resources.clusterRoles, role, apply);
+      cluster.defer(() => cluster.admin.delete(Resources.clusterRoles, role.metadata.name!));
+    }
+    await eventually(
+      async () =>
+        (
+          await cluster.admin.get<KubeObject & { rules?: { resources?: string[]; verbs?: string[] }[] }>(
+            Resources.clusterRoles,
+            'admin',
+          )
+        )?.rules?.some((r) => r.resources?.includes('namespaces') && r.verbs?.includes('patch')),
+      { what: 'namespace-owner aggregated into admin' },
+    );
+    const dora = `dora-${id}`;
+    const own = `${id}-own`;
+    await organization(own, [dora], [], 3);
+    await cluster.grant({ kind: 'User', name: dora }, { clusterRole: namespaceCreatorRole });
+    const doraClient = await cluster.user(dora, []);
+    const mine = track(cluster.unique('dora'));
+    await eventually(async () => createNamespace(doraClient, mine, { [orgLabel]: own }), {
+      what: 'dora creates a namespace',
+    });
+    const edit = { metadata: { labels: { 'example.com/team': 'dora' } } };
+    await eventually(async () => doraClient.patch(Resources.namespaces, mine, undefined, edit), {
+      what: 'dora edits her namespace (organization admin binding)',
+    });
+    const theirs = track(cluster.unique('not-dora'));
+    await createNamespace(aliceClient, theirs);
+    expect((await rejection(doraClient.patch(Resources.namespaces, theirs, undefined, edit)))?.status).toBe(
+      403,
+    );
+    expect(
+      (await rejection(doraClient.patch(Resources.namespaces, 'default', undefined, edit)))?.status,
+    ).toBe(403);
   });
 
   it('transfers a namespace only between organizations the user belongs to, within quota', async () => {
