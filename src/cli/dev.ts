@@ -26,6 +26,7 @@ import { portIsFree } from '../ports.ts';
 import { publishEndpoint } from '../search/client/publish.ts';
 import { searchUserClusterRoles } from '../search/index.ts';
 import { startSearchService } from '../search/service.ts';
+import { namespaceCreatorRole, tenancyUserClusterRoles } from '../tenancy/tenant-roles.ts';
 import { registerWebhooks } from '../webhook/registration.ts';
 import { WebhookServer } from '../webhook/server.ts';
 import { type CapabilityContext, capabilities } from './capabilities.ts';
@@ -64,20 +65,10 @@ async function seedTenants(client: KubeClient): Promise<void> {
   const apply = { fieldManager, force: true };
   const orgLabel = 'appuio.io/organization';
   await client.apply(Resources.namespaces, { metadata: { name: systemNamespace } }, apply);
-  await client.apply(
-    Resources.clusterRoles,
-    {
-      metadata: { name: 'tenantkit:namespace-creator' },
-      rules: [
-        {
-          apiGroups: [''],
-          resources: ['namespaces'],
-          verbs: ['create', 'get', 'list', 'watch', 'update', 'patch'],
-        },
-      ],
-    } as KubeObject,
-    apply,
-  );
+  // The chart's tenant roles: create namespaces, and edit (only) those of one's organizations.
+  for (const role of tenancyUserClusterRoles()) await client.apply(Resources.clusterRoles, role, apply);
+  // Earlier dev clusters gave tenants update/patch on every namespace through this role.
+  await client.delete(Resources.clusterRoles, 'tenantkit:namespace-creator');
   for (const tenant of exampleTenants) {
     const org = tenant.groups[0]!;
     await client.apply(
@@ -101,14 +92,15 @@ async function seedTenants(client: KubeClient): Promise<void> {
       { metadata: { name: tenant.namespace, labels: { [orgLabel]: org } } },
       apply,
     );
+    await client.delete(Resources.clusterRoleBindings, `tenantkit:namespace-creator:${org}`);
     await client.apply(
       Resources.clusterRoleBindings,
       {
-        metadata: { name: `tenantkit:namespace-creator:${org}` },
+        metadata: { name: `${namespaceCreatorRole}:${org}` },
         roleRef: {
           apiGroup: 'rbac.authorization.k8s.io',
           kind: 'ClusterRole',
-          name: 'tenantkit:namespace-creator',
+          name: namespaceCreatorRole,
         },
         subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: org }],
       } as KubeObject,

@@ -118,6 +118,28 @@ export function wildcard(pattern: string, value: string): boolean {
 export const matchesAny = (patterns: readonly string[], value: string) =>
   patterns.some((p) => wildcard(p, value));
 
+/**
+ * Marks a namespace as the cluster's, not for tenants, whatever its name: tenants may not change it and
+ * the organization RBAC controller never binds tenants there. Only privileged users may set or remove it
+ * (tenantkit's own labels are never in a tenant's allowed labels).
+ */
+export const notForTenantsLabel = 'tenancy.tenantkit.io/not-for-tenants';
+
+/**
+ * Why a namespace is reserved for the cluster (a reserved name, or the not-for-tenants label), or
+ * undefined when it is not. The one rule the namespace policy and the organization RBAC controller share.
+ */
+export function reservedFor(
+  config: EffectiveConfig,
+  namespace: { metadata: { name?: string; labels?: Record<string, string> } },
+): string | undefined {
+  const name = namespace.metadata.name ?? '';
+  const pattern = config.reservedNamespaces.find((p) => wildcard(p, name));
+  if (pattern !== undefined) return `pattern "${pattern}"`;
+  if (namespace.metadata.labels?.[notForTenantsLabel] === 'true') return `label ${notForTenantsLabel}=true`;
+  return undefined;
+}
+
 /** Admission check for TenancyConfig: unknown keys are mistakes, and mistakes are rejected loudly. */
 export function unknownConfigKeys(spec: Record<string, unknown> | undefined): string[] {
   return Object.keys(spec ?? {}).filter((k) => !(tenancyConfigKeys as readonly string[]).includes(k));

@@ -5,7 +5,7 @@ import type { Capability } from '../capability.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
 import { allow, deny } from '../webhook/admission.ts';
 import type { WebhookDefinition } from '../webhook/registration.ts';
-import { setsVolumeName, validateClaimVolume } from './claim-volume.ts';
+import { decidesVolume, validateClaimVolume } from './claim-volume.ts';
 import { configSource, policiesOn, unknownConfigKeys } from './config.ts';
 import { directory } from './directory.ts';
 import { privilegeChecker } from './identity.ts';
@@ -16,12 +16,14 @@ import { admitPod } from './pod-policy.ts';
 import { mutateProject, validateProjectRequest } from './project-policy.ts';
 import { QuotaLedger } from './quota.ts';
 import { reservedLabel, validateReservedObject } from './reserved-objects.ts';
+import { tenancyUserClusterRoles } from './tenant-roles.ts';
 import { registerUsageProfileController } from './usage-profile-controller.ts';
 
 const group = 'tenancy.tenantkit.io';
 
 export const tenancy: Capability = {
   name: 'tenancy',
+  userClusterRoles: tenancyUserClusterRoles,
   controllerRules: [
     {
       apiGroups: [group],
@@ -35,10 +37,11 @@ export const tenancy: Capability = {
       resources: ['resourcequotas', 'limitranges'],
       verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
     },
+    // Delete: its own bindings in a namespace that turns out to be reserved for the cluster.
     {
       apiGroups: ['rbac.authorization.k8s.io'],
       resources: ['rolebindings'],
-      verbs: ['get', 'list', 'watch', 'create', 'update', 'patch'],
+      verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
     },
     // The organization RoleBindings grant the configured ClusterRoles (default admin), which the
     // controller itself does not hold in those namespaces.
@@ -77,8 +80,10 @@ export const tenancy: Capability = {
     { apiGroups: ['user.openshift.io'], resources: ['users'], verbs: ['get', 'list', 'watch'] },
     // Fair-use advice reads what namespaces' quotas report as used.
     { apiGroups: [''], resources: ['resourcequotas'], verbs: ['get', 'list', 'watch'] },
-    // claim-volume reads the one volume a tenant's claim names, live.
-    { apiGroups: [''], resources: ['persistentvolumes'], verbs: ['get'] },
+    // claim-volume reads, live, the volume a tenant's claim names, or every volume (is one reserved for
+    // the claim, could the binder hand it an unreserved one?) and the claim's StorageClass.
+    { apiGroups: [''], resources: ['persistentvolumes'], verbs: ['get', 'list'] },
+    { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get'] },
   ],
   // The namespace-quota ledger: one ConfigMap per organization, in tenantkit's namespace only.
   webhookNamespacedRules: [
@@ -221,7 +226,7 @@ export const tenancy: Capability = {
         name: 'claim-volume',
         type: 'validating',
         // Fail closed: a volume another tenant's data is on is what a tenant would gain from an outage.
-        // Only claims that name a volume are sent (setsVolumeName), so the rest never wait for it.
+        // Creates, and updates that fill in a volume name, are sent (decidesVolume); the rest never wait.
         failurePolicy: 'Fail',
         timeoutSeconds: 5,
         rules: [
@@ -232,7 +237,7 @@ export const tenancy: Capability = {
             resources: ['persistentvolumeclaims'],
           },
         ],
-        matchConditions: [setsVolumeName],
+        matchConditions: [decidesVolume],
         handler: (req) => validateClaimVolume({ client, config, privileged }, req),
       },
       {

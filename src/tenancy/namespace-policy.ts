@@ -1,5 +1,9 @@
 // Namespace policies for unprivileged users and service accounts:
-// - reserved names; only allowed labels and annotations may be set, changed or removed;
+// - reserved namespaces (reserved names, or marked not for tenants): tenants may neither create nor
+//   change them;
+// - a namespace that belongs to no organization is assigned to one by a privileged user only: a tenant
+//   may not adopt an admin's namespace by labelling it;
+// - only allowed labels and annotations may be set, changed or removed;
 // - every namespace belongs to an organization the requester belongs to (a service account: the
 //   organization of its own namespace); a missing organization label is filled in by the mutating
 //   webhook from the user's default organization;
@@ -9,7 +13,7 @@ import type { Organization } from '../api/tenancy.ts';
 import type { UserInfo } from '../kube/access.ts';
 import type { KubeObject } from '../kube/resources.ts';
 import { type AdmissionRequest, allow, deny, mutate, type Verdict } from '../webhook/admission.ts';
-import { type ConfigSource, type EffectiveConfig, matchesAny } from './config.ts';
+import { type ConfigSource, type EffectiveConfig, matchesAny, reservedFor } from './config.ts';
 import type { Directory } from './directory.ts';
 import { type PrivilegeCheck, serviceAccountNamespace } from './identity.ts';
 import { namespaceQuotaOf, type QuotaLedger } from './quota.ts';
@@ -128,13 +132,22 @@ export async function validateNamespace(deps: NamespacePolicyDeps, req: Admissio
   const name = namespace.metadata.name ?? req.name ?? '';
   const previous = req.operation === 'UPDATE' ? (req.oldObject as KubeObject) : undefined;
 
-  if (!previous) {
-    const reserved = config.reservedNamespaces.find((p) => matchesAny([p], name));
-    if (reserved) {
-      return denial('reserved-names', [
-        `the name "${name}" is reserved (pattern "${reserved}"); choose another name`,
-      ]);
-    }
+  // Reserved for the cluster: tenants neither create nor change it (judged on the stored namespace and
+  // on the result, so that neither adding nor removing the not-for-tenants label is a way in).
+  const reserved = reservedFor(config, namespace) ?? (previous && reservedFor(config, previous));
+  if (reserved) {
+    return denial('reserved-names', [
+      previous
+        ? `namespace ${name} is reserved for the cluster (${reserved}): tenants may not change it; ask a cluster admin to make the change`
+        : `the name "${name}" is reserved (${reserved}); choose another name`,
+    ]);
+  }
+  const source = previous?.metadata.labels?.[config.organizationLabel];
+  if (previous && !source) {
+    // Nobody gave it to an organization: labelling it would make the labeller's organization its admin.
+    return denial('unowned-namespace', [
+      `namespace ${name} belongs to no organization, and only a cluster admin may assign it to one; ask a cluster admin to run: kubectl label namespace ${name} ${config.organizationLabel}=<organization>`,
+    ]);
   }
   const metadata = metadataProblems(config, previous, namespace);
   if (metadata.length) {
@@ -145,7 +158,6 @@ export async function validateNamespace(deps: NamespacePolicyDeps, req: Admissio
   }
 
   const target = namespace.metadata.labels?.[config.organizationLabel];
-  const source = previous?.metadata.labels?.[config.organizationLabel];
   if (!target) {
     return denial('organization', [
       previous

@@ -2,15 +2,20 @@
 // (default `admin`) for the organization's members. A binding tenantkit created keeps following the
 // membership; once an organization takes it over (removes the managed-by label) it is left alone,
 // unless marked `tenancy.tenantkit.io/uninitialized: "true"`. Namespaces labelled
-// `tenancy.tenantkit.io/skip-organization-rbac: "true"` are skipped.
+// `tenancy.tenantkit.io/skip-organization-rbac: "true"` are skipped. A namespace reserved for the cluster
+// (a reserved name, or labelled `tenancy.tenantkit.io/not-for-tenants: "true"`) never gets tenants bound,
+// whatever its organization label says (an admin's slip or a disabled webhook must not make a tenant admin
+// of kube-system), and loses the bindings tenantkit made there before.
 import { createHash } from 'node:crypto';
-import { type Organization, OrganizationCrd } from '../api/tenancy.ts';
-import { isAlreadyExists } from '../kube/client.ts';
+import { type Organization, OrganizationCrd, TenancyConfigCrd } from '../api/tenancy.ts';
+import { isAlreadyExists, type KubeClient } from '../kube/client.ts';
 import { generationChanged } from '../kube/controller.ts';
 import { semanticEqual } from '../kube/equality.ts';
+import type { EventRecorder } from '../kube/events.ts';
+import { ByNamespace } from '../kube/informer.ts';
 import type { Manager } from '../kube/manager.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
-import type { ConfigSource } from './config.ts';
+import { type ConfigSource, reservedFor } from './config.ts';
 import { type Directory, isTerminating, memberSubjects } from './directory.ts';
 
 export const skipLabel = 'tenancy.tenantkit.io/skip-organization-rbac';
@@ -25,6 +30,26 @@ interface RoleBinding extends KubeObject {
 
 export const organizationBindingName = (clusterRole: string) =>
   `organization-${clusterRole.replace(/[^a-z0-9-]/g, '-').slice(0, 40)}-${createHash('sha256').update(clusterRole).digest('hex').slice(0, 6)}`;
+
+/** Deletes the RoleBindings tenantkit made in a namespace reserved for the cluster, with an Event each. */
+async function removeManagedBindings(
+  managed: RoleBinding[],
+  ns: KubeObject,
+  why: string,
+  client: KubeClient,
+  events: EventRecorder,
+): Promise<void> {
+  for (const binding of managed) {
+    await client.delete(Resources.roleBindings, binding.metadata.name!, ns.metadata.name);
+    events.record(
+      ns,
+      'Warning',
+      'OrganizationAccessRemoved',
+      'Reconcile',
+      `RoleBinding ${binding.metadata.name} removed: namespace ${ns.metadata.name} is reserved for the cluster (${why}) and never gets organization access; a cluster admin removes the reservation to give it to tenants`,
+    );
+  }
+}
 
 export function registerOrgRbacController(
   manager: Manager,
@@ -48,10 +73,24 @@ export function registerOrgRbacController(
       { predicate: generationChanged },
     )
     .watches(bindings.type, (b) => (b.metadata.namespace ? [b.metadata.namespace] : []))
+    // Reserved names are configuration: a namespace they come to cover loses its bindings at once.
+    .watches(TenancyConfigCrd.type, () => [...new Set(bindings.list().map((b) => b.metadata.namespace!))], {
+      predicate: generationChanged,
+    })
     .complete(async (name, { client, events }) => {
       const ns = directory.namespace(name);
       const cfg = config();
       const orgName = ns?.metadata.labels?.[cfg.organizationLabel];
+      if (ns && !isTerminating(ns) && reservedFor(cfg, ns)) {
+        await removeManagedBindings(
+          bindings.byIndex(ByNamespace, name),
+          ns,
+          reservedFor(cfg, ns)!,
+          client,
+          events,
+        );
+        return undefined;
+      }
       if (!ns || isTerminating(ns) || !orgName || ns.metadata.labels?.[skipLabel] === 'true')
         return undefined;
       const organization = organizations.get(orgName);

@@ -11,13 +11,14 @@ import {
   TenantUserCrd,
   UsageProfileCrd,
 } from '../../src/api/tenancy.ts';
-import type { ApiError, KubeClient } from '../../src/kube/client.ts';
+import { type ApiError, type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { registry } from '../../src/kube/metrics.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { createCA } from '../../src/pki/certs.ts';
 import { tenancy } from '../../src/tenancy/index.ts';
 import { organizationBindingName } from '../../src/tenancy/org-rbac-controller.ts';
 import { reservedLabel } from '../../src/tenancy/reserved-objects.ts';
+import { namespaceCreatorRole, tenancyUserClusterRoles } from '../../src/tenancy/tenant-roles.ts';
 import { type AdmissionReview, allow, mutate } from '../../src/webhook/admission.ts';
 import { ProjectRequestStandInCrd, ProjectStandInCrd, UserStandInCrd } from '../fixtures/openshift.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
@@ -348,6 +349,128 @@ describe('namespace ownership', () => {
     expect(removeOrg?.message).toContain('may not be removed');
   });
 
+  it("never lets a tenant adopt a namespace nobody gave them, nor bind tenants in the cluster's own", async () => {
+    // An admin's namespace with a Secret, in no organization.
+    const scratch = track(cluster.unique('adm-scratch'));
+    await cluster.admin.create(Resources.namespaces, { metadata: { name: scratch } });
+    await cluster.admin.create(Resources.secrets, {
+      metadata: { name: 'admin-only', namespace: scratch },
+      stringData: { token: 'x' },
+    } as KubeObject);
+    const adopt = { metadata: { labels: { [orgLabel]: orgA } } };
+    const adopted = await rejection(aliceClient.patch(Resources.namespaces, scratch, undefined, adopt));
+    expect(adopted?.message).toContain(
+      `namespace policy unowned-namespace: namespace ${scratch} belongs to no organization, and only a cluster admin may assign it to one; ask a cluster admin to run: kubectl label namespace ${scratch} ${orgLabel}=<organization>`,
+    );
+    // The cluster's own namespaces, as a server dry run (velero made here when this cluster has none).
+    await cluster.admin.apply(Resources.namespaces, { metadata: { name: 'velero' } }, apply);
+    for (const target of ['velero', 'kube-system', 'default']) {
+      const dryRun = await rejection(
+        aliceClient.request('PATCH', `/api/v1/namespaces/${target}`, {
+          body: adopt,
+          contentType: PatchType.merge,
+          query: { dryRun: 'All' },
+        }),
+      );
+      expect(dryRun?.status, target).toBe(403);
+      expect(dryRun?.message, target).toMatch(/namespace policy (unowned-namespace|reserved-names)/);
+    }
+    // Reserved names hold on update too: not even an allowed label.
+    const reservedEdit = await rejection(
+      aliceClient.patch(Resources.namespaces, 'kube-system', undefined, {
+        metadata: { labels: { 'example.com/team': 'x' } },
+      }),
+    );
+    expect(reservedEdit?.message).toContain(
+      'namespace policy reserved-names: namespace kube-system is reserved for the cluster (pattern "kube-*"): tenants may not change it',
+    );
+    // Defence in depth: an admin labels a reserved name and a not-for-tenants namespace for team A; the
+    // controller binds no one there, while an ordinary namespace labelled after them gets its binding.
+    const kubeLike = track(`kube-${cluster.unique('x')}`);
+    const notForTenants = track(cluster.unique('nft'));
+    const ordinary = track(cluster.unique('ordinary'));
+    await cluster.admin.create(Resources.namespaces, {
+      metadata: { name: kubeLike, labels: { [orgLabel]: orgA } },
+    });
+    await cluster.admin.create(Resources.namespaces, {
+      metadata: {
+        name: notForTenants,
+        labels: { [orgLabel]: orgA, 'tenancy.tenantkit.io/not-for-tenants': 'true' },
+      },
+    });
+    await cluster.admin.create(Resources.namespaces, {
+      metadata: { name: ordinary, labels: { [orgLabel]: orgA } },
+    });
+    const binding = organizationBindingName('admin');
+    await eventually(() => cluster.admin.get(Resources.roleBindings, binding, ordinary), {
+      what: 'binding in the ordinary namespace',
+    });
+    expect(await cluster.admin.get(Resources.roleBindings, binding, kubeLike)).toBeUndefined();
+    expect(await cluster.admin.get(Resources.roleBindings, binding, notForTenants)).toBeUndefined();
+    // Marking a namespace not for tenants later removes the binding tenantkit made there; the mark is
+    // not a tenant's to remove.
+    await cluster.admin.patch(Resources.namespaces, ordinary, undefined, {
+      metadata: { labels: { 'tenancy.tenantkit.io/not-for-tenants': 'true' } },
+    });
+    await eventually(
+      async () => (await cluster.admin.get(Resources.roleBindings, binding, ordinary)) === undefined,
+      { what: 'binding removed from the not-for-tenants namespace' },
+    );
+    const unmark = await rejection(
+      aliceClient.patch(Resources.namespaces, ordinary, undefined, {
+        metadata: { labels: { 'tenancy.tenantkit.io/not-for-tenants': null } },
+      }),
+    );
+    expect(unmark?.message).toContain('namespace policy reserved-names');
+    // alice still cannot read the admin's Secret; an admin can assign the namespace, and then she can.
+    expect((await rejection(aliceClient.get(Resources.secrets, 'admin-only', scratch)))?.status).toBe(403);
+    await cluster.admin.patch(Resources.namespaces, scratch, undefined, adopt);
+    await eventually(() => cluster.admin.get(Resources.roleBindings, binding, scratch), {
+      what: 'binding after the admin assigned the namespace',
+    });
+    await eventually(async () => Boolean(await aliceClient.get(Resources.secrets, 'admin-only', scratch)), {
+      what: 'alice reads in the namespace the admin gave team A',
+    });
+  });
+
+  it("gives tenants, through the chart's roles, edits of their own namespaces and of no other", async () => {
+    for (const role of tenancyUserClusterRoles()) {
+      await cluster.admin.apply(Resources.clusterRoles, role, apply);
+      cluster.defer(() => cluster.admin.delete(Resources.clusterRoles, role.metadata.name!));
+    }
+    await eventually(
+      async () =>
+        (
+          await cluster.admin.get<KubeObject & { rules?: { resources?: string[]; verbs?: string[] }[] }>(
+            Resources.clusterRoles,
+            'admin',
+          )
+        )?.rules?.some((r) => r.resources?.includes('namespaces') && r.verbs?.includes('patch')),
+      { what: 'namespace-owner aggregated into admin' },
+    );
+    const dora = `dora-${id}`;
+    const own = `${id}-own`;
+    await organization(own, [dora], [], 3);
+    await cluster.grant({ kind: 'User', name: dora }, { clusterRole: namespaceCreatorRole });
+    const doraClient = await cluster.user(dora, []);
+    const mine = track(cluster.unique('dora'));
+    await eventually(async () => createNamespace(doraClient, mine, { [orgLabel]: own }), {
+      what: 'dora creates a namespace',
+    });
+    const edit = { metadata: { labels: { 'example.com/team': 'dora' } } };
+    await eventually(async () => doraClient.patch(Resources.namespaces, mine, undefined, edit), {
+      what: 'dora edits her namespace (organization admin binding)',
+    });
+    const theirs = track(cluster.unique('not-dora'));
+    await createNamespace(aliceClient, theirs);
+    expect((await rejection(doraClient.patch(Resources.namespaces, theirs, undefined, edit)))?.status).toBe(
+      403,
+    );
+    expect(
+      (await rejection(doraClient.patch(Resources.namespaces, 'default', undefined, edit)))?.status,
+    ).toBe(403);
+  });
+
   it('transfers a namespace only between organizations the user belongs to, within quota', async () => {
     const name = track(cluster.unique('move'));
     await createNamespace(aliceClient, name, { [orgLabel]: orgA });
@@ -582,8 +705,22 @@ describe('namespace ownership', () => {
     expect((await rejection(claim('ghost', `${name}-none`)))?.message).toContain(
       notReserved('ghost', `${name}-none`),
     );
-    // Filling in the name later is the same request.
-    await claim('later');
+    // Filling in the name later is the same request (a claim of a class with a provisioner, which
+    // nothing here runs: it waits unbound).
+    const waiting = `${name}-waiting`;
+    await cluster.admin.create(Resources.storageClasses, {
+      metadata: { name: waiting },
+      provisioner: `example.com/${waiting}`,
+    } as KubeObject);
+    cluster.defer(() => cluster.admin.delete(Resources.storageClasses, waiting));
+    await aliceClient.create(Resources.persistentVolumeClaims, {
+      metadata: { name: 'later', namespace: name },
+      spec: {
+        accessModes: ['ReadWriteOnce'],
+        resources: { requests: { storage: '1Gi' } },
+        storageClassName: waiting,
+      },
+    } as KubeObject);
     expect(
       (
         await rejection(
@@ -603,6 +740,86 @@ describe('namespace ownership', () => {
         volumeName: available,
       },
     } as KubeObject);
+  });
+
+  it("binds a tenant's claim only to a new volume or one reserved for it, never by class or selector", async () => {
+    const name = track(cluster.unique('bob-pvc'));
+    await createNamespace(bobClient, name, { [orgLabel]: orgB });
+    await eventually(
+      () => cluster.admin.get(Resources.roleBindings, organizationBindingName('admin'), name),
+      { what: 'bob is admin' },
+    );
+    // The admin's classes: static volumes only, and one with a provisioner (which nothing here runs).
+    const staticClass = `${name}-static`;
+    const provisioned = `${name}-provisioned`;
+    for (const [cls, provisioner] of [
+      [staticClass, 'kubernetes.io/no-provisioner'],
+      [provisioned, `example.com/${name}`],
+    ] as const) {
+      await cluster.admin.create(Resources.storageClasses, {
+        metadata: { name: cls },
+        provisioner,
+        volumeBindingMode: 'Immediate',
+      } as KubeObject);
+      cluster.defer(() => cluster.admin.delete(Resources.storageClasses, cls));
+    }
+    const volume = async (
+      pv: string,
+      storageClassName: string,
+      claimRef?: { namespace: string; name: string },
+    ) => {
+      cluster.defer(() => cluster.admin.delete(Resources.persistentVolumes, pv));
+      await cluster.admin.create(Resources.persistentVolumes, {
+        metadata: { name: pv },
+        spec: {
+          capacity: { storage: '1Gi' },
+          accessModes: ['ReadWriteOnce'],
+          persistentVolumeReclaimPolicy: 'Retain',
+          storageClassName,
+          hostPath: { path: `/tmp/${pv}` },
+          ...(claimRef ? { claimRef } : {}),
+        },
+      } as KubeObject);
+      return pv;
+    };
+    // team A's static volume, Available to whatever claim matches; and one reserved for bob's "mine".
+    const teamAVolume = await volume(`${name}-team-a`, staticClass);
+    const reserved = await volume(`${name}-mine`, staticClass, { namespace: name, name: 'mine' });
+    await volume(`${name}-spare`, provisioned);
+    const claim = (claimName: string, storageClassName: string, selector?: unknown) =>
+      bobClient.create(Resources.persistentVolumeClaims, {
+        metadata: { name: claimName, namespace: name },
+        spec: {
+          accessModes: ['ReadWriteOnce'],
+          resources: { requests: { storage: '1Gi' } },
+          storageClassName,
+          ...(selector ? { selector } : {}),
+        },
+      } as KubeObject);
+    const refusal = (claimName: string) =>
+      `; tenants get only new volumes from a provisioner or a volume reserved for their claim: use a StorageClass with a provisioner and no selector, or ask a cluster admin to reserve a volume for it (the volume's spec.claimRef: namespace ${name}, name ${claimName})`;
+    const grab = await eventually(
+      async () => {
+        const e = await rejection(claim('grab', staticClass));
+        return e?.message.includes('PersistentVolumeClaim') ? e : undefined; // RBAC lets bob create claims soon
+      },
+      { what: "bob's class-matched claim refused" },
+    );
+    expect(grab.message).toContain(
+      `PersistentVolumeClaim ${name}/grab: StorageClass "${staticClass}" has no provisioner (static volumes only)`,
+    );
+    expect(grab.message).toContain(refusal('grab'));
+    expect(grab.message).not.toContain(teamAVolume);
+    const spare = await rejection(claim('spare', provisioned));
+    expect(spare?.message).toContain(
+      `StorageClass "${provisioned}" has volumes that are not reserved for any claim, and the binder would hand one of them to this claim instead of a new one${refusal('spare')}`,
+    );
+    const selected = await rejection(claim('picked', provisioned, { matchLabels: { team: 'a' } }));
+    expect(selected?.message).toContain('spec.selector picks among existing volumes');
+    // The claim the admin reserved a volume for is admitted. (The test control plane runs no volume
+    // binder, testenv/main.go `controllers`: binding itself is Kubernetes' and not observed here.)
+    await claim('mine', staticClass);
+    expect(reserved).toBe(`${name}-mine`);
   });
 
   it('applies configuration changes live and rejects unknown configuration keys', async () => {
