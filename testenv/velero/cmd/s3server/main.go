@@ -1,10 +1,12 @@
 // Command s3server is a small S3-compatible server (gofakes3 with its filesystem backend) that stands
 // in for AWS S3 or MinIO as Velero's object store in tests and `tenantkit dev`. It speaks plain HTTP on
-// loopback and keeps objects in a directory, so a restart finds the same buckets. It does not check
-// request signatures: any credentials are accepted.
+// loopback and keeps objects in a directory, so a restart finds the same buckets. Every request must be
+// signed (AWS Signature Version 4, internal/sigv4) with a key of --credentials-file: the store holds every
+// tenant's backups, and any Pod of the cluster may reach its port.
 package main
 
 import (
+	"bufio"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,20 +22,70 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3afero"
 	"github.com/tenantkit/tenantkit/testenv/velero/internal/parent"
+	"github.com/tenantkit/tenantkit/testenv/velero/internal/sigv4"
 )
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:9000", "address to serve S3 on (plain HTTP)")
 	dir := flag.String("dir", "", "directory that holds the buckets and object metadata (created if missing)")
 	buckets := flag.String("bucket", "", "comma-separated buckets to create at start if they do not exist")
+	credentials := flag.String("credentials-file", "",
+		"AWS shared credentials file (aws_access_key_id, aws_secret_access_key per profile): the keys that may use the store")
 	verbose := flag.Bool("verbose", false, "log every request, not only warnings and errors")
 	flag.Parse()
-	if err := run(*listen, *dir, *buckets, *verbose); err != nil {
+	keys, err := readCredentials(*credentials)
+	if err != nil {
+		log.Fatalf("s3server: %v", err)
+	}
+	if err := run(*listen, *dir, *buckets, keys, *verbose); err != nil {
 		log.Fatalf("s3server: %v", err)
 	}
 }
 
-func run(listen, dir, buckets string, verbose bool) error {
+// readCredentials reads the keys of every profile of an AWS shared credentials file.
+func readCredentials(path string) (map[string]string, error) {
+	if path == "" {
+		return nil, errors.New("--credentials-file is required: the store answers signed requests only")
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	keys := map[string]string{}
+	var id, secret string
+	flush := func() {
+		if id != "" && secret != "" {
+			keys[id] = secret
+		}
+		id, secret = "", ""
+	}
+	scanner := bufio.NewScanner(file)
+	for scanner.Scan() {
+		line := strings.TrimSpace(scanner.Text())
+		if strings.HasPrefix(line, "[") {
+			flush()
+			continue
+		}
+		name, value, _ := strings.Cut(line, "=")
+		switch strings.TrimSpace(name) {
+		case "aws_access_key_id":
+			id = strings.TrimSpace(value)
+		case "aws_secret_access_key":
+			secret = strings.TrimSpace(value)
+		}
+	}
+	flush()
+	if err := scanner.Err(); err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%s holds no aws_access_key_id with its aws_secret_access_key", path)
+	}
+	return keys, nil
+}
+
+func run(listen, dir, buckets string, keys map[string]string, verbose bool) error {
 	if dir == "" {
 		return errors.New("--dir is required")
 	}
@@ -69,7 +121,8 @@ func run(listen, dir, buckets string, verbose bool) error {
 	if err != nil {
 		return err
 	}
-	server := &http.Server{Handler: faker.Server(), ReadHeaderTimeout: 10 * time.Second}
+	verifier := &sigv4.Verifier{Keys: keys, Log: log.Default()}
+	server := &http.Server{Handler: verifier.Wrap(faker.Server()), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- server.Serve(listener) }()
 	log.Printf("s3server: serving http://%s from %s", listener.Addr(), dir)
