@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -33,20 +34,67 @@ func main() {
 		"AWS shared credentials file (aws_access_key_id, aws_secret_access_key per profile): the keys that may use the store")
 	verbose := flag.Bool("verbose", false, "log every request, not only warnings and errors")
 	flag.Parse()
-	keys, err := readCredentials(*credentials)
+	keys, err := newKeyFile(*credentials)
 	if err != nil {
 		log.Fatalf("s3server: %v", err)
 	}
-	if err := run(*listen, *dir, *buckets, keys, *verbose); err != nil {
+	if err := run(*listen, *dir, *buckets, keys.secret, *verbose); err != nil {
 		log.Fatalf("s3server: %v", err)
 	}
 }
 
-// readCredentials reads the keys of every profile of an AWS shared credentials file.
-func readCredentials(path string) (map[string]string, error) {
+// keyFile is --credentials-file, read again when it changed (tests add keys for tenants' locations).
+type keyFile struct {
+	path    string
+	mu      sync.Mutex
+	modTime time.Time
+	size    int64
+	keys    map[string]string
+}
+
+func newKeyFile(path string) (*keyFile, error) {
+	f := &keyFile{path: path}
 	if path == "" {
 		return nil, errors.New("--credentials-file is required: the store answers signed requests only")
 	}
+	if err := f.reload(); err != nil {
+		return nil, err
+	}
+	if len(f.keys) == 0 {
+		return nil, fmt.Errorf("%s holds no aws_access_key_id with its aws_secret_access_key", path)
+	}
+	return f, nil
+}
+
+func (f *keyFile) reload() error {
+	info, err := os.Stat(f.path)
+	if err != nil {
+		return err
+	}
+	if info.ModTime().Equal(f.modTime) && info.Size() == f.size && f.keys != nil {
+		return nil
+	}
+	keys, err := readCredentials(f.path)
+	if err != nil {
+		return err
+	}
+	f.keys, f.modTime, f.size = keys, info.ModTime(), info.Size()
+	return nil
+}
+
+// secret is sigv4.Verifier's Secret; a file that cannot be read keeps the keys read last.
+func (f *keyFile) secret(id string) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.reload(); err != nil {
+		log.Printf("s3server: reading %s: %v (keeping the keys read before)", f.path, err)
+	}
+	secret, ok := f.keys[id]
+	return secret, ok
+}
+
+// readCredentials reads the keys of every profile of an AWS shared credentials file.
+func readCredentials(path string) (map[string]string, error) {
 	file, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -79,13 +127,10 @@ func readCredentials(path string) (map[string]string, error) {
 	if err := scanner.Err(); err != nil {
 		return nil, err
 	}
-	if len(keys) == 0 {
-		return nil, fmt.Errorf("%s holds no aws_access_key_id with its aws_secret_access_key", path)
-	}
 	return keys, nil
 }
 
-func run(listen, dir, buckets string, keys map[string]string, verbose bool) error {
+func run(listen, dir, buckets string, secret func(string) (string, bool), verbose bool) error {
 	if dir == "" {
 		return errors.New("--dir is required")
 	}
@@ -121,7 +166,7 @@ func run(listen, dir, buckets string, keys map[string]string, verbose bool) erro
 	if err != nil {
 		return err
 	}
-	verifier := &sigv4.Verifier{Keys: keys, Log: log.Default()}
+	verifier := &sigv4.Verifier{Secret: secret, Log: log.Default()}
 	server := &http.Server{Handler: verifier.Wrap(faker.Server()), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- server.Serve(listener) }()

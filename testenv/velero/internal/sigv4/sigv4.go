@@ -33,9 +33,10 @@ const (
 	emptySHA256            = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 )
 
-// Verifier holds the credentials the store accepts: access key id to secret access key.
+// Verifier holds the credentials the store accepts.
 type Verifier struct {
-	Keys map[string]string
+	// Secret returns the secret access key of an access key id, false for an unknown one.
+	Secret func(accessKey string) (string, bool)
 	// Now is the server's clock (time.Now when nil); MaxSkew the allowed difference of a request's
 	// X-Amz-Date (15 minutes when zero, as S3).
 	Now     func() time.Time
@@ -52,6 +53,14 @@ type Refusal struct {
 	// On SignatureDoesNotMatch, what the server signed (S3 returns these too), to debug a client.
 	StringToSign     string
 	CanonicalRequest string
+}
+
+// Keys is a fixed set of keys for Verifier.Secret: access key id to secret access key.
+func Keys(keys map[string]string) func(string) (string, bool) {
+	return func(id string) (string, bool) {
+		secret, ok := keys[id]
+		return secret, ok
+	}
 }
 
 func (r *Refusal) Error() string { return fmt.Sprintf("%s: %s", r.Code, r.Message) }
@@ -140,7 +149,7 @@ func (v *Verifier) Verify(r *http.Request) *Refusal {
 	if refusal != nil {
 		return refusal
 	}
-	secret, ok := v.Keys[claim.scope.accessKey]
+	secret, ok := v.Secret(claim.scope.accessKey)
 	if !ok {
 		return refuse(http.StatusForbidden, "InvalidAccessKeyId",
 			"The AWS Access Key Id you provided does not exist in our records.")

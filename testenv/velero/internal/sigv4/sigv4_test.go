@@ -33,7 +33,7 @@ func at(s string) func() time.Time {
 
 // AWS's "GET Object" example (Authenticating Requests: Using the Authorization Header).
 func TestGetObjectExampleOfAWS(t *testing.T) {
-	v := &Verifier{Keys: map[string]string{exampleKey: exampleSecret}, Now: at("20130524T000000Z")}
+	v := &Verifier{Secret: Keys(map[string]string{exampleKey: exampleSecret}), Now: at("20130524T000000Z")}
 	r := httptest.NewRequest("GET", "http://examplebucket.s3.amazonaws.com/test.txt", nil)
 	r.Header.Set("Range", "bytes=0-9")
 	r.Header.Set("X-Amz-Content-Sha256", emptySHA256)
@@ -69,7 +69,7 @@ func chunkedExample(lastSig string) *http.Request {
 }
 
 func TestChunkedUploadExampleOfAWS(t *testing.T) {
-	v := &Verifier{Keys: map[string]string{exampleKey: exampleSecret}, Now: at("20130524T000000Z")}
+	v := &Verifier{Secret: Keys(map[string]string{exampleKey: exampleSecret}), Now: at("20130524T000000Z")}
 	r := chunkedExample("b6c6ea8a5354eaf15b3cb7646744f4275b71ea724fed81ceb9323e279d449df9")
 	if refusal := v.Verify(r); refusal != nil {
 		t.Fatalf("refused: %v\n%s", refusal, refusal.CanonicalRequest)
@@ -92,12 +92,12 @@ func TestChunkedUploadExampleOfAWS(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
-	v := &Verifier{Keys: map[string]string{exampleKey: exampleSecret}, Now: at("20130524T000000Z")}
+	v := &Verifier{Secret: Keys(map[string]string{exampleKey: exampleSecret}), Now: at("20130524T000000Z")}
 	unsigned := httptest.NewRequest("GET", "http://examplebucket.s3.amazonaws.com/test.txt", nil)
 	if refusal := v.Verify(unsigned); refusal == nil || refusal.Code != "AccessDenied" || refusal.Status != 403 {
 		t.Fatalf("unsigned: %v", refusal)
 	}
-	late := &Verifier{Keys: v.Keys, Now: at("20130524T003000Z")}
+	late := &Verifier{Secret: v.Secret, Now: at("20130524T003000Z")}
 	r := httptest.NewRequest("GET", "http://examplebucket.s3.amazonaws.com/test.txt", nil)
 	r.Header.Set("Range", "bytes=0-9")
 	r.Header.Set("X-Amz-Content-Sha256", emptySHA256)
@@ -106,11 +106,11 @@ func TestRefusals(t *testing.T) {
 	if refusal := late.Verify(r); refusal == nil || refusal.Code != "RequestTimeTooSkewed" {
 		t.Fatalf("replayed 30 minutes later: %v", refusal)
 	}
-	other := &Verifier{Keys: map[string]string{"someone": exampleSecret}, Now: v.Now}
+	other := &Verifier{Secret: Keys(map[string]string{"someone": exampleSecret}), Now: v.Now}
 	if refusal := other.Verify(r); refusal == nil || refusal.Code != "InvalidAccessKeyId" {
 		t.Fatalf("unknown key: %v", refusal)
 	}
-	wrong := &Verifier{Keys: map[string]string{exampleKey: "not-the-secret"}, Now: v.Now}
+	wrong := &Verifier{Secret: Keys(map[string]string{exampleKey: "not-the-secret"}), Now: v.Now}
 	if refusal := wrong.Verify(r); refusal == nil || refusal.Code != "SignatureDoesNotMatch" {
 		t.Fatalf("other secret: %v", refusal)
 	}
@@ -129,7 +129,7 @@ func store(t *testing.T, secret string) (endpoint string, seen map[string]bool) 
 		t.Fatal(err)
 	}
 	faker := gofakes3.New(backend)
-	verified := (&Verifier{Keys: map[string]string{"tenantkit": secret}}).Wrap(faker.Server())
+	verified := (&Verifier{Secret: Keys(map[string]string{"tenantkit": secret})}).Wrap(faker.Server())
 	seen = map[string]bool{}
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hash := r.Header.Get("X-Amz-Content-Sha256")
