@@ -1,6 +1,7 @@
 // Lists a bucket of the local S3 server (ListObjectsV2 over plain HTTP), so tests can check what Velero
-// wrote to or removed from object storage. Requests are unsigned: the local server does not check
-// signatures, and no AWS SDK is needed for one read-only call.
+// wrote to or removed from object storage. Requests are signed with the store's credentials (the local
+// server refuses unsigned ones); no AWS SDK is needed for one read-only call.
+import { type S3Credentials, s3Fetch } from './s3-sign.ts';
 
 export interface S3Object {
   key: string;
@@ -24,15 +25,22 @@ const element = (xml: string, name: string): string | undefined => {
 };
 
 /** Every object in `bucket` whose key starts with `prefix`, in key order. */
-export async function listObjects(endpoint: string, bucket: string, prefix = ''): Promise<S3Object[]> {
+export async function listObjects(
+  endpoint: string,
+  credentials: S3Credentials,
+  bucket: string,
+  prefix = '',
+): Promise<S3Object[]> {
   const objects: S3Object[] = [];
   let token: string | undefined;
   do {
-    const query = new URLSearchParams({ 'list-type': '2', prefix });
-    if (token) query.set('continuation-token', token);
-    const response = await fetch(`${endpoint}/${encodeURIComponent(bucket)}?${query}`, {
-      signal: AbortSignal.timeout(10_000),
-    });
+    const query: Record<string, string> = { 'list-type': '2', prefix };
+    if (token) query['continuation-token'] = token;
+    const response = await s3Fetch(
+      credentials,
+      { method: 'GET', endpoint, path: `/${bucket}`, query },
+      { signal: AbortSignal.timeout(10_000) },
+    );
     const body = await response.text();
     if (!response.ok) {
       throw new Error(

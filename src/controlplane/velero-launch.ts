@@ -5,7 +5,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { copyFile, link, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { copyFile, link, mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
@@ -17,6 +17,7 @@ import { freePort } from '../ports.ts';
 import type { Progress } from './build.ts';
 import { type GroupProcess, spawnGroup } from './process-group.ts';
 import { listObjects, type S3Object } from './s3-list.ts';
+import { credentialsFile, parseCredentials, type S3Credentials, type SignInput, s3Fetch } from './s3-sign.ts';
 import { ensureVeleroBinaries, type VeleroBinaries } from './velero-build.ts';
 import {
   removeVeleroPod,
@@ -61,6 +62,18 @@ export interface Velero {
   bucket: string;
   /** The S3 endpoint, as in the default BackupStorageLocation's `s3Url`. */
   s3Url: string;
+  /**
+   * Velero's keys for the store (random per `dir`; in the Secret `credentialsSecret`). The store refuses
+   * requests that are not signed with a key it was given (AWS Signature Version 4).
+   */
+  credentials: S3Credentials;
+  /** A request to the store signed with Velero's keys; `path` is `/<bucket>[/<key>]`, unencoded. */
+  s3Fetch(request: Omit<SignInput, 'endpoint'>): Promise<Response>;
+  /**
+   * Gives the store one more key (e.g. the one a tenant's own storage location names), with full access
+   * like Velero's: the store checks who signed, not which bucket a key may use.
+   */
+  addKey(credentials: S3Credentials): Promise<void>;
   /** The default BackupStorageLocation's name. */
   storageLocation: string;
   /** The Secret (key `cloud`, AWS credentials file format) the BackupStorageLocation uses. */
@@ -166,20 +179,42 @@ export async function startVelero(options: VeleroOptions): Promise<Velero> {
     await Promise.all(started.splice(0).map((p) => p.stop()));
   };
   try {
+    // Velero's keys for the store, random per dir (a restart reuses them). The store accepts the keys of
+    // its own file: Velero's, and those added for tenants' locations (addKey).
+    const credentialsPath = join(dir, 'credentials');
+    const credentials = existsSync(credentialsPath)
+      ? await readFile(credentialsPath, 'utf8')
+      : credentialsFile({
+          accessKeyId: `TK${randomBytes(8).toString('hex').toUpperCase()}`,
+          secretAccessKey: randomBytes(30).toString('base64url'),
+        });
+    await writeFile(credentialsPath, credentials, { mode: 0o600 });
+    const keys = parseCredentials(credentials);
+    const storeKeys = join(dir, 's3-keys');
+    if (!existsSync(storeKeys)) await writeFile(storeKeys, credentials, { mode: 0o600 });
     const s3Port = await freePort();
     const s3Host = onNode?.address ?? '127.0.0.1';
     const s3Url = `http://${s3Host}:${s3Port}`;
     const s3Log = join(dir, 's3server.log');
     const s3 = spawnGroup(
       binaries.s3server,
-      ['--listen', `${s3Host}:${s3Port}`, '--dir', join(dir, 's3'), '--bucket', bucket],
+      [
+        '--listen',
+        `${s3Host}:${s3Port}`,
+        '--dir',
+        join(dir, 's3'),
+        '--bucket',
+        bucket,
+        '--credentials-file',
+        storeKeys,
+      ],
       { logFile: s3Log },
     );
     started.push(s3);
     await waitFor(
       `the S3 server on ${s3Url}`,
       async () => {
-        await listObjects(s3Url, bucket, 'no-such-prefix/');
+        await listObjects(s3Url, keys, bucket, 'no-such-prefix/');
         return true;
       },
       [{ name: 's3server', process: s3, logFile: s3Log }],
@@ -188,12 +223,7 @@ export async function startVelero(options: VeleroOptions): Promise<Velero> {
 
     await installCrds(client, await veleroCrds(binaries.velero));
 
-    // What `velero install` creates. The S3 server accepts any key; a restart reuses the previous one.
-    const credentialsFile = join(dir, 'credentials');
-    const credentials = existsSync(credentialsFile)
-      ? await readFile(credentialsFile, 'utf8')
-      : `[default]\naws_access_key_id = tenantkit\naws_secret_access_key = ${randomBytes(16).toString('hex')}\n`;
-    await writeFile(credentialsFile, credentials, { mode: 0o600 });
+    // What `velero install` creates, with the keys the store was started with.
     const credentialsSecret = 'cloud-credentials';
     const apply = { fieldManager, force: true };
     await client.apply(Resources.namespaces, { metadata: { name: namespace } }, apply);
@@ -300,7 +330,7 @@ export async function startVelero(options: VeleroOptions): Promise<Velero> {
           PATH: process.env.PATH ?? '/usr/bin:/bin',
           HOME: join(dir, 'home'),
           TMPDIR: join(dir, 'tmp'),
-          AWS_SHARED_CREDENTIALS_FILE: credentialsFile,
+          AWS_SHARED_CREDENTIALS_FILE: credentialsPath,
           // Plugins inherit Velero's environment: tenantkit's restore guard talks to the API server as
           // Velero does (in a cluster, through Velero's service account).
           KUBECONFIG: options.kubeconfigPath,
@@ -331,11 +361,21 @@ export async function startVelero(options: VeleroOptions): Promise<Velero> {
       namespace,
       bucket,
       s3Url,
+      credentials: keys,
+      s3Fetch: (request) => s3Fetch(keys, { ...request, endpoint: s3Url }),
+      async addKey(key) {
+        const known = await readFile(storeKeys, 'utf8');
+        if (known.includes(`aws_access_key_id = ${key.accessKeyId}\n`)) return;
+        const profile = credentialsFile(key).replace('[default]', `[key-${key.accessKeyId}]`);
+        // Replaced at once (the store reads the file again when it changed, maybe meanwhile).
+        await writeFile(`${storeKeys}.new`, `${known}${profile}`, { mode: 0o600 });
+        await rename(`${storeKeys}.new`, storeKeys);
+      },
       storageLocation,
       credentialsSecret,
       binaries,
       logFile,
-      listObjects: (prefix = '') => listObjects(s3Url, bucket, prefix),
+      listObjects: (prefix = '') => listObjects(s3Url, keys, bucket, prefix),
       stop: stopAll,
     };
   } catch (err) {

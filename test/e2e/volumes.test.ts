@@ -23,7 +23,7 @@ import {
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { type Installed, installTenantkit, stopInstalled } from '../harness/installed.ts';
 import { nodeSkipReason } from '../harness/node.ts';
-import { type Pod, testDeployment } from '../harness/pods.ts';
+import { type Pod, podInPhase, testDeployment, testPod } from '../harness/pods.ts';
 import { type OrganizationTenant, organizationNamespace, organizationTenant } from '../harness/tenancy.ts';
 
 const progress = (line: string) => console.log(`[e2e] ${line}`);
@@ -278,6 +278,35 @@ describe.skipIf(nodeSkipReason)("tenants' volume data, with tenantkit installed"
     // One PodVolumeBackup per volume: the readable one completed, the other is the one named.
     expect(await backedUpVolumes(nab)).toEqual(['data', 'deep']);
   }, 600_000);
+
+  it("keeps a tenant's Pod out of the object store: unsigned requests get S3's AccessDenied", async () => {
+    // The store holds every tenant's backups and kopia repositories, and Pods reach its port: only
+    // requests signed with Velero's keys are answered, so the checks below of what a tenant may do with
+    // another's volume data are not decided by a listing anyone could make.
+    const ns = await cluster.namespace('e2e-store-probe');
+    const user = await tenantIn(cluster, ns, 'e2e-prober');
+    const { s3Url, bucket } = installed!.velero;
+    const probes = {
+      list: `${s3Url}/${bucket}?list-type=2`,
+      kopia: `${s3Url}/${bucket}/kopia/`,
+      buckets: `${s3Url}/`,
+    };
+    for (const [name, url] of Object.entries(probes)) {
+      await user.create(
+        Resources.pods,
+        testPod(ns, workloadImage, `probe-${name}`, ['get', url], { restartPolicy: 'Never' }),
+      );
+    }
+    for (const name of Object.keys(probes)) {
+      await podInPhase(user, ns, `probe-${name}`, 'Succeeded', 60_000);
+      const log = await user.request<string>('GET', `/api/v1/namespaces/${ns}/pods/probe-${name}/log`, {
+        text: true,
+      });
+      expect(log, name).toMatch(/^403 /);
+      expect(log, name).toContain('<Code>AccessDenied</Code>');
+      expect(log, name).not.toContain('<Key>');
+    }
+  });
 
   it('writes volume data only into claims the restore creates, never into one the tenant kept in place', async () => {
     // Velero writes a Pod's file-system backup as root, with kubelet's whole pods directory mounted,

@@ -2,6 +2,7 @@
 // under its own identities, the admin's NonAdminBackupConfig, and tenants (users with the default `admin`
 // role in their namespace) who act through the real API server. Also the waits those tests repeat: a
 // NonAdminBackup or NonAdminRestore until Velero finished it, outlasting Velero's queue recheck.
+import { randomBytes } from 'node:crypto';
 import {
   type NonAdminBackup,
   type NonAdminBackupConfig,
@@ -17,6 +18,7 @@ import {
 import { type Backup, finishedPhases, type Restore, VeleroResources } from '../../src/api/velero.ts';
 import { backup, backupUserClusterRoles } from '../../src/backup/index.ts';
 import type { Capability } from '../../src/capability.ts';
+import { credentialsFile } from '../../src/controlplane/s3-sign.ts';
 import { veleroPodLog } from '../../src/controlplane/velero-pod.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources, type ResourceType, resourcePath } from '../../src/kube/resources.ts';
@@ -356,7 +358,8 @@ export async function completedRestore(
 
 /**
  * A tenant's own storage location `name` in `bucket` of the test's S3 server (made first if missing),
- * with the credential Secret `s3-creds` the tenant writes for it (the S3 server takes any key).
+ * with the credential Secret `s3-creds` the tenant writes for it: a key of the namespace's own, random,
+ * that the store is given (it refuses requests signed with any other).
  */
 export async function ownLocation(
   env: BackupEnvironment,
@@ -365,14 +368,17 @@ export async function ownLocation(
   bucket: string,
   name = 'own',
 ): Promise<void> {
-  const made = await fetch(`${env.velero.s3Url}/${bucket}`, { method: 'PUT' });
+  const made = await env.velero.s3Fetch({ method: 'PUT', path: `/${bucket}` });
   if (!made.ok && made.status !== 409)
     throw new Error(`bucket ${bucket}: ${made.status} ${await made.text()}`);
+  const key = {
+    accessKeyId: `${namespace}-${randomBytes(4).toString('hex')}`,
+    secretAccessKey: randomBytes(24).toString('base64url'),
+  };
+  await env.velero.addKey(key);
   await client.create(Resources.secrets, {
     metadata: { name: 's3-creds', namespace },
-    stringData: {
-      cloud: `[default]\naws_access_key_id = ${namespace}\naws_secret_access_key = ${namespace}\n`,
-    },
+    stringData: { cloud: credentialsFile(key) },
   } as KubeObject);
   await client.create(NonAdminBackupStorageLocationCrd.type, {
     metadata: { name, namespace },

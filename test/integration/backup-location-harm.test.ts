@@ -76,7 +76,9 @@ beforeAll(async () => {
   await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
   silentUrl = `http://127.0.0.1:${(silent.address() as { port: number }).port}`;
   env = await startBackupEnvironment(cluster);
-  const made = await fetch(`${env.velero.s3Url}/${tenantBucket}`, { method: 'PUT' });
+  const made = await env.velero.s3Fetch({ method: 'PUT', path: `/${tenantBucket}` });
+  // The store answers only keys it was given: the one the tenant's locations use here.
+  await env.velero.addKey({ accessKeyId: 'k', secretAccessKey: 's' });
   expect(made.ok, await made.text()).toBe(true);
   ({ namespace: ns, tenant } = await env.tenantNamespace('hang'));
   ({ namespace: otherNs, tenant: other } = await env.tenantNamespace('bystander', 'bob'));

@@ -109,9 +109,10 @@ describe('NonAdminBackup', { timeout: veleroQueueMs + 30_000 }, () => {
       'nonadminrestores.oadp.openshift.io',
       'nonadmindownloadrequests.oadp.openshift.io',
     ]);
-    const list = await fetch(
-      `${velero.s3Url}/${velero.bucket}/backups/${ref.name}/${ref.name}-resource-list.json.gz`,
-    );
+    const list = await velero.s3Fetch({
+      method: 'GET',
+      path: `/${velero.bucket}/backups/${ref.name}/${ref.name}-resource-list.json.gz`,
+    });
     expect(list.ok).toBe(true);
     const resources = JSON.parse(gunzipSync(Buffer.from(await list.arrayBuffer())).toString('utf8'));
     expect(resources['v1/ConfigMap']).toContain(`${ns}/settings`);

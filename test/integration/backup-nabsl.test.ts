@@ -127,7 +127,10 @@ const refusal = (p: Promise<unknown>) =>
 beforeAll(async () => {
   env = await startBackupEnvironment(cluster);
   // The S3 server creates only Velero's bucket at start; the tenant's own bucket is made like any bucket.
-  const made = await fetch(`${env.velero.s3Url}/${tenantBucket}`, { method: 'PUT' });
+  const made = await env.velero.s3Fetch({ method: 'PUT', path: `/${tenantBucket}` });
+  // The store answers only keys it was given: those the tenant's location uses in these tests.
+  for (const key of ['first', 'second', 'messy', 'third', 'fourth'])
+    await env.velero.addKey({ accessKeyId: key, secretAccessKey: `tenant-secret-${key}` });
   expect(made.ok, await made.text()).toBe(true);
   // Tenants administer their namespaces through the default admin role, nothing more.
   ({ namespace: ns, tenant } = await env.tenantNamespace('shop'));
@@ -184,7 +187,12 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
     expect(done.status?.veleroBackup?.status?.phase).toBe('Completed');
     const name = done.status!.veleroBackup!.name!;
     expect(done.status?.veleroBackup?.spec?.storageLocation).toBe(uuid);
-    const stored = await listObjects(env.velero.s3Url, tenantBucket, `${ns}/nightly/backups/${name}/`);
+    const stored = await listObjects(
+      env.velero.s3Url,
+      env.velero.credentials,
+      tenantBucket,
+      `${ns}/nightly/backups/${name}/`,
+    );
     expect(stored.length).toBeGreaterThan(0);
     // Nothing of it in the admin's bucket.
     expect(await env.velero.listObjects(`backups/${name}/`)).toEqual([]);
@@ -203,8 +211,10 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
     // The tenant writes its own bucket: it adds to the backup's contents an admin-only ResourceQuota and
     // LimitRange, and a Secret it may create anyway, then restores that backup.
     const name = (await settledBackup(cluster, ns, 'to-own-bucket')).status!.veleroBackup!.name!;
-    const key = `${env.velero.s3Url}/${tenantBucket}/${ns}/nightly/backups/${name}/${name}.tar.gz`;
-    const original = Buffer.from(await (await fetch(key)).arrayBuffer());
+    const key = `/${tenantBucket}/${ns}/nightly/backups/${name}/${name}.tar.gz`;
+    const original = Buffer.from(
+      await (await env.velero.s3Fetch({ method: 'GET', path: key })).arrayBuffer(),
+    );
     const item = (kind: string, itemName: string, rest: object) =>
       JSON.stringify({ apiVersion: 'v1', kind, metadata: { name: itemName, namespace: ns }, ...rest });
     const forged: Record<string, string> = {};
@@ -222,7 +232,7 @@ describe('NonAdminBackupStorageLocation', { timeout: 2 * veleroQueueMs + 60_000 
         forged[`${dir}/namespaces/${ns}/${itemName}.json`] = item(kind, itemName, rest);
       }
     }
-    const put = await fetch(key, { method: 'PUT', body: appendToTarGz(original, forged) });
+    const put = await env.velero.s3Fetch({ method: 'PUT', path: key, body: appendToTarGz(original, forged) });
     expect(put.ok, await put.text()).toBe(true);
 
     await restoredFromOwnBucket('from-forged-bucket');

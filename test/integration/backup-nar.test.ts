@@ -607,7 +607,7 @@ describe('NonAdminRestore', { timeout: veleroQueueMs + 30_000 }, () => {
         velero.namespace,
       );
       const location = cluster.unique('tenant-location');
-      const bucket = await fetch(`${velero.s3Url}/${location}`, { method: 'PUT' });
+      const bucket = await velero.s3Fetch({ method: 'PUT', path: `/${location}` });
       expect(bucket.ok, await bucket.text()).toBe(true);
       cluster.defer(() =>
         cluster.admin.delete(VeleroResources.backupStorageLocations, location, velero.namespace),

@@ -321,7 +321,7 @@ describe('Velero objects a tenant may read', { timeout: 2 * veleroQueueMs }, () 
     // alice's (tenantkit's labels, alice's namespace), one with no tenantkit label at all.
     const prefix = location.spec?.objectStorage?.prefix ?? '';
     const key = (name: string) => `${prefix ? `${prefix}/` : ''}backups/${name}/velero-backup.json`;
-    const original = await fetch(`${env.velero.s3Url}/${bobBucket}/${key(own)}`);
+    const original = await env.velero.s3Fetch({ method: 'GET', path: `/${bobBucket}/${key(own)}` });
     expect(original.ok, `${key(own)}: ${original.status}`).toBe(true);
     const metadata = (await original.json()) as NonAdminBackup & { spec: Record<string, unknown> };
     const claimed = cluster.unique('claims-alice');
@@ -342,9 +342,10 @@ describe('Velero objects a tenant may read', { timeout: 2 * veleroQueueMs }, () 
           : {}),
       };
       copy.spec = { ...copy.spec, includedNamespaces: [claims ? aliceNs : bobNs] };
-      const put = await fetch(`${env.velero.s3Url}/${bobBucket}/${key(name)}`, {
+      const put = await env.velero.s3Fetch({
         method: 'PUT',
-        body: JSON.stringify(copy),
+        path: `/${bobBucket}/${key(name)}`,
+        body: Buffer.from(JSON.stringify(copy)),
       });
       expect(put.ok, await put.text()).toBe(true);
     }

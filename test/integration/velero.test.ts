@@ -1,6 +1,9 @@
 // Proves the test Velero is the real thing: a resource-only backup of a namespace lands in the bucket,
-// and a restore brings deleted objects back with their data.
+// and a restore brings deleted objects back with their data. Its object store answers only requests
+// signed with its credentials (AWS Signature V4), so that nobody else who reaches its port (a tenant's
+// Pod) reads every tenant's backups.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { s3Fetch } from '../../src/controlplane/s3-sign.ts';
 import { createShopApp, deleteShopApp, expectShopApp } from '../fixtures/shop-app.ts';
 import { TestCluster } from '../harness/cluster.ts';
 import { startTestVelero, type TestVelero, veleroStartTimeoutMs } from '../harness/velero.ts';
@@ -17,6 +20,47 @@ describe('Velero', () => {
   afterAll(async () => {
     await cluster?.cleanup();
     await velero?.stop();
+  });
+
+  it('refuses unsigned requests and requests signed with a wrong key, with an S3 error', async () => {
+    const bucket = `/${velero.bucket}`;
+    const listing = `${velero.s3Url}${bucket}?list-type=2`;
+    // Anonymous, as a tenant's Pod that reaches the store's port would ask.
+    const anonymous = await fetch(listing);
+    expect(anonymous.status).toBe(403);
+    const anonymousBody = await anonymous.text();
+    expect(anonymousBody).toContain('<Code>AccessDenied</Code>');
+    expect(anonymousBody).toContain('sign the request with AWS Signature Version 4');
+    expect(anonymousBody).not.toContain('<Contents>');
+    const put = await fetch(`${velero.s3Url}${bucket}/backups/planted/velero-backup.json`, {
+      method: 'PUT',
+      body: '{}',
+    });
+    expect(put.status).toBe(403);
+
+    // Velero's key id with another secret.
+    const wrongSecret = { ...velero.credentials, secretAccessKey: `${velero.credentials.secretAccessKey}x` };
+    const forged = await s3Fetch(wrongSecret, {
+      method: 'GET',
+      endpoint: velero.s3Url,
+      path: bucket,
+      query: { 'list-type': '2' },
+    });
+    expect(forged.status).toBe(403);
+    expect(await forged.text()).toContain('<Code>SignatureDoesNotMatch</Code>');
+    // A key id the store was never given.
+    const unknown = await s3Fetch(
+      { accessKeyId: 'tenant', secretAccessKey: 'guess' },
+      { method: 'GET', endpoint: velero.s3Url, path: bucket, query: { 'list-type': '2' } },
+    );
+    expect(unknown.status).toBe(403);
+    expect(await unknown.text()).toContain('<Code>InvalidAccessKeyId</Code>');
+
+    // Signed with the store's credentials: answered, and nothing planted above.
+    const signed = await velero.s3Fetch({ method: 'GET', path: bucket, query: { 'list-type': '2' } });
+    expect(signed.status, await signed.clone().text()).toBe(200);
+    expect(await signed.text()).toContain('<ListBucketResult');
+    expect(await velero.listObjects('backups/planted/')).toEqual([]);
   });
 
   it('backs up a namespace to the bucket and restores its deleted objects', async () => {
