@@ -97,6 +97,17 @@ async function restoreAs(
   );
 }
 
+/** NonAdminRestore `name`, once Velero finished it and its refusals are reported. */
+async function finishedWithRefusals(ns: string, name: string): Promise<NonAdminRestore> {
+  return eventually(
+    async () => {
+      const o = await cluster.admin.get<NonAdminRestore>(narType, name, ns);
+      return o?.status?.refusedItems ? o : undefined;
+    },
+    { what: `NonAdminRestore ${ns}/${name} reports refusals`, timeoutMs: veleroQueueMs },
+  );
+}
+
 const refused = (nar: NonAdminRestore) =>
   new Map((nar.status?.refusedItems?.items ?? []).map((i) => [`${i.kind}/${i.name}`, i]));
 const condition = (nar: NonAdminRestore, type: string) =>
@@ -319,6 +330,215 @@ describe('NonAdminRestore as its requester', { timeout: 3 * veleroQueueMs }, () 
     expect(await mayCreate(carol, Resources.roleBindings, binding('probe', 'view') as KubeObject)).toBe(
       false,
     );
+  });
+
+  it('runs a retargeted restore with the rights of whoever retargeted it (an editor retargets an admin’s waiting restore)', async () => {
+    const ns = await env.namespace('guard-retarget');
+    const alice = await cluster.user(cluster.unique('alice'));
+    const dave = await cluster.user(cluster.unique('dave'));
+    const binding = (name: string, user: string, role: string) => ({
+      metadata: { name, namespace: ns },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    });
+    await cluster.admin.create(
+      Resources.roleBindings,
+      binding('alice-admin', alice.userName, 'admin') as KubeObject,
+    );
+    await cluster.admin.create(
+      Resources.roleBindings,
+      binding('dave-admin', dave.userName, 'admin') as KubeObject,
+    );
+    await cluster.admin.create(Resources.configMaps, {
+      metadata: { name: 'settings', namespace: ns },
+      data: {},
+    });
+    const backupName = await backupOf(ns, alice);
+    // dave is demoted to edit; the ConfigMap is lost.
+    await cluster.admin.delete(Resources.roleBindings, 'dave-admin', ns);
+    await cluster.admin.create(
+      Resources.roleBindings,
+      binding('dave-edit', dave.userName, 'edit') as KubeObject,
+    );
+    await cluster.admin.delete(Resources.configMaps, 'settings', ns);
+    await eventually(
+      async () =>
+        !(await mayCreate(
+          dave,
+          Resources.roleBindings,
+          binding('probe', dave.userName, 'view') as KubeObject,
+        )),
+      { what: 'dave lost the right to create RoleBindings' },
+    );
+
+    // alice's restore waits for a backup that does not exist yet; dave points it at the old one.
+    const waiting = async (name: string) =>
+      (await alice.create(narType, {
+        metadata: { name, namespace: ns },
+        spec: { restoreSpec: { backupName: 'not-yet' } },
+      } as KubeObject)) as NonAdminRestore;
+    const retarget = (client: KubeClient, name: string) =>
+      client.patch<NonAdminRestore>(
+        narType,
+        name,
+        ns,
+        { spec: { restoreSpec: { backupName } } },
+        PatchType.merge,
+      );
+    const byDave = cluster.unique('nar');
+    const created = await waiting(byDave);
+    expect(JSON.parse(created.metadata.annotations?.[RequesterAnnotation] ?? '{}').username).toBe(
+      alice.userName,
+    );
+    const patched = await retarget(dave, byDave);
+    // The spec is now dave's decision, so the restore runs with dave's rights.
+    expect(JSON.parse(patched.metadata.annotations?.[RequesterAnnotation] ?? '{}').username).toBe(
+      dave.userName,
+    );
+    const nar = await finishedWithRefusals(ns, byDave);
+    expect(await cluster.admin.get(Resources.roleBindings, 'dave-admin', ns)).toBeUndefined();
+    const item = refused(nar).get('RoleBinding/dave-admin');
+    expect(item, JSON.stringify(nar.status?.refusedItems)).toMatchObject({
+      verb: 'create',
+      reason: 'Forbidden',
+    });
+    expect(item?.message).toContain(dave.userName);
+
+    // A legitimate retarget still restores: alice points her own waiting restore at the backup.
+    const byAlice = cluster.unique('nar');
+    await waiting(byAlice);
+    await retarget(alice, byAlice);
+    const own = await finishedWithRefusals(ns, byAlice);
+    expect(own.status?.veleroRestore?.status?.phase).toBe('Completed');
+    expect(await cluster.admin.get(Resources.configMaps, 'settings', ns)).toBeDefined();
+  });
+
+  it('runs a restore with the groups its requester has when they last set its spec, not when they created it', async () => {
+    const ns = await env.namespace('guard-left-group');
+    const erinName = cluster.unique('erin');
+    const group = cluster.unique('r4-admins');
+    const inGroup = await cluster.user(erinName, [group]);
+    const rb = (name: string, kind: 'User' | 'Group', subject: string, role: string) => ({
+      metadata: { name, namespace: ns },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind, name: subject }],
+    });
+    await cluster.admin.create(
+      Resources.roleBindings,
+      rb('r4-admins', 'Group', group, 'admin') as KubeObject,
+    );
+    await cluster.admin.create(
+      Resources.roleBindings,
+      rb('erin-edit', 'User', erinName, 'edit') as KubeObject,
+    );
+    // An old binding of erin's own, in the backup, revoked since.
+    await cluster.admin.create(
+      Resources.roleBindings,
+      rb('erin-admin', 'User', erinName, 'admin') as KubeObject,
+    );
+    const backupName = await backupOf(ns, inGroup);
+    await cluster.admin.delete(Resources.roleBindings, 'erin-admin', ns);
+
+    // In the group, erin creates a waiting restore; then she leaves the group (her credentials now carry
+    // no group) and, as an editor, points it at the old backup.
+    const name = cluster.unique('nar');
+    await inGroup.create(narType, {
+      metadata: { name, namespace: ns },
+      spec: { restoreSpec: { backupName: 'not-yet' } },
+    } as KubeObject);
+    const left = await cluster.user(erinName, []);
+    const patched = await left.patch<NonAdminRestore>(
+      narType,
+      name,
+      ns,
+      { spec: { restoreSpec: { backupName } } },
+      PatchType.merge,
+    );
+    expect(JSON.parse(patched.metadata.annotations?.[RequesterAnnotation] ?? '{}').groups).not.toContain(
+      group,
+    );
+    const nar = await finishedWithRefusals(ns, name);
+    expect(await cluster.admin.get(Resources.roleBindings, 'erin-admin', ns)).toBeUndefined();
+    expect(
+      refused(nar).get('RoleBinding/erin-admin'),
+      JSON.stringify(nar.status?.refusedItems),
+    ).toMatchObject({
+      verb: 'create',
+      reason: 'Forbidden',
+    });
+  });
+
+  it('writes its refusals a bounded number of times per restore, with an exact count', async () => {
+    const ns = await env.namespace('guard-many');
+    const many = 300;
+    for (let i = 0; i < many; i += 20) {
+      await Promise.all(
+        Array.from({ length: Math.min(20, many - i) }, (_, k) =>
+          cluster.admin.create(Resources.configMaps, {
+            metadata: { name: `c${i + k}`, namespace: ns },
+            data: {},
+          }),
+        ),
+      );
+    }
+    // May run restores and nothing else: every object is refused.
+    const restorer = await cluster.user(cluster.unique('restorer'));
+    await cluster.grant(
+      { kind: 'User', name: restorer.userName },
+      {
+        rules: [
+          {
+            apiGroups: [narType.group],
+            resources: ['nonadminrestores', 'nonadminbackups'],
+            verbs: ['get', 'list', 'create'],
+          },
+        ],
+      },
+      ns,
+    );
+    const backupName = await backupOf(ns, restorer);
+    // Every write of a refusals ConfigMap in Velero's namespace, seen by a watch from now on.
+    const writes = new Map<string, number>();
+    const stop = new AbortController();
+    const from = (await cluster.admin.list(Resources.configMaps, { namespace: env.velero.namespace }))
+      .metadata?.resourceVersion;
+    const watching = cluster.admin
+      .watch(
+        Resources.configMaps,
+        {
+          namespace: env.velero.namespace,
+          labelSelector: 'backup.tenantkit.io/refusals-of',
+          resourceVersion: from,
+          signal: stop.signal,
+        },
+        (e) => {
+          if (e.type === 'ADDED' || e.type === 'MODIFIED') {
+            const key = e.object.metadata.name!;
+            writes.set(key, (writes.get(key) ?? 0) + 1);
+          }
+        },
+      )
+      .catch(() => {});
+    try {
+      const nar = await restoreAs(restorer, ns, backupName);
+      const velero = await cluster.admin.get<
+        KubeObject & { status?: { progress?: { itemsRestored?: number } } }
+      >(VeleroResources.restores, nar.status!.veleroRestore!.name!, env.velero.namespace);
+      const count = writes.get(`${velero!.metadata.name}-refused`) ?? 0;
+      console.log(`refusals ConfigMap writes for ${nar.status?.refusedItems?.count} refusals: ${count}`);
+      // At the first refusal, at most every 5 s up to 10 writes, and once at the end.
+      expect(count).toBeGreaterThan(0);
+      expect(count).toBeLessThanOrEqual(11);
+      // Nothing lost: every item Velero processed was refused and is counted.
+      expect(nar.status?.refusedItems?.count).toBeGreaterThanOrEqual(many);
+      expect(nar.status?.refusedItems?.count).toBe(velero?.status?.progress?.itemsRestored);
+      expect(nar.status?.refusedItems?.items?.length).toBe(Math.min(nar.status!.refusedItems!.count!, 500));
+      expect(condition(nar, 'ItemsRefused')).toMatchObject({ status: 'True', reason: 'AllItemsRefused' });
+      expect(condition(nar, 'ItemsRefused')?.message).not.toContain('may be more');
+    } finally {
+      stop.abort();
+      await watching;
+    }
   });
 
   it('says so clearly when it restored nothing because every object was refused', async () => {

@@ -59,7 +59,8 @@ export function checkRequest(
   if (problems.length > 0 || !nab || !backup) {
     return { refusal: { reason: 'InvalidRestoreSpec', message: problems.join('; ') } };
   }
-  // Whose rights bound the restore: only as admission recorded it at creation (admission/requester.ts).
+  // Whose rights bound the restore: only as admission recorded it at the last change of the spec
+  // (admission/requester.ts).
   const requester = requesterOf(nar);
   if (typeof requester === 'string') {
     return { refusal: { reason: 'NoRequester', message: `this NonAdminRestore cannot run: ${requester}` } };

@@ -3,7 +3,10 @@
 //   without it Velero would write every item with its own rights. Asked through a ServerStatusRequest
 //   (Velero lists its plugins there); fail closed while it is missing or Velero does not answer.
 // - Once the Restore finished, the refusals the plugin recorded (a ConfigMap in Velero's namespace,
-//   owned by the Restore) are read once and reported on the NonAdminRestore.
+//   owned by the Restore) are read once and reported on the NonAdminRestore. The plugin writes that
+//   ConfigMap a bounded number of times per restore (it counts refusals in memory and writes at its first
+//   refusal, at most every few seconds, and when Velero stops it at the end of the restore); `open` in it
+//   counts plugin processes that have not written their last refusals, so a process that died is seen.
 
 import { VeleroResources } from '../../api/velero.ts';
 import type { KubeClient } from '../../kube/client.ts';
@@ -80,6 +83,8 @@ export interface RefusedItem {
 export interface Refusals {
   count: number;
   items: RefusedItem[];
+  /** A plugin process ended without writing its last refusals: `count` may be low. */
+  incomplete?: boolean;
 }
 
 /** The ConfigMap the plugin writes for Velero Restore `restoreName` (testenv/velero/cmd/tenantkit-restore-guard). */
@@ -116,11 +121,12 @@ export async function readRefusals(client: KubeClient, restore: KubeObject): Pro
   } catch {
     parsed = undefined;
   }
-  const record = (parsed ?? {}) as { count?: unknown; items?: unknown };
+  const record = (parsed ?? {}) as { count?: unknown; items?: unknown; open?: unknown };
   const items = Array.isArray(record.items) ? record.items.filter(isRefusedItem) : [];
   const count =
     typeof record.count === 'number' && record.count >= items.length ? record.count : items.length;
-  return { count, items };
+  const incomplete = record.open !== undefined && record.open !== 0;
+  return { count, items, ...(incomplete ? { incomplete } : {}) };
 }
 
 /** One line for a condition and an Event: how many, and the first few with the API server's words. */
@@ -133,5 +139,8 @@ export function refusalSummary(refusals: Refusals, requester: string, nothingRes
   const head = nothingRestored
     ? `nothing was restored: all ${refusals.count} objects were refused because ${requester} could not write them with their own rights`
     : `${refusals.count} objects were not restored because ${requester} could not write them with their own rights`;
-  return `${head}: ${shown}${more}`;
+  const lost = refusals.incomplete
+    ? `; the restore guard stopped before it recorded every refusal, so there may be more: Velero's restore log names each one (tenantkit restore logs <name>)`
+    : '';
+  return `${head}: ${shown}${more}${lost}`;
 }

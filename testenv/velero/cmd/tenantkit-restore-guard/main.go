@@ -68,6 +68,14 @@ const (
 	maxRecorded = 500
 	// Velero's object-level switch for restoring an item's status.
 	restoreStatusAnnotation = "velero.io/restore-status"
+	// Writes of the refusals ConfigMap are bounded per restore: a guard process writes at its first refusal
+	// (so that a process that dies leaves a mark), then at most once every flushEvery while refusals come
+	// in, at most maxWrites times in all, and once more when Velero stops it at the end of the restore
+	// (within exitFlushWithin: Velero waits 2 s for a plugin to exit before it kills it). Refusals in
+	// between are counted in memory; the count stays exact.
+	flushEvery      = 5 * time.Second
+	maxWrites       = 10
+	exitFlushWithin = 1500 * time.Millisecond
 )
 
 // requester is the user a NonAdminRestore was created by (authentication.k8s.io UserInfo).
@@ -91,14 +99,38 @@ type refusal struct {
 type refusals struct {
 	Count int       `json:"count"`
 	Items []refusal `json:"items"`
+	// Open counts the guard processes that recorded refusals and have not yet written their last ones: a
+	// finished restore whose ConfigMap still says open > 0 lost a process mid-way, and its count may be low
+	// (the restore log names every refusal).
+	Open int `json:"open,omitempty"`
 }
+
+// guards are the actions this process made, flushed when Velero stops it.
+var (
+	guardsMu sync.Mutex
+	guards   []*guard
+)
 
 func main() {
 	framework.NewServer().
 		RegisterRestoreItemAction(pluginName, func(logger logrus.FieldLogger) (any, error) {
-			return newGuard(logger)
+			g, err := newGuard(logger)
+			if err == nil {
+				guardsMu.Lock()
+				guards = append(guards, g)
+				guardsMu.Unlock()
+			}
+			return g, err
 		}).
 		Serve()
+	// Velero stopped the plugin (the restore's items are done): write what is still in memory.
+	ctx, cancel := context.WithTimeout(context.Background(), exitFlushWithin)
+	defer cancel()
+	guardsMu.Lock()
+	defer guardsMu.Unlock()
+	for _, g := range guards {
+		g.flushAll(ctx)
+	}
 }
 
 // guard is the action; Velero starts one plugin process per restore, so its caches live for one restore.
@@ -114,6 +146,19 @@ type guard struct {
 	// passed the check. Velero writes a Pod's file-system backup into the claims its volumes mount, as
 	// root on the node, following any symlink already there; only claims in here may receive it.
 	created map[string]bool
+	// pending holds, per restore UID, the refusals not yet written to the restore's ConfigMap.
+	flushMu sync.Mutex
+	pending map[types.UID]*pendingRefusals
+}
+
+// pendingRefusals is what one guard process has refused for one restore and not yet written.
+type pendingRefusals struct {
+	restore   *velerov1.Restore
+	count     int
+	items     []refusal
+	opened    bool // this process counted itself in the ConfigMap's open
+	writes    int
+	lastWrite time.Time
 }
 
 func newGuard(logger logrus.FieldLogger) (*guard, error) {
@@ -141,6 +186,7 @@ func newGuard(logger logrus.FieldLogger) (*guard, error) {
 	return &guard{
 		log: logger, config: config, admin: admin, core: core, mapper: mapper,
 		clients: map[string]dynamic.Interface{}, created: map[string]bool{},
+		pending: map[types.UID]*pendingRefusals{},
 	}, nil
 }
 
@@ -172,7 +218,7 @@ func (g *guard) Execute(input *velero.RestoreItemActionExecuteInput) (*velero.Re
 	}
 	g.log.WithFields(logrus.Fields{"kind": r.Kind, "name": r.Name, "verb": verb, "reason": reason}).
 		Warnf("tenantkit: not restored: %s", message)
-	if err := g.record(ctx, restore, r); err != nil {
+	if err := g.note(ctx, restore, r); err != nil {
 		// The item is skipped either way; an unrecorded refusal must still be visible: fail the item.
 		return nil, fmt.Errorf("tenantkit refused %s %s (%s) and could not record it: %w", r.Kind, r.Name, message, err)
 	}
@@ -516,11 +562,51 @@ func refusalReason(err error) string {
 	}
 }
 
-// record adds a refusal to the restore's ConfigMap in Velero's namespace, owned by the Restore.
-func (g *guard) record(ctx context.Context, restore *velerov1.Restore, r refusal) error {
+// note counts a refusal and writes the restore's refusals when the bound allows (see flushEvery).
+func (g *guard) note(ctx context.Context, restore *velerov1.Restore, r refusal) error {
+	g.flushMu.Lock()
+	defer g.flushMu.Unlock()
+	p := g.pending[restore.UID]
+	if p == nil {
+		p = &pendingRefusals{restore: restore}
+		g.pending[restore.UID] = p
+	}
+	p.count++
+	if len(p.items) < maxRecorded {
+		r.Message = truncate(r.Message, 1024)
+		p.items = append(p.items, r)
+	}
+	if p.opened && (p.writes >= maxWrites || time.Since(p.lastWrite) < flushEvery) {
+		return nil
+	}
+	return g.flush(ctx, p, false)
+}
+
+// flushAll writes every restore's pending refusals for the last time (the process ends).
+func (g *guard) flushAll(ctx context.Context) {
+	g.flushMu.Lock()
+	defer g.flushMu.Unlock()
+	for _, p := range g.pending {
+		if err := g.flush(ctx, p, true); err != nil {
+			g.log.WithError(err).Errorf("tenantkit: could not record the last %d refusals of restore %s (the restore log names them)",
+				p.count, p.restore.Name)
+		}
+	}
+}
+
+// flush adds p's refusals to the restore's ConfigMap in Velero's namespace (owned by the Restore), a
+// merge with what other processes of the same restore wrote; closing takes this process out of open.
+func (g *guard) flush(ctx context.Context, p *pendingRefusals, closing bool) error {
+	if !p.opened && p.count == 0 {
+		return nil
+	}
+	if p.opened && p.count == 0 && !closing {
+		return nil
+	}
+	restore := p.restore
 	cms := g.core.CoreV1().ConfigMaps(restore.Namespace)
 	name := restore.Name + "-refused"
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
@@ -547,10 +633,15 @@ func (g *guard) record(ctx context.Context, restore *velerov1.Restore, r refusal
 				return fmt.Errorf("refusals ConfigMap %s is unreadable: %w", name, err)
 			}
 		}
-		list.Count++
-		if len(list.Items) < maxRecorded {
-			r.Message = truncate(r.Message, 1024)
-			list.Items = append(list.Items, r)
+		list.Count += p.count
+		if room := maxRecorded - len(list.Items); room > 0 {
+			list.Items = append(list.Items, p.items[:min(room, len(p.items))]...)
+		}
+		if !p.opened {
+			list.Open++
+		}
+		if closing {
+			list.Open = max(list.Open-1, 0)
 		}
 		raw, _ := json.Marshal(list)
 		if cm.Data == nil {
@@ -567,6 +658,14 @@ func (g *guard) record(ctx context.Context, restore *velerov1.Restore, r refusal
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	p.count, p.items = 0, nil
+	p.opened = !closing
+	p.writes++
+	p.lastWrite = time.Now()
+	return nil
 }
 
 func truncate(s string, n int) string {
