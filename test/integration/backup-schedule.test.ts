@@ -81,10 +81,6 @@ describe('NonAdminSchedule', { timeout: firstRunMs + 120_000 }, () => {
         /runs as often as every 1s|runs as often as every 30s/,
       );
     }
-    // Rare but dense: every minute of 29 February (the next one is more than a year away).
-    await expect(create('leap', { schedule: '* * 29 2 *', template: { backupSpec: {} } })).rejects.toThrow(
-      'spec.schedule "* * 29 2 *" runs as often as every 1m,',
-    );
     await expect(create('bad-cron', { schedule: 'every day', template: { backupSpec: {} } })).rejects.toThrow(
       'spec.schedule "every day" is not a valid schedule (expected exactly 5 fields, found 2: every day): use five cron fields',
     );
@@ -358,8 +354,16 @@ describe('one tenant cannot take the queue through schedules (issue 35)', {
         },
         { timeoutMs: 240_000, intervalMs: 1000, what: 'a second run' },
       );
-      // Not a minute after the first (before: the odd minute right after it), but at its interval.
-      expect(b! - a!).toBeGreaterThanOrEqual(110_000);
+      // Not the odd minute right after the first, but the interval after the first run's minute (Velero's
+      // once-a-minute check may make a run up to a minute after its time).
+      expect(b!).toBeGreaterThanOrEqual(Math.floor(a! / 60_000) * 60_000 + 120_000);
+      // Rare but dense: every minute of 29 February (the next one is more than a year away).
+      await expect(
+        t.create(nasType, {
+          metadata: { name: 'leap', namespace: m },
+          spec: { schedule: '* * 29 2 *', template: { backupSpec: {} } },
+        } as KubeObject),
+      ).rejects.toThrow('spec.schedule "* * 29 2 *" runs as often as every 1m,');
     } finally {
       await env.setPolicy({});
     }
