@@ -558,6 +558,15 @@ export const NonAdminBackupConfigCrd = defineCrd({
                 "How many of a namespace's NonAdminBackups may be in Velero's queue (created in Velero and not finished) at once; later ones wait in tenantkit, in creation order, so one tenant cannot push every other tenant's backups back. 0 allows any number.",
             }),
           ),
+          maxSchedulesPerNamespace: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              maximum: 10000,
+              default: 10,
+              description:
+                "How many NonAdminSchedules a namespace may have; a schedule beyond this number is refused at admission, and one stored past the webhook (or left over after the number was lowered) makes no runs. Each schedule's runs take places in Velero's one queue, so this bounds what one tenant can take. 0 allows any number.",
+            }),
+          ),
           veleroNamespace: Type.Optional(
             Type.String({
               minLength: 1,

@@ -5,6 +5,7 @@ import {
   NonAdminBackupConfigCrd,
   NonAdminBackupCrd,
   NonAdminBackupStorageLocationRequestCrd,
+  NonAdminScheduleCrd,
 } from '../api/backup.ts';
 import type { Capability } from '../capability.ts';
 import type { KubeObject } from '../kube/resources.ts';
@@ -142,6 +143,8 @@ export const backup: Capability = {
     { apiGroups: [config.group], resources: [config.plural], verbs: ['get', 'list', 'watch'] },
     // NonAdminBackups may name a NonAdminBackupStorageLocation of their namespace: it must exist.
     { apiGroups: [nab.group], resources: [NabslType.plural], verbs: ['get', 'list', 'watch'] },
+    // A namespace's NonAdminSchedules are counted against maxSchedulesPerNamespace.
+    { apiGroups: [nab.group], resources: [NonAdminScheduleCrd.type.plural], verbs: ['get', 'list', 'watch'] },
     // The sync label of a NonAdminBackup may only name a Velero Backup its namespace owns (controllers/adopt.ts).
     {
       apiGroups: ['velero.io'],

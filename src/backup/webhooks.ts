@@ -14,7 +14,7 @@ import {
   type NonAdminSchedule,
   NonAdminScheduleCrd,
 } from '../api/backup.ts';
-import type { Informer } from '../kube/informer.ts';
+import { ByNamespace, type Informer } from '../kube/informer.ts';
 import type { Manager } from '../kube/manager.ts';
 import type { KubeObject } from '../kube/resources.ts';
 import type { AdmissionHandler, AdmissionRequest } from '../webhook/admission.ts';
@@ -61,10 +61,17 @@ export function backupWebhooks(manager: Manager): WebhookDefinition[] {
   const locations = manager.informer(NonAdminBackupStorageLocationCrd.type);
   const hasLocation = (namespace: string, name: string) =>
     locations.get(`${namespace}/${name}`) !== undefined;
+  const schedules = manager.informer<NonAdminSchedule>(NonAdminScheduleCrd.type);
+  const schedulesIn = (namespace: string) => schedules.byIndex(ByNamespace, namespace).length;
   return [
     onWrite('nonadminbackups', NonAdminBackupCrd, reviewBackup(manager, configs, locations)),
     onWrite('nonadminschedules', NonAdminScheduleCrd, (request) =>
-      reviewNonAdminSchedule(configs, request as AdmissionRequest<NonAdminSchedule>, hasLocation),
+      reviewNonAdminSchedule(
+        configs,
+        request as AdmissionRequest<NonAdminSchedule>,
+        hasLocation,
+        schedulesIn,
+      ),
     ),
     // A location's spec decides where Velero writes and with which credentials.
     onWrite('nonadminbackupstoragelocations', NonAdminBackupStorageLocationCrd, (request) =>

@@ -52,7 +52,13 @@ const veleroSchedule = (name: string) =>
 beforeAll(async () => {
   // Runs a minute apart, so that a run comes within the test: the admin allows it.
   env = await startBackupEnvironment(cluster, {
-    policy: { enforceBackupSpec: { snapshotVolumes: false }, minimumScheduleInterval: '1m' },
+    // A share of Velero's queue of 2 backups and 5 schedules per namespace (issue 35).
+    policy: {
+      enforceBackupSpec: { snapshotVolumes: false },
+      minimumScheduleInterval: '1m',
+      maxQueuedBackupsPerNamespace: 2,
+      maxSchedulesPerNamespace: 5,
+    },
   });
   ({ namespace: ns, tenant } = await env.tenantNamespace('shop'));
   await cluster.admin.create(Resources.configMaps, {
@@ -275,5 +281,91 @@ describe('NonAdminSchedule', { timeout: firstRunMs + 120_000 }, () => {
         env.velero.namespace,
       ),
     ).toBeDefined();
+  });
+});
+
+describe('one tenant cannot take the queue through schedules (issue 35)', {
+  timeout: firstRunMs + 180_000,
+}, () => {
+  it('refuses the schedule beyond the limit, and 5 schedules due at once never put more than the share in Velero', async () => {
+    const { namespace: q, tenant: t } = await env.tenantNamespace('queue');
+    const make = (name: string) =>
+      t.create(nasType, {
+        metadata: { name, namespace: q },
+        spec: { schedule: '@every 1m', template: { backupSpec: {} } },
+      } as KubeObject);
+    for (let i = 0; i < 5; i++) await make(`s${i}`);
+    await eventually(async () => (await cluster.admin.list(nasType, { namespace: q })).items.length === 5, {
+      what: '5 schedules in the webhook cache',
+    });
+    await expect(make('s5')).rejects.toThrow(
+      `namespace ${q} already has 5 NonAdminSchedules and the admin allows 5 per namespace (NonAdminBackupConfig "cluster" spec.nonAdmin.maxSchedulesPerNamespace)`,
+    );
+    // Every run that reaches Velero for q, and the most unfinished at once, until all 5 schedules ran.
+    const ranBy = new Set<string>();
+    let most = 0;
+    await eventually(
+      async () => {
+        const backups = await cluster.admin.list<KubeObject & { status?: { phase?: string } }>(
+          VeleroResources.backups,
+          { namespace: env.velero.namespace },
+        );
+        const ofQ = backups.items.filter((b) => b.metadata.annotations?.[Annotations.nasNamespace] === q);
+        const open = ofQ.filter(
+          (b) =>
+            !['Completed', 'PartiallyFailed', 'Failed', 'FailedValidation'].includes(b.status?.phase ?? ''),
+        );
+        most = Math.max(most, open.length);
+        for (const b of ofQ) ranBy.add(b.metadata.annotations?.[Annotations.nasName] ?? '');
+        return ranBy.size === 5;
+      },
+      { timeoutMs: firstRunMs + 120_000, intervalMs: 200, what: 'a run of each of the 5 schedules' },
+    );
+    expect(most).toBeLessThanOrEqual(2);
+  });
+
+  it('does not run again before the minimum interval when the minute is moved right after a run', async () => {
+    const { namespace: m, tenant: t } = await env.tenantNamespace('moved');
+    await env.setPolicy({ minimumScheduleInterval: '2m' });
+    try {
+      await t.create(nasType, {
+        metadata: { name: 'even', namespace: m },
+        spec: { schedule: '*/2 * * * *', template: { backupSpec: {} } },
+      } as KubeObject);
+      const runsOf = async () =>
+        (
+          await cluster.admin.list<KubeObject>(VeleroResources.backups, { namespace: env.velero.namespace })
+        ).items
+          .filter((b) => b.metadata.annotations?.[Annotations.nasNamespace] === m)
+          .map((b) => Date.parse(b.metadata.creationTimestamp!))
+          .sort((a, b) => a - b);
+      const first = await eventually(async () => (await runsOf())[0], {
+        timeoutMs: firstRunMs,
+        intervalMs: 500,
+        what: 'a first run',
+      });
+      // Right after the run, the minutes that come next: one minute later, then every two.
+      const odd = (new Date(first).getUTCMinutes() + 1) % 2;
+      await t.patch(nasType, 'even', m, { spec: { schedule: `${odd}-59/2 * * * *` } });
+      const [a, b] = await eventually(
+        async () => {
+          const runs = await runsOf();
+          return runs.length >= 2 ? runs : undefined;
+        },
+        { timeoutMs: 240_000, intervalMs: 1000, what: 'a second run' },
+      );
+      // Not the odd minute right after the first, but the interval after the first run's minute (Velero's
+      // once-a-minute check may make a run up to a minute after its time).
+      expect(b!).toBeGreaterThanOrEqual(Math.floor(a! / 60_000) * 60_000 + 120_000);
+      // Rare but dense: every minute of 29 February (the next one is more than a year away).
+      await expect(
+        t.create(nasType, {
+          metadata: { name: 'leap', namespace: m },
+          spec: { schedule: '* * 29 2 *', template: { backupSpec: {} } },
+        } as KubeObject),
+      ).rejects.toThrow('spec.schedule "* * 29 2 *" runs as often as every 1m,');
+    } finally {
+      await env.setPolicy({});
+    }
   });
 });

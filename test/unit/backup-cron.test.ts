@@ -130,4 +130,27 @@ describe('scheduleProblems', () => {
       2 * 3600_000,
     );
   });
+
+  it('sees the real spacing of rare days: every minute of 29 February, a month end next to a month start', () => {
+    const from = new Date('2026-11-29T00:00:00Z');
+    const gap = (s: string) => shortestGapMs(parseCron(s).schedule!, from, 3600_000);
+    expect(gap('* * 29 2 *')).toBe(60_000);
+    expect(gap('0 0-23/2 29 2 *')).toBe(2 * 3600_000);
+    // 23:59 on 28 February, 00:00 on 1 March: a minute apart in three years out of four.
+    expect(gap('0,59 0,23 1,28 2,3 *')).toBe(60_000);
+    expect(gap('0 3 * * *')).toBe(24 * 3600_000);
+    expect(gap('@every 90m')).toBe(90 * 60_000);
+    expect(gap('0 0 30 2 *')).toBe(Number.POSITIVE_INFINITY);
+    expect(
+      scheduleProblems(
+        'shop',
+        { schedule: '* * 29 2 *', template: { backupSpec: {} } },
+        {},
+        undefined,
+        3600_000,
+      ),
+    ).toEqual([
+      'spec.schedule "* * 29 2 *" runs as often as every 1m, more often than this cluster allows (spec.nonAdmin.minimumScheduleInterval of NonAdminBackupConfig "cluster": 1h); schedule runs at least 1h apart, e.g. "@every 1h" or "0 3 * * *"',
+    ]);
+  });
 });

@@ -6,13 +6,15 @@ import type { Informer } from '../../kube/informer.ts';
 import { type AdmissionRequest, allow, deny, type Verdict } from '../../webhook/admission.ts';
 import { currentPolicy } from '../policy/config.ts';
 import { jsonEqual } from '../policy/enforce.ts';
-import { scheduleProblems } from '../policy/schedule.ts';
+import { scheduleLimitProblem, scheduleProblems } from '../policy/schedule.ts';
 
 export function reviewNonAdminSchedule(
   configs: Informer<NonAdminBackupConfig>,
   request: AdmissionRequest<NonAdminSchedule>,
   /** Whether NonAdminBackupStorageLocation `name` exists in `namespace` (from the webhook's cache). */
   hasLocation?: (namespace: string, name: string) => boolean,
+  /** How many NonAdminSchedules `namespace` has (from the webhook's cache). */
+  schedulesIn?: (namespace: string) => number,
 ): Verdict {
   const nas = request.object;
   if (!nas || request.operation === 'DELETE') return allow();
@@ -29,6 +31,12 @@ export function reviewNonAdminSchedule(
   }
   const namespace = request.namespace ?? nas.metadata.namespace ?? '';
   const policy = currentPolicy(configs);
+  // The limit is for new schedules; the controller holds any beyond it that got stored (races, a lowered limit).
+  const overLimit =
+    request.operation === 'CREATE' && schedulesIn
+      ? scheduleLimitProblem(namespace, schedulesIn(namespace), policy.maxSchedulesPerNamespace)
+      : undefined;
+  if (overLimit) return deny(overLimit, 403, 'Forbidden');
   const problems = scheduleProblems(
     namespace,
     nas.spec,

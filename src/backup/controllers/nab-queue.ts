@@ -5,6 +5,7 @@ import { finishedPhases } from '../../api/velero.ts';
 import { type Condition, findCondition } from '../../kube/conditions.ts';
 import { objectKey } from '../../kube/resources.ts';
 import type { BackupPolicy } from '../policy/config.ts';
+import { Annotations } from '../velero/names.ts';
 import { syncedFromOf } from './adopt.ts';
 import type { VeleroObject } from './caches.ts';
 
@@ -42,6 +43,8 @@ export function queueLimitReached(
   all: NonAdminBackup[],
   policy: BackupPolicy,
   veleroBackupOf: (n: NonAdminBackup) => VeleroObject | undefined,
+  /** The namespace's schedule runs unfinished in Velero: they hold places too (see inVeleroQueue). */
+  scheduleRuns = 0,
 ): { reason: string; message: string } | undefined {
   const limit = policy.maxQueuedBackupsPerNamespace;
   if (limit === 0) return undefined;
@@ -60,10 +63,34 @@ export function queueLimitReached(
       reason !== 'StorageLocationUnavailable'
     );
   };
-  const ahead = all.filter(inLine).length;
+  const nabs = all.filter(inLine).length;
+  const ahead = nabs + scheduleRuns;
   if (ahead < limit) return undefined;
+  const runs = scheduleRuns > 0 ? ` (and ${scheduleRuns} runs of its NonAdminSchedules)` : '';
   return {
     reason: 'NamespaceQueueLimit',
-    message: `${ahead} earlier NonAdminBackups of namespace ${ns} are in Velero's queue or waiting for it, and the admin allows ${limit} at once (NonAdminBackupConfig "cluster" spec.nonAdmin.maxQueuedBackupsPerNamespace); this one is handed to Velero when one of them finishes`,
+    message: `${nabs} earlier NonAdminBackups of namespace ${ns}${runs} are in Velero's queue or waiting for it, and the admin allows ${limit} at once (NonAdminBackupConfig "cluster" spec.nonAdmin.maxQueuedBackupsPerNamespace); this one is handed to Velero when one of them finishes`,
   };
+}
+
+/**
+ * Velero Backups of `namespace` unfinished in Velero's namespace `veleroNs`, by what made them: its
+ * NonAdminBackups' and its NonAdminSchedules' runs (Velero copies the Schedule's origin annotations onto
+ * each run; only tenantkit and admins write in Velero's namespace). Every one holds a place in the
+ * namespace's share of Velero's queue, whatever made it.
+ */
+export function inVeleroQueue(
+  backups: VeleroObject[],
+  veleroNs: string,
+  namespace: string,
+): { nabs: number; runs: number } {
+  const counts = { nabs: 0, runs: 0 };
+  for (const b of backups) {
+    if (b.metadata.namespace !== veleroNs || b.metadata.deletionTimestamp) continue;
+    if ((finishedPhases as readonly string[]).includes(String(b.status?.phase ?? ''))) continue;
+    const a = b.metadata.annotations ?? {};
+    if (a[Annotations.nasNamespace] === namespace) counts.runs++;
+    else if (a[Annotations.nabNamespace] === namespace) counts.nabs++;
+  }
+  return counts;
 }

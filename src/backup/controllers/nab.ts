@@ -37,7 +37,7 @@ import {
 import { backOff, type Refusal } from './back-off.ts';
 import { Index, ManagedTypes, managedCache, Origin, type VeleroObject } from './caches.ts';
 import { deleteBackup, NabFinalizer } from './nab-delete.ts';
-import { queueLimitReached, waiting } from './nab-queue.ts';
+import { inVeleroQueue, queueLimitReached, waiting } from './nab-queue.ts';
 
 export { NabFinalizer };
 
@@ -107,7 +107,12 @@ export function registerNabController(manager: Manager): void {
     // NABs waiting for Velero: a location's phase moved, or a backup of their namespace finished.
     .watches(VeleroResources.backupStorageLocations, () => waiting(nabs.list()))
     .watches(ManagedTypes.backups, (b) =>
-      waiting(nabs.list(), b.metadata.annotations?.[Annotations.nabNamespace] ?? ''),
+      waiting(
+        nabs.list(),
+        b.metadata.annotations?.[Annotations.nabNamespace] ??
+          b.metadata.annotations?.[Annotations.nasNamespace] ??
+          '',
+      ),
     )
     // Progress counts: a PodVolumeBackup or DataUpload of a tenant's Backup moved.
     .watches(progress.podVolumes, progress.map)
@@ -291,7 +296,8 @@ export class NabReconciler extends ObjectReconciler<NabSources, NonAdminBackup, 
       backupSpec.storageLocation as string | undefined,
     );
     if (unusable) return { wait: { reason: 'StorageLocationUnavailable', message: unusable } };
-    const full = queueLimitReached(nab, this.from.nabs.list(), policy, (n) => this.veleroBackupOf(n));
+    const { runs } = inVeleroQueue(this.from.backups.list(), policy.veleroNamespace, ns);
+    const full = queueLimitReached(nab, this.from.nabs.list(), policy, (n) => this.veleroBackupOf(n), runs);
     return full ? { wait: full } : { spec: backupSpec };
   }
 

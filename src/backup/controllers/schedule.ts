@@ -21,9 +21,10 @@ import {
   ObjectReconciler,
   ownerMapper,
   type ReconcileContext,
+  type ReconcileResult,
 } from '../../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
-import { ByOwner, type Informer } from '../../kube/informer.ts';
+import { ByNamespace, ByOwner, type Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, objectKey } from '../../kube/resources.ts';
 import { type StatusView, StatusWriter } from '../../kube/status.ts';
@@ -36,6 +37,8 @@ import { ensureSyncedNab, type Ownerships, ownerships } from './adopt.ts';
 import { backOff } from './back-off.ts';
 import { Index, IndexFunctions, ManagedTypes, managedCache, scheduleCache } from './caches.ts';
 import { type StorageLocationLookup, storageLocationLookup } from './location-lookup.ts';
+import { inVeleroQueue } from './nab-queue.ts';
+import { type Hold, intervalHold, limitHold, queueHold } from './schedule-hold.ts';
 import {
   nextRunOf,
   runLabels,
@@ -94,6 +97,12 @@ export function registerScheduleController(manager: Manager): void {
     nass,
   );
   const byUuid = (uuid: string) => nass.byIndex(Index.scheduleByUuid, uuid).map((n) => objectKey(n.metadata));
+  // Every schedule of a namespace whose backup moved: its share of Velero's queue changed.
+  const ofNamespace = (b: KubeObject) => {
+    const a = b.metadata.annotations ?? {};
+    const ns = a[Annotations.nasNamespace] ?? a[Annotations.nabNamespace];
+    return ns ? nass.byIndex(ByNamespace, ns).map((n) => objectKey(n.metadata)) : [];
+  };
 
   manager
     .controller('nonadminschedule')
@@ -102,6 +111,9 @@ export function registerScheduleController(manager: Manager): void {
     // Runs: found by the NACUUID label Velero copies from the Schedule's template, and checked for
     // ownership before being shown (a tenant's bucket may hold Backups with any labels).
     .watches(VeleroResources.backups, (b) => IndexFunctions.nasUuid(b).flatMap(byUuid))
+    .watches(VeleroResources.backups, ofNamespace)
+    // A schedule made or deleted changes the others' places (the limit, the queue's share).
+    .watches(type, (n) => nass.byIndex(ByNamespace, n.metadata.namespace!).map((o) => objectKey(o.metadata)))
     .watches(NonAdminBackupCrd.type, ownerMapper(type))
     .watchesAll(configType, generationChanged)
     .concurrency(2)
@@ -113,8 +125,8 @@ export class ScheduleReconciler extends ObjectReconciler<ScheduleSources, NonAdm
     return deleteSchedule(seen, this.from.schedules);
   }
 
-  protected override async converge(seen: Seen): Promise<undefined> {
-    const { nas, ctx } = seen;
+  protected override async converge(seen: Seen): Promise<ReconcileResult | undefined> {
+    const { nas, ns, ctx } = seen;
     const key = objectKey(nas.metadata);
     if (!seen.policy.enabled) {
       return backOff(seen.status, NonAdminDisabled, { action: 'Validate' });
@@ -130,20 +142,76 @@ export class ScheduleReconciler extends ObjectReconciler<ScheduleSources, NonAdm
         { action: 'Validate' },
       );
     }
+    // The admin's limit on schedules per namespace (admission refuses more; this holds any stored past it).
+    const overLimit = limitHold(nas, this.siblings(ns), seen.policy.maxSchedulesPerNamespace);
+    if (overLimit && !seen.schedule) {
+      return backOff(seen.status, overLimit, { action: 'Validate' });
+    }
     const current = await ensureFinalizer(ctx.client, NonAdminScheduleCrd.type, nas, NasFinalizer);
     if (!seen.uuid) return this.admit(seen, current.metadata.resourceVersion);
     // Step 2: the Velero Schedule, created or brought in line with the NAS.
     const template = this.template(seen, seen.uuid);
     if ('waiting' in template) return this.waitForLocation(seen, template.waiting);
+    // Held: paused in Velero although the tenant did not pause it (schedule-hold.ts). A new Velero
+    // Schedule starts paused; its first reconcile decides.
+    const hold = seen.schedule ? (overLimit ?? this.holdOf(seen, seen.schedule)) : undefined;
     const desired: JsonObject = {
       schedule: nas.spec!.schedule,
-      paused: nas.spec?.paused === true,
+      paused: nas.spec?.paused === true || hold !== undefined || !seen.schedule,
       useOwnerReferencesInBackup: false,
       template: template.template,
     };
     if (!seen.schedule) return this.create(seen, seen.uuid, desired);
-    if (await this.update(seen, seen.schedule, desired)) return undefined;
-    return this.mirror(seen, seen.uuid, seen.schedule);
+    if (await this.update(seen, seen.schedule, desired)) return requeue(hold);
+    await this.mirror(seen, seen.uuid, seen.schedule, hold);
+    return requeue(hold);
+  }
+
+  /** The namespace's live schedules. */
+  private siblings(ns: string): NonAdminSchedule[] {
+    return this.from.nass.byIndex(ByNamespace, ns).filter((n) => !n.metadata.deletionTimestamp);
+  }
+
+  /** The Velero Schedule made for `nas`, if any. */
+  private scheduleOf(nas: NonAdminSchedule, veleroNs: string): VeleroSchedule | undefined {
+    const uuid = nas.status?.veleroSchedule?.nacuuid;
+    return uuid
+      ? this.from.schedules
+          .byIndex(Index.nasUuid, uuid)
+          .find((s) => s.metadata.name === uuid && s.metadata.namespace === veleroNs && madeFor(s, nas))
+      : undefined;
+  }
+
+  /** The newest run Velero made for `schedule`: its status and its Backups, both in Velero's namespace. */
+  private lastRun(schedule: VeleroSchedule, veleroNs: string): number {
+    const uuid = schedule.metadata.name!;
+    const times = this.from.runs.backups
+      .byIndex(Index.nasUuid, uuid)
+      .filter((b) => b.metadata.namespace === veleroNs && b.metadata.labels?.[ScheduleNameLabel] === uuid)
+      .map((b) => Date.parse(b.metadata.creationTimestamp ?? ''));
+    const last = schedule.status?.lastBackup;
+    if (typeof last === 'string') times.push(Date.parse(last));
+    const known = times.filter((t) => !Number.isNaN(t));
+    return known.length > 0 ? Math.max(...known) : Number.NaN;
+  }
+
+  /** Why the schedule may not run now (interval since its last run, the namespace's queue share), if so. */
+  private holdOf({ nas, ns, policy }: Seen, schedule: VeleroSchedule): Hold | undefined {
+    const veleroNs = policy.veleroNamespace;
+    const now = Date.now();
+    const own = intervalHold(schedule, this.lastRun(schedule, veleroNs), policy, now);
+    if (own) return own;
+    const limit = policy.maxQueuedBackupsPerNamespace;
+    if (limit === 0) return undefined;
+    const siblings = this.siblings(ns);
+    const candidates = siblings.flatMap((n) => {
+      if (n.spec?.paused === true || limitHold(n, siblings, policy.maxSchedulesPerNamespace)) return [];
+      const s = n === nas ? schedule : this.scheduleOf(n, veleroNs);
+      if (!s || intervalHold(s, this.lastRun(s, veleroNs), policy, now)) return [];
+      return [{ nas: n, schedule: s }];
+    });
+    const { nabs, runs } = inVeleroQueue(this.from.runs.backups.list(), veleroNs, ns);
+    return queueHold(nas, candidates, nabs + runs, limit);
   }
 
   protected override read(nas: NonAdminSchedule, ctx: ReconcileContext): Seen {
@@ -270,7 +338,12 @@ export class ScheduleReconciler extends ObjectReconciler<ScheduleSources, NonAdm
   }
 
   /** Step 3: the runs, each as a NAB owned by the NAS, and the Schedule's state. */
-  private async mirror(seen: Seen, uuid: string, schedule: VeleroSchedule): Promise<undefined> {
+  private async mirror(
+    seen: Seen,
+    uuid: string,
+    schedule: VeleroSchedule,
+    hold: Hold | undefined,
+  ): Promise<undefined> {
     const { nas, ns, policy, base, status, ctx } = seen;
     const veleroNs = policy.veleroNamespace;
     const type = NonAdminScheduleCrd.type;
@@ -309,12 +382,23 @@ export class ScheduleReconciler extends ObjectReconciler<ScheduleSources, NonAdm
         ...(schedule.status ? { status: schedule.status as never } : {}),
       },
       ...(recent[0] ? { lastBackup: recent[0], recentBackups: recent } : {}),
-      nextRun: nextRunOf(schedule, paused),
-      conditions: status.condition({ ...base, conditions }, scheduledCondition(schedule, paused)),
+      nextRun: hold ? undefined : nextRunOf(schedule, paused),
+      conditions: status.condition(
+        { ...base, conditions },
+        hold && !paused
+          ? { type: 'Scheduled', status: 'False', reason: hold.reason, message: hold.message }
+          : scheduledCondition(schedule, paused),
+      ),
     });
     return undefined;
   }
 }
+
+/** A hold that ends by itself brings the schedule back then; others end with an event. */
+const requeue = (hold: Hold | undefined) =>
+  hold?.untilMs !== undefined
+    ? { requeueAfterMs: Math.max(1000, hold.untilMs - Date.now() + 1000) }
+    : undefined;
 
 const accepted = (policy: BackupPolicy) => ({
   type: 'Accepted',

@@ -12,6 +12,7 @@ export const DefaultBackupSyncPeriod = '2m';
 export const DefaultGarbageCollectionPeriod = '24h';
 export const DefaultMinimumScheduleInterval = '1h';
 export const DefaultMaxQueuedBackupsPerNamespace = 5;
+export const DefaultMaxSchedulesPerNamespace = 10;
 
 export interface BackupPolicy {
   enabled: boolean;
@@ -31,6 +32,8 @@ export interface BackupPolicy {
   allowedStorageEndpoints: readonly string[] | undefined;
   /** How many of a namespace's NonAdminBackups may be in Velero's queue at once; 0 allows any. */
   maxQueuedBackupsPerNamespace: number;
+  /** How many NonAdminSchedules a namespace may have; 0 allows any. */
+  maxSchedulesPerNamespace: number;
   /** metadata.generation of the config (0 when there is none). */
   generation: number;
 }
@@ -83,6 +86,7 @@ export function currentPolicy(configs: Informer<NonAdminBackupConfig>): BackupPo
     allowedStorageEndpoints: nonAdmin?.allowedStorageEndpoints,
     maxQueuedBackupsPerNamespace:
       nonAdmin?.maxQueuedBackupsPerNamespace ?? DefaultMaxQueuedBackupsPerNamespace,
+    maxSchedulesPerNamespace: nonAdmin?.maxSchedulesPerNamespace ?? DefaultMaxSchedulesPerNamespace,
     generation: config?.metadata.generation ?? 0,
   };
 }

@@ -11,6 +11,8 @@ export interface CronSchedule {
   next(after: Date): Date | undefined;
   /** The zone named by a TZ= prefix; undefined means Velero's local time (UTC in a container). */
   zone?: string;
+  /** The exact shortest gap between two consecutive runs, when the expression's structure gives it. */
+  gapMs?: () => number;
 }
 
 export type CronParse =
@@ -134,6 +136,41 @@ function nextOf(spec: Spec, after: Date): Date | undefined {
   return undefined;
 }
 
+const dayMs = 24 * 3600_000;
+/** 28 years: every alignment of weekdays, leap days and month ends (Gregorian, to 2099) comes round. */
+const cycleDays = 28 * 366;
+
+/**
+ * The exact shortest gap between consecutive runs of `spec`: every matching day runs at the same times
+ * of day, so it is the smaller of the shortest gap within a day and the shortest step between matching
+ * days less the day's span (a run late on one day and early on the next). Matching days are walked over
+ * a full 28-year cycle, so a rare day (29 February, a month end next to a month start) is not missed.
+ */
+function specGapMs(spec: Spec): number {
+  const times = [...spec.hour.values]
+    .flatMap((h) => [...spec.minute.values].map((m) => (h * 60 + m) * minuteMs))
+    .sort((a, b) => a - b);
+  if (times.length === 0) return Number.POSITIVE_INFINITY;
+  let shortest = Number.POSITIVE_INFINITY;
+  for (let i = 1; i < times.length; i++) shortest = Math.min(shortest, times[i]! - times[i - 1]!);
+  const span = times[times.length - 1]! - times[0]!;
+  const start = Date.UTC(2000, 0, 1);
+  let previous: number | undefined;
+  let step = Number.POSITIVE_INFINITY;
+  for (let d = 0; d < cycleDays && step > 1; d++) {
+    const day = new Date(start + d * dayMs);
+    if (!spec.month.values.has(day.getUTCMonth() + 1)) continue;
+    const domMatch = spec.dom.values.has(day.getUTCDate());
+    const dowMatch = spec.dow.values.has(day.getUTCDay());
+    const dayOk = spec.dom.star || spec.dow.star ? domMatch && dowMatch : domMatch || dowMatch;
+    if (!dayOk) continue;
+    if (previous !== undefined) step = Math.min(step, d - previous);
+    previous = d;
+  }
+  if (Number.isFinite(step)) shortest = Math.min(shortest, step * dayMs - span);
+  return shortest;
+}
+
 const descriptors: Record<string, () => Spec> = {
   '@yearly': () => ({ minute: one(0), hour: one(0), dom: one(1), month: one(1), dow: all(dow) }),
   '@monthly': () => ({ minute: one(0), hour: one(0), dom: one(1), month: all(months), dow: all(dow) }),
@@ -145,13 +182,15 @@ descriptors['@annually'] = descriptors['@yearly']!;
 descriptors['@midnight'] = descriptors['@daily']!;
 
 /**
- * The shortest time between two consecutive runs of `schedule` after `from`, looking at up to 1,000 runs
- * within a year (enough for every cron pattern's rhythm: minutes, hours, days, months), stopping early at
- * the first gap shorter than `below`.
+ * The shortest time between two consecutive runs of `schedule`: exact for cron fields and descriptors
+ * (see specGapMs); otherwise looked for in up to 1,000 runs within a year of the first run after `from`,
+ * stopping early at the first gap shorter than `below`.
  */
 export function shortestGapMs(schedule: CronSchedule, from: Date, below = 0): number {
-  const end = from.getTime() + 366 * 24 * 3600e3;
+  if (schedule.gapMs) return schedule.gapMs();
   let previous = schedule.next(from);
+  // A year from the first run, not from `from`: a rare first run (29 February) still counts its next ones.
+  const end = (previous?.getTime() ?? from.getTime()) + 366 * dayMs;
   let shortest = Number.POSITIVE_INFINITY;
   for (let i = 0; previous && i < 1000; i++) {
     const next = schedule.next(previous);
@@ -196,13 +235,16 @@ export function parseCron(text: string): CronParse {
       if (ms === undefined) return { error: `failed to parse duration ${spec}` };
       // Every(): at least one second, whole seconds; Next() counts from the whole second before `after`.
       const delay = Math.max(1000, Math.floor(ms / 1000) * 1000);
-      return withZone({ next: (after) => new Date(Math.floor(after.getTime() / 1000) * 1000 + delay) });
+      return withZone({
+        next: (after) => new Date(Math.floor(after.getTime() / 1000) * 1000 + delay),
+        gapMs: () => delay,
+      });
     }
     if (spec.startsWith('@')) {
       const make = descriptors[spec];
       if (!make) return { error: `unrecognized descriptor: ${spec}` };
       const s = make();
-      return withZone({ next: (after) => nextOf(s, after) });
+      return withZone({ next: (after) => nextOf(s, after), gapMs: () => specGapMs(s) });
     }
     const fields = spec.split(/\s+/);
     if (fields.length !== 5) return { error: `expected exactly 5 fields, found ${fields.length}: ${spec}` };
@@ -213,7 +255,7 @@ export function parseCron(text: string): CronParse {
       month: field(fields[3]!, months),
       dow: field(fields[4]!, dow),
     };
-    return withZone({ next: (after) => nextOf(s, after) });
+    return withZone({ next: (after) => nextOf(s, after), gapMs: () => specGapMs(s) });
   } catch (err) {
     if (err instanceof CronError) return { error: err.message };
     throw err;

@@ -47,3 +47,12 @@ export function templateOf(spec: NonAdminSchedule['spec'] | undefined): JsonObje
   const { backupType: _type, ...template } = (spec?.template?.backupSpec ?? {}) as JsonObject;
   return template;
 }
+
+/**
+ * The admin's limit on schedules per namespace (policy.maxSchedulesPerNamespace): `name` is refused when
+ * `others` (the namespace's other schedules that come before it) already fill it.
+ */
+export function scheduleLimitProblem(namespace: string, others: number, limit: number): string | undefined {
+  if (limit === 0 || others < limit) return undefined;
+  return `namespace ${namespace} already has ${others} NonAdminSchedules and the admin allows ${limit} per namespace (NonAdminBackupConfig "cluster" spec.nonAdmin.maxSchedulesPerNamespace): delete one (kubectl delete nonadminschedule <name> -n ${namespace}) or merge its work into an existing schedule`;
+}
