@@ -121,12 +121,6 @@ export function originRecord(namespace: NamespaceLike): Record<string, string> {
   return record;
 }
 
-/** Whether `backup` carries an owner record (a namespace UID or an organization). */
-export function hasOriginRecord(backup: OwnedBackup): boolean {
-  const a = backup.metadata.annotations ?? {};
-  return Boolean(a[Annotations.originNamespaceUid] || a[Annotations.originOrganization]);
-}
-
 /**
  * {@link backupOwner}, checked against the namespace as it is now (`namespace(name)`: the live object).
  * A tenant location's Backups stay that location's namespace's (the location goes with its namespace).
