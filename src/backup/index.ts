@@ -151,6 +151,8 @@ export const backup: Capability = {
       resources: ['backups', 'backupstoragelocations'],
       verbs: ['get', 'list', 'watch'],
     },
+    // ... as the instance or organization recorded on it (velero/ownership.ts): namespaces are read.
+    { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
   ],
   webhooks: ({ manager }) => backupWebhooks(manager),
   controllers(ctx) {

@@ -3,9 +3,15 @@
 // by a tenant to reach another tenant's backup is refused at admission and, with the webhook bypassed, by
 // the controller.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type NonAdminBackup, NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/api/backup.ts';
+import {
+  type NonAdminBackup,
+  NonAdminBackupCrd,
+  NonAdminDownloadRequestCrd,
+  NonAdminRestoreCrd,
+} from '../../src/api/backup.ts';
 import { VeleroResources } from '../../src/api/velero.ts';
-import { Labels } from '../../src/backup/velero/names.ts';
+import { Annotations, Labels, managedLabels } from '../../src/backup/velero/names.ts';
+import { OrganizationLabel } from '../../src/backup/velero/ownership.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import {
@@ -14,6 +20,7 @@ import {
   completedRestore,
   condition,
   startBackupEnvironment,
+  tenantIn,
   veleroQueueMs,
 } from '../harness/backup.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
@@ -143,6 +150,11 @@ describe('backup sync', { timeout: veleroQueueMs + 90_000 }, () => {
 
   it('gives a namespace made again its backups at once, not at the next periodic sync', async () => {
     const { namespace: gone, tenant: owner } = await env.tenantNamespace('gone', 'gina');
+    // Its organization: the namespace made again below is the same organization's, so it gets them back.
+    const org = cluster.unique('gone-org');
+    await cluster.admin.patch(Resources.namespaces, gone, undefined, {
+      metadata: { labels: { [OrganizationLabel]: org } },
+    });
     await owner.create(nabType, {
       metadata: { name: 'before', namespace: gone },
       spec: { backupSpec: {} },
@@ -171,7 +183,9 @@ describe('backup sync', { timeout: veleroQueueMs + 90_000 }, () => {
       );
       // Its sync pass saw no namespace and waits an hour; the namespace's creation does not wait.
       await new Promise((r) => setTimeout(r, 2_000));
-      await cluster.admin.create(Resources.namespaces, { metadata: { name: gone } } as KubeObject);
+      await cluster.admin.create(Resources.namespaces, {
+        metadata: { name: gone, labels: { [OrganizationLabel]: org } },
+      } as KubeObject);
       await eventually(async () => (await synced(name, gone)).length === 1, {
         what: 'the NonAdminBackup in the namespace made again',
         timeoutMs: 20_000,
@@ -249,5 +263,148 @@ describe('backup sync', { timeout: veleroQueueMs + 90_000 }, () => {
     expect(events.items.some((e) => e.reason === 'NotAdoptable' && e.regarding?.name === 'stolen')).toBe(
       true,
     );
+  });
+});
+
+/** A namespace of `name` in organization `org`, made by the admin, with `user` its admin. */
+async function orgNamespace(name: string, org: string, user: string) {
+  await cluster.admin.create(Resources.namespaces, {
+    metadata: { name, labels: { [OrganizationLabel]: org } },
+  } as KubeObject);
+  cluster.defer(() => cluster.admin.delete(Resources.namespaces, name));
+  return tenantIn(cluster, name, user);
+}
+
+async function deleteNamespace(name: string) {
+  await cluster.admin.delete(Resources.namespaces, name);
+  await eventually(async () => !(await cluster.admin.get(Resources.namespaces, name)), {
+    what: `namespace ${name} gone`,
+    timeoutMs: 60_000,
+  });
+}
+
+type VeleroBackupObject = KubeObject & { status?: { phase?: string } };
+const completedVelero = (name: string) =>
+  eventually(
+    async () => {
+      const b = await cluster.admin.get<VeleroBackupObject>(
+        VeleroResources.backups,
+        name,
+        env.velero.namespace,
+      );
+      return b?.status?.phase === 'Completed' ? b : undefined;
+    },
+    { what: `Velero Backup ${name} Completed (Velero's bucket sync brings it back)`, timeoutMs: 90_000 },
+  );
+
+/** Several sync passes (period 3s): what sync would give, it has given by then. */
+const severalPasses = () => new Promise((r) => setTimeout(r, 10_000));
+
+describe('backups follow the namespace instance and its organization, not its name', {
+  timeout: veleroQueueMs + 240_000,
+}, () => {
+  it("gives a namespace re-created under another organization nothing of the old one's, and the same organization everything", async () => {
+    const name = cluster.unique('r1x');
+    const teamA = cluster.unique('team-a');
+    const alice = await orgNamespace(name, teamA, 'alice');
+    await cluster.admin.create(Resources.secrets, {
+      metadata: { name: 'db', namespace: name },
+      stringData: { password: 'alice-only' },
+    } as KubeObject);
+    await alice.create(nabType, {
+      metadata: { name: 'r1', namespace: name },
+      spec: { backupSpec: {} },
+    } as KubeObject);
+    const backup = (await completedBackup(cluster, name, 'r1')).status!.veleroBackup!.name!;
+    await deleteNamespace(name);
+    await completedVelero(backup);
+
+    // bob, of another organization, makes a namespace of the same name.
+    const bob = await orgNamespace(name, cluster.unique('team-b'), 'bob');
+    await bob.create(narType, {
+      metadata: { name: 'steal', namespace: name },
+      spec: { restoreSpec: { backupName: 'r1' } },
+    } as KubeObject);
+    await bob.create(NonAdminDownloadRequestCrd.type, {
+      metadata: { name: 'peek', namespace: name },
+      spec: { target: { kind: 'BackupLog', name: 'r1' } },
+    } as KubeObject);
+    await severalPasses();
+    // No NonAdminBackup, so nothing to restore or download; no Velero view of alice's Backup.
+    expect(await synced(backup, name)).toEqual([]);
+    expect((await bob.list(nabType, { namespace: name })).items).toEqual([]);
+    const restores = await cluster.admin.list<KubeObject>(VeleroResources.restores, {
+      namespace: env.velero.namespace,
+    });
+    expect(restores.items.filter((r) => r.metadata.annotations?.[Annotations.narNamespace] === name)).toEqual(
+      [],
+    );
+    const nar = await bob.get<KubeObject & { status?: { phase?: string } }>(narType, 'steal', name);
+    expect(nar?.status?.phase).toBe('BackingOff');
+    const nadr = await bob.get<KubeObject & { status?: { phase?: string; velero?: unknown } }>(
+      NonAdminDownloadRequestCrd.type,
+      'peek',
+      name,
+    );
+    expect(nadr?.status?.velero).toBeUndefined();
+    await expect(bob.get(VeleroResources.backups, backup, env.velero.namespace)).rejects.toThrow(
+      /forbidden/i,
+    );
+    expect(await bob.get(Resources.secrets, 'db', name)).toBeUndefined();
+
+    // The same organization makes it again: its members get the backup back, and restore from it.
+    await deleteNamespace(name);
+    const again = await orgNamespace(name, teamA, 'alice');
+    const back = await eventually(async () => (await synced(backup, name))[0], {
+      what: 'the backup synced into the namespace its organization made again',
+      timeoutMs: 30_000,
+    });
+    await completedBackup(cluster, name, back.metadata.name!);
+    await again.create(narType, {
+      metadata: { name: 'back', namespace: name },
+      spec: { restoreSpec: { backupName: back.metadata.name } },
+    } as KubeObject);
+    await completedRestore(cluster, name, 'back');
+    const secret = await again.get<KubeObject & { data?: Record<string, string> }>(
+      Resources.secrets,
+      'db',
+      name,
+    );
+    expect(Buffer.from(secret?.data?.password ?? '', 'base64').toString()).toBe('alice-only');
+  });
+
+  it('syncs a backup made before owners were recorded to no one, until the admin assigns it', async () => {
+    const name = cluster.unique('old');
+    const org = cluster.unique('team-old');
+    await orgNamespace(name, org, 'olga');
+    // What tenantkit made before it recorded owners: its labels and origin, no owner record.
+    const backup = cluster.unique('old-backup');
+    await cluster.admin.create(VeleroResources.backups, {
+      metadata: {
+        name: backup,
+        namespace: env.velero.namespace,
+        labels: { ...managedLabels, [Labels.nabUuid]: backup },
+        annotations: { [Annotations.nabName]: 'old', [Annotations.nabNamespace]: name },
+      },
+      spec: { includedNamespaces: [name] },
+    } as KubeObject);
+    cluster.defer(() => cluster.admin.delete(VeleroResources.backups, backup, env.velero.namespace));
+    await completedVelero(backup);
+    await deleteNamespace(name);
+    // The namespace, older than the backup, had it (and its synced NonAdminBackup removed the object on
+    // the way out): Velero's bucket sync brings it back, still without a record.
+    await completedVelero(backup);
+    // Made again, even by the same organization: nothing says which namespace the backup was taken from.
+    await orgNamespace(name, org, 'olga');
+    await severalPasses();
+    expect(await synced(backup, name)).toEqual([]);
+    // The admin assigns it (docs/backup.md): to the organization, as a tenant cannot.
+    await cluster.admin.patch(VeleroResources.backups, backup, env.velero.namespace, {
+      metadata: { annotations: { [Annotations.originOrganization]: org } },
+    });
+    await eventually(async () => (await synced(backup, name)).length === 1, {
+      what: 'the assigned backup synced into its namespace',
+      timeoutMs: 30_000,
+    });
   });
 });

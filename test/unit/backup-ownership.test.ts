@@ -9,7 +9,11 @@ import {
   backupOwner,
   defaultLocationOf,
   type Location,
+  type NamespaceLike,
+  OrganizationLabel,
   type OwnedBackup,
+  originRecord,
+  ownerNow,
 } from '../../src/backup/velero/ownership.ts';
 import type { Informer } from '../../src/kube/informer.ts';
 
@@ -198,5 +202,44 @@ describe('reviewSyncedFrom (admission of the sync label)', () => {
       /cannot be added, changed or removed/,
     );
     expect(review('shop', 'UPDATE', { [Labels.syncedFrom]: 'shop-nightly-x' }, labelled)).toBeUndefined();
+  });
+});
+
+describe('ownerNow: the namespace of that name, only as the instance or organization recorded', () => {
+  const ns = (uid: string, org?: string, created = '2026-01-01T00:00:00Z'): NamespaceLike => ({
+    metadata: { uid, creationTimestamp: created, labels: org ? { [OrganizationLabel]: org } : {} },
+  });
+  const taken = ns('uid-1', 'team-a');
+  const recorded = (record: Record<string, string>, started = '2026-01-02T00:00:00Z') => ({
+    ...made('shop', { annotations: record }),
+    status: { startTimestamp: started },
+  });
+  const now = (b: OwnedBackup, live: NamespaceLike | undefined) =>
+    ownerNow(owner(b), b, (name) => (name === 'shop' ? live : undefined)).namespace;
+
+  it('keeps a backup with its namespace, and with a namespace its organization made again', () => {
+    const b = recorded(originRecord(taken));
+    expect(now(b, taken)).toBe('shop');
+    expect(now(b, ns('uid-2', 'team-a'))).toBe('shop');
+  });
+
+  it('gives nothing to a namespace of that name of another organization, or of none', () => {
+    const b = recorded(originRecord(taken));
+    expect(now(b, ns('uid-2', 'team-b'))).toBeUndefined();
+    expect(now(b, ns('uid-2'))).toBeUndefined();
+    expect(now(b, undefined)).toBeUndefined();
+  });
+
+  it('gives an unrecorded backup only to a namespace older than it, until an admin assigns it', () => {
+    const b = recorded({});
+    expect(now(b, ns('uid-1', 'team-a', '2026-01-01T00:00:00Z'))).toBe('shop');
+    expect(now(b, ns('uid-2', 'team-a', '2026-01-03T00:00:00Z'))).toBeUndefined();
+    const assigned = recorded({ [Annotations.originOrganization]: 'team-a' });
+    expect(now(assigned, ns('uid-2', 'team-a', '2026-01-03T00:00:00Z'))).toBe('shop');
+  });
+
+  it("leaves a tenant location's backups to that location's namespace", () => {
+    const b = { ...made('shop', {}, { storageLocation: 'team-a-store-1234' }) };
+    expect(ownerNow(owner(b), b, () => undefined).namespace).toBe('team-a');
   });
 });

@@ -12,13 +12,20 @@ import type { ReconcileContext } from '../../kube/controller.ts';
 import { ensureFinalizer } from '../../kube/finalizers.ts';
 import { ByNamespace, type Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
-import type { KubeObject, OwnerReference } from '../../kube/resources.ts';
+import { type KubeObject, type OwnerReference, Resources } from '../../kube/resources.ts';
 import type { StatusWriter } from '../../kube/status.ts';
 import { type AdmissionRequest, deny, type Verdict } from '../../webhook/admission.ts';
 import { type BackupPolicy, currentPolicy } from '../policy/config.ts';
 import type { JsonObject } from '../policy/enforce.ts';
 import { Annotations, Labels } from '../velero/names.ts';
-import { backupOwner, defaultLocationOf, type Location, type Ownership } from '../velero/ownership.ts';
+import {
+  backupOwner,
+  defaultLocationOf,
+  type Location,
+  type NamespaceLike,
+  type Ownership,
+  ownerNow,
+} from '../velero/ownership.ts';
 import { backOff } from './back-off.ts';
 import { NabFinalizer } from './nab-delete.ts';
 
@@ -51,6 +58,10 @@ export interface Ownerships {
   ownerOf(backup: VeleroBackup): Ownership;
   /** NABs of `namespace` that name `backupName` in their status or their sync label. */
   nabsFor(namespace: string, backupName: string): NonAdminBackup[];
+  /** The namespace of that name as it is now (cache), if it exists. */
+  namespace(name: string): (KubeObject & NamespaceLike) | undefined;
+  /** Why `namespace` may not restore from `backup`, or undefined when it may (see restoreProblem). */
+  restoreProblem(backup: VeleroBackup, namespace: string): string | undefined;
 }
 
 /**
@@ -60,6 +71,7 @@ export interface Ownerships {
 export function ownerships(manager: Manager, options: { nabs?: boolean } = {}): Ownerships {
   const backups = manager.informer<VeleroBackup>(VeleroResources.backups);
   const bsls = manager.informer<Bsl>(VeleroResources.backupStorageLocations);
+  const namespaces = manager.informer<KubeObject & NamespaceLike>(Resources.namespaces);
   const cache = options.nabs === false ? undefined : manager.informer<NonAdminBackup>(NonAdminBackupCrd.type);
   cache?.addIndex(ByBackupRef, refsOf);
   const nabs = () => {
@@ -74,14 +86,33 @@ export function ownerships(manager: Manager, options: { nabs?: boolean } = {}): 
     backup: (ns, name) => backups.get(`${ns}/${name}`),
     ownerOf(backup) {
       const ns = backup.metadata.namespace!;
-      return backupOwner(
+      const claimed = backupOwner(
         backup,
         (name) => bsls.get(`${ns}/${name}`),
         () => defaultLocationOf(bsls.byIndex(ByNamespace, ns)),
       );
+      // The namespace of that name now, as an instance and an organization: never the name alone.
+      return ownerNow(claimed, backup, (name) => namespaces.get(name));
     },
     nabsFor: (namespace, backupName) => nabs().byIndex(ByBackupRef, `${namespace}/${backupName}`),
+    namespace: (name) => namespaces.get(name),
+    restoreProblem(backup, namespace) {
+      return restoreProblem(this, backup, namespace);
+    },
   };
+}
+
+/**
+ * Why `namespace` may not restore from Velero Backup `backup`, or undefined when it may: the backup must
+ * be the namespace's now (velero/ownership.ts: its instance or its organization, never its name alone).
+ */
+function restoreProblem(o: Ownerships, backup: VeleroBackup, namespace: string): string | undefined {
+  const owner = o.ownerOf(backup);
+  if (owner.namespace === namespace) return undefined;
+  const refused = `Velero Backup ${backup.metadata.name} does not belong to namespace ${namespace}`;
+  return owner.namespace !== undefined
+    ? `${refused} (it is namespace ${owner.namespace}'s)`
+    : `${refused}: ${owner.why}`;
 }
 
 /**

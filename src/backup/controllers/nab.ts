@@ -41,6 +41,7 @@ import { inVeleroQueue, queueLimitReached, waiting } from './nab-queue.ts';
 
 export { NabFinalizer };
 
+import { originRecord } from '../velero/ownership.ts';
 import { type StorageLocationLookup, storageLocationLookup } from './location-lookup.ts';
 import { type LocationUse, locationUse } from './location-use.ts';
 import { backupProgress, type ProgressSource, withProgress } from './progress.ts';
@@ -312,11 +313,15 @@ export class NabReconciler extends ObjectReconciler<NabSources, NonAdminBackup, 
 
   /** Step 2: the Velero Backup, named and labelled by the NACUUID. */
   private async create({ nab, ns, policy, ctx }: Seen, uuid: string, backupSpec: JsonObject): Result {
-    // The NACUUID and the config's namespace: never a name or namespace read back from status.
+    // The NACUUID and the config's namespace: never a name or namespace read back from status. Which
+    // namespace instance and organization it is taken from (velero/ownership.ts): the cache must know it.
+    const namespace = this.from.adoption.namespace(ns);
+    if (!namespace?.metadata.uid) throw new Error(`namespace ${ns} is not in the cache yet; retrying`);
     const metadata = managedMeta(uuid, policy.veleroNamespace, Labels.nabUuid, {
       [Annotations.nabName]: nab.metadata.name!,
       [Annotations.nabNamespace]: ns,
       [CreatedAtAnnotation]: new Date().toISOString(),
+      ...originRecord(namespace),
     });
     await createOnce(ctx, VeleroResources.backups, { metadata, spec: backupSpec } as KubeObject);
     return undefined;

@@ -59,6 +59,16 @@ export function checkRequest(
   if (problems.length > 0 || !nab || !backup) {
     return { refusal: { reason: 'InvalidRestoreSpec', message: problems.join('; ') } };
   }
+  // The backup must be this namespace's now, as an instance or an organization, not by name (adopt.ts).
+  const notOwned = from.adoption.restoreProblem(backup, ns);
+  if (notOwned) {
+    return {
+      refusal: {
+        reason: 'BackupNotOwned',
+        message: `spec.restoreSpec.backupName "${nab.metadata.name}": ${notOwned}; restore only from this namespace's own backups (a cluster admin assigns a backup of an earlier namespace: docs/backup.md)`,
+      },
+    };
+  }
   // Whose rights bound the restore: only as admission recorded it at the last change of the spec
   // (admission/requester.ts).
   const requester = requesterOf(nar);

@@ -33,6 +33,7 @@ import { type JsonObject, jsonEqual, withEnforced } from '../policy/enforce.ts';
 import { scheduleProblems, templateOf } from '../policy/schedule.ts';
 import { withForcedBackupFields } from '../policy/velero-filters.ts';
 import { Annotations, Labels } from '../velero/names.ts';
+import { originRecord } from '../velero/ownership.ts';
 import { ensureSyncedNab, type Ownerships, ownerships } from './adopt.ts';
 import { backOff } from './back-off.ts';
 import { Index, IndexFunctions, ManagedTypes, managedCache, scheduleCache } from './caches.ts';
@@ -289,13 +290,22 @@ export class ScheduleReconciler extends ObjectReconciler<ScheduleSources, NonAdm
     return undefined;
   }
 
+  /** The namespace's owner record (velero/ownership.ts); the cache must know the namespace. */
+  private ownerRecord(ns: string): Record<string, string> {
+    const namespace = this.from.runs.namespace(ns);
+    if (!namespace?.metadata.uid) throw new Error(`namespace ${ns} is not in the cache yet; retrying`);
+    return originRecord(namespace);
+  }
+
   private async create(seen: Seen, uuid: string, desired: JsonObject): Promise<undefined> {
     const { nas, ns, policy, base, status, ctx } = seen;
     const skip = nas.spec?.skipImmediately === true;
-    // Velero copies a Schedule's annotations onto every run: the runs' origin (velero/ownership.ts).
+    // Velero copies a Schedule's annotations onto every run: the runs' origin and owner record
+    // (velero/ownership.ts).
     const metadata = managedMeta(uuid, policy.veleroNamespace, Labels.nasUuid, {
       [Annotations.nasName]: nas.metadata.name!,
       [Annotations.nasNamespace]: ns,
+      ...this.ownerRecord(ns),
     });
     const spec = { ...desired, skipImmediately: skip };
     await createOnce(ctx, VeleroResources.schedules, { metadata, spec } as KubeObject);
@@ -306,7 +316,7 @@ export class ScheduleReconciler extends ObjectReconciler<ScheduleSources, NonAdm
 
   /** Pushes what differs to the Velero Schedule; true when it did (the Schedule's event brings this back). */
   private async update(
-    { nas, status, ctx }: Seen,
+    { nas, ns, status, ctx }: Seen,
     schedule: VeleroSchedule,
     desired: JsonObject,
   ): Promise<boolean> {
@@ -324,6 +334,14 @@ export class ScheduleReconciler extends ObjectReconciler<ScheduleSources, NonAdm
       ops.push({ op: 'add', path: '/spec/template', value: desired.template });
     }
     if (skip) ops.push({ op: 'add', path: '/spec/skipImmediately', value: true });
+    // The owner record its future runs carry: added to Schedules made before it existed, and follows the
+    // namespace's organization.
+    const annotations = schedule.metadata.annotations ?? {};
+    for (const [key, value] of Object.entries(this.ownerRecord(ns))) {
+      if (annotations[key] === value) continue;
+      const path = `/metadata/annotations/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+      ops.push({ op: 'add', path, value });
+    }
     if (ops.length === 0) return false;
     const name = schedule.metadata.name!;
     await ctx.client.patch(VeleroResources.schedules, name, schedule.metadata.namespace, ops, PatchType.json);
@@ -331,7 +349,7 @@ export class ScheduleReconciler extends ObjectReconciler<ScheduleSources, NonAdm
       type: 'Normal',
       reason: 'ScheduleUpdated',
       action: 'Update',
-      message: `Velero Schedule ${name}: ${ops.map((op) => op.path.replace('/spec/', '')).join(', ')} updated`,
+      message: `Velero Schedule ${name}: ${[...new Set(ops.map((op) => (op.path.startsWith('/spec/') ? op.path.slice(6) : 'owner record')))].join(', ')} updated`,
     });
     if (skip) await resetSkip(nas, ctx);
     return true;

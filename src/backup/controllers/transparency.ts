@@ -24,7 +24,7 @@ import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
 import { configType, currentPolicy } from '../policy/config.ts';
 import { Annotations, Labels } from '../velero/names.ts';
-import { defaultLocationOf, type Location } from '../velero/ownership.ts';
+import { defaultLocationOf, type Location, type NamespaceLike, ownerNow } from '../velero/ownership.ts';
 import { isManaged, ManagedTypes, managedCache } from './caches.ts';
 
 /** Field manager of the writes, and the managed-by value on the Roles/RoleBindings this controller makes. */
@@ -93,13 +93,20 @@ const tenantLocationNamespace = (l: Bsl | undefined) =>
  * namespace only. On a location that does not exist: nobody. Otherwise (an admin's location, or none yet:
  * a Backup Velero has not processed) the one origin namespace tenantkit recorded on a Backup it labelled.
  */
-export function viewerOf(backup: Backup, location: Bsl | undefined): string | undefined {
+export function viewerOf(
+  backup: Backup,
+  location: Bsl | undefined,
+  namespace: (name: string) => NamespaceLike | undefined,
+): string | undefined {
   if (tenantLocationNamespace(location)) return tenantLocationNamespace(location);
   if (location?.metadata.labels?.[Labels.nabslUuid] !== undefined) return undefined;
   if (locationOf(backup) !== '' && !location) return undefined;
   if (!isManaged(backup)) return undefined;
   const origins = backupOrigin(backup);
-  return origins.length === 1 ? origins[0] : undefined;
+  if (origins.length !== 1) return undefined;
+  // The namespace of that name only while it is the instance or organization recorded (not a namesake).
+  const claimed = { namespace: origins[0]!, via: 'tenantkit-records', location: '' } as const;
+  return ownerNow(claimed, backup, namespace).namespace;
 }
 const restoreOrigin = (o: KubeObject) => {
   const ns = o.metadata.annotations?.[Annotations.narNamespace];
@@ -160,6 +167,7 @@ export interface TransparencySources {
   roles: Informer<Role>;
   views: Informer<RoleBinding>;
   configs: Informer<NonAdminBackupConfig>;
+  namespaces: Informer<KubeObject & NamespaceLike>;
 }
 
 /** What one tenant namespace may see in Velero's namespace, and who may see it. */
@@ -180,6 +188,7 @@ export function registerTransparencyController(manager: Manager): void {
     roles: manager.informer<Role>(viewRoles),
     views: manager.informer<RoleBinding>(viewBindings),
     configs: manager.informer<NonAdminBackupConfig>(configType),
+    namespaces: manager.informer<KubeObject & NamespaceLike>(Resources.namespaces),
   };
   const { backups, restores, roles, views } = sources;
   backups.addIndex(ByOrigin, backupOrigin);
@@ -252,7 +261,7 @@ export class TransparencyReconciler extends ReconcilerOf<TransparencySources> {
     const location = named
       ? bsls.get(`${b.metadata.namespace}/${named}`)
       : defaultLocationOf(bsls.byIndex(ByNamespace, b.metadata.namespace!));
-    return viewerOf(b, location);
+    return viewerOf(b, location, (name) => this.from.namespaces.get(name));
   }
 
   /**
@@ -274,9 +283,12 @@ export class TransparencyReconciler extends ReconcilerOf<TransparencySources> {
           .map((o) => o.metadata.name!),
       ),
     ];
+    // Velero Restores are made for a NonAdminRestore of the namespace (never synced from a bucket): one
+    // older than the namespace was made for an earlier namespace of that name.
+    const since = Date.parse(this.from.namespaces.get(namespace)?.metadata.creationTimestamp ?? '');
     const restoreNames = restores
       .byIndex(ByOrigin, namespace)
-      .filter(inVelero)
+      .filter((o) => inVelero(o) && Date.parse(o.metadata.creationTimestamp ?? '') >= since)
       .map((o) => o.metadata.name!);
     return {
       namespace,

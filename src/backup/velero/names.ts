@@ -34,6 +34,14 @@ export const Annotations = {
   nadrNamespace: 'openshift.io/oadp-nadr-origin-namespace',
   nasName: 'openshift.io/oadp-nas-origin-name',
   nasNamespace: 'openshift.io/oadp-nas-origin-namespace',
+  /**
+   * On a Velero Backup or Schedule tenantkit made (and so on a Schedule's runs, which Velero copies them
+   * to), or set by an admin: the UID of the namespace instance it was taken from and that namespace's
+   * organization. Who owns it follows these, never the origin namespace's name alone
+   * (velero/ownership.ts). Tenants cannot write objects in Velero's namespace.
+   */
+  originNamespaceUid: 'backup.tenantkit.io/origin-namespace-uid',
+  originOrganization: 'backup.tenantkit.io/origin-organization',
 } as const;
 
 const maxName = 63;

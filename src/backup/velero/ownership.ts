@@ -10,12 +10,49 @@
 //   origin-namespace annotation of a NonAdminBackup or NonAdminSchedule, with tenantkit's labels and
 //   includedNamespaces exactly that namespace). Only admins and tenantkit write those buckets.
 // - Anything else (admin backups without tenantkit's records, unknown locations) belongs to nobody.
+//
+// A name is not a namespace: a namespace deleted and made again by someone else has the same name. So a
+// Backup of an admin's location belongs to the namespace of that name only while it is the same instance
+// (the UID recorded on the Backup) or belongs to the same organization (the organization recorded on it):
+// {@link ownerNow}. A Backup with neither record (made before tenantkit recorded them) belongs to nobody
+// until an admin annotates it (docs/backup.md, "Backups made before owners were recorded").
+import { defaults as tenancyDefaults } from '../../tenancy/config.ts';
 import { Annotations, Labels, ManagedByValue } from './names.ts';
 
 export interface OwnedBackup {
-  metadata: { name?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  metadata: {
+    name?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    creationTimestamp?: string;
+  };
   spec?: { storageLocation?: unknown; includedNamespaces?: unknown };
+  status?: { startTimestamp?: unknown };
 }
+
+/**
+ * Whether `namespace` was made before Velero started `backup` (its status.startTimestamp, which Velero's
+ * bucket sync keeps; creationTimestamp is reset by a re-sync). False when either time is unknown.
+ */
+function olderThan(namespace: NamespaceLike, backup: OwnedBackup): boolean {
+  const made = Date.parse(namespace.metadata.creationTimestamp ?? '');
+  const started = Date.parse(
+    typeof backup.status?.startTimestamp === 'string' ? backup.status.startTimestamp : '',
+  );
+  return Number.isFinite(made) && Number.isFinite(started) && made <= started;
+}
+
+export interface NamespaceLike {
+  metadata: {
+    uid?: string;
+    labels?: Record<string, string>;
+    deletionTimestamp?: string;
+    creationTimestamp?: string;
+  };
+}
+
+/** The label that names a namespace's organization (tenancy's, src/tenancy/config.ts). */
+export const OrganizationLabel = tenancyDefaults.organizationLabel;
 
 export interface Location {
   metadata: { name?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
@@ -73,4 +110,46 @@ export function backupOwner(
 export function defaultLocationOf<T extends Location>(locations: T[]): T | undefined {
   const defaults = locations.filter((l) => l.spec?.default === true);
   return defaults.length === 1 ? defaults[0] : undefined;
+}
+
+/** What tenantkit records on a Velero Backup or Schedule it makes for `namespace`: see {@link ownerNow}. */
+export function originRecord(namespace: NamespaceLike): Record<string, string> {
+  const record: Record<string, string> = {};
+  if (namespace.metadata.uid) record[Annotations.originNamespaceUid] = namespace.metadata.uid;
+  const org = namespace.metadata.labels?.[OrganizationLabel];
+  if (org) record[Annotations.originOrganization] = org;
+  return record;
+}
+
+/**
+ * {@link backupOwner}, checked against the namespace as it is now (`namespace(name)`: the live object).
+ * A tenant location's Backups stay that location's namespace's (the location goes with its namespace).
+ * Otherwise the namespace of the recorded name must exist and be the recorded instance (UID) or belong to
+ * the recorded organization: a namespace re-created by the same organization gets its backups back; one
+ * re-created by another organization gets none.
+ */
+export function ownerNow(
+  owner: Ownership,
+  backup: OwnedBackup,
+  namespace: (name: string) => NamespaceLike | undefined,
+): Ownership {
+  if (owner.namespace === undefined || owner.via !== 'tenantkit-records') return owner;
+  const a = backup.metadata.annotations ?? {};
+  const uid = a[Annotations.originNamespaceUid];
+  const org = a[Annotations.originOrganization];
+  const live = namespace(owner.namespace);
+  if (!live || live.metadata.deletionTimestamp) return { why: `namespace ${owner.namespace} does not exist` };
+  if (!uid && !org) {
+    // Made before owners were recorded: still the namespace's if the namespace is older than the backup
+    // (then it is the very instance the backup was taken from: names are unique while they live).
+    if (olderThan(live, backup)) return owner;
+    return {
+      why: `it records neither the UID nor the organization of the namespace ${owner.namespace} it was taken from (made before tenantkit recorded them, by an earlier namespace of that name); a cluster admin assigns it by annotating it with ${Annotations.originNamespaceUid} or ${Annotations.originOrganization} (docs/backup.md)`,
+    };
+  }
+  if (uid && live.metadata.uid === uid) return owner;
+  if (org && live.metadata.labels?.[OrganizationLabel] === org) return owner;
+  return {
+    why: `it was taken from an earlier namespace ${owner.namespace} (another instance, of another organization)`,
+  };
 }
