@@ -123,6 +123,16 @@ export const ScopeInstanceCrd = defineCrd({
       Type.Integer({ description: 'Namespaces where every binding is in place.' }),
     ),
     bindingCount: Type.Optional(Type.Integer()),
+    boundNamespaceUIDs: Type.Optional(
+      Type.Array(Type.Object({ namespace: Type.String(), uid: Type.String() }), {
+        maxItems: 10000,
+        description:
+          'The UID of each listed namespace as it was when the current spec was admitted; a namespace of the same name with another UID is not bound.',
+      }),
+    ),
+    boundNamespaceUIDsGeneration: Type.Optional(
+      Type.Integer({ description: 'The spec generation boundNamespaceUIDs were recorded for.' }),
+    ),
     failedNamespaces: Type.Optional(
       Type.Array(Type.Object({ namespace: Type.String(), reason: Type.String(), message: Type.String() }), {
         maxItems: 1000,

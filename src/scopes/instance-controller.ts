@@ -2,6 +2,8 @@
 // ClusterRoleBinding per role when the instance names no namespaces and no selector.
 // Order matters for access continuity: create and update first; prune stale bindings only where the
 // new ones are in place and their ClusterRoles exist, so a subject never loses access it keeps.
+// Namespace names are reused, so a listed namespace is bound only while its UID is the one pinned for
+// the admitted spec (see pinNamespaces): a namespace deleted and re-created by someone else is not.
 import { isDeepStrictEqual } from 'node:util';
 import { type ScopeInstance, ScopeInstanceCrd, type ScopeTemplate, ScopeTemplateCrd } from '../api/scopes.ts';
 import { mapLimit } from '../kube/access.ts';
@@ -58,6 +60,13 @@ export interface Plan {
   targets: string[];
   clusterWide: boolean;
   failures: Failure[];
+  /** The listed namespaces' UIDs this spec generation is bound to (written to the status). */
+  pins: NamespacePin[];
+}
+
+export interface NamespacePin {
+  namespace: string;
+  uid: string;
 }
 
 /** What the writes did. */
@@ -226,6 +235,15 @@ export class InstanceReconciler extends ReconcilerOf<InstanceSources> {
         message: `bindings: ${created} created, ${updated} updated, ${deleted} deleted`,
       });
     }
+    const replaced = plan.failures.filter((f) => f.reason === 'NamespaceReplaced');
+    if (replaced.length > 0) {
+      status.event({
+        type: 'Warning',
+        reason: 'NamespaceReplaced',
+        action: 'Reconcile',
+        message: `${replaced.length} namespaces not bound, first: ${replaced[0]!.message}`,
+      });
+    }
     const conflicts = plan.failures.filter((f) => f.reason === 'NameConflict' || f.reason === 'WriteFailed');
     if (conflicts.length > 0) {
       status.event({
@@ -241,6 +259,8 @@ export class InstanceReconciler extends ReconcilerOf<InstanceSources> {
       conditions: status.condition(status.current, readyCondition(plan, bound)),
       namespaceCount: bound,
       bindingCount: plan.desired.length - conflicts.length,
+      boundNamespaceUIDs: plan.pins,
+      boundNamespaceUIDsGeneration: instance.metadata.generation ?? 0,
       failedNamespaces: plan.failures.slice(0, maxReportedFailures),
     });
   }
@@ -256,7 +276,16 @@ export function planBindings(
   namespace: (name: string) => Namespace | undefined,
   allNamespaces: () => Namespace[],
 ): Plan {
-  const plan: Plan = { desired: [], targets: [], clusterWide: false, failures: [] };
+  const listed = instance.spec.namespaces ?? [];
+  // Pinned first, so an early return (no template yet) keeps the pins of this generation.
+  const pins = pinNamespaces(instance, listed, namespace);
+  const plan: Plan = {
+    desired: [],
+    targets: [],
+    clusterWide: false,
+    failures: [],
+    pins: [...pins].map(([ns, uid]) => ({ namespace: ns, uid })).sort(byNamespace),
+  };
   const selector: LabelSelector | undefined = instance.spec.namespaceSelector;
   const compiled = isEmptySelector(selector) ? undefined : compileSelector(selector!);
   if (!template) {
@@ -277,13 +306,19 @@ export function planBindings(
     };
     return plan;
   }
-  const listed = instance.spec.namespaces ?? [];
   plan.clusterWide = listed.length === 0 && !compiled;
   const wanted = new Set(listed);
+  // A namespace the selector matches was admitted by a cluster-wide check, so its UID does not matter.
+  const selected = new Set<string>();
   if (compiled?.ok)
-    for (const ns of allNamespaces()) if (compiled.matches(ns.metadata.labels)) wanted.add(ns.metadata.name!);
+    for (const ns of allNamespaces())
+      if (compiled.matches(ns.metadata.labels)) {
+        wanted.add(ns.metadata.name!);
+        selected.add(ns.metadata.name!);
+      }
   for (const ns of [...wanted].sort()) {
     const object = namespace(ns);
+    const pinned = pins.get(ns);
     if (!object)
       plan.failures.push({
         namespace: ns,
@@ -296,6 +331,12 @@ export function planBindings(
         reason: 'NamespaceTerminating',
         message: `namespace ${ns} is being deleted`,
       });
+    } else if (!selected.has(ns) && pinned !== undefined && pinned !== object.metadata.uid) {
+      plan.failures.push({
+        namespace: ns,
+        reason: 'NamespaceReplaced',
+        message: `namespace ${ns} was deleted and re-created (UID ${object.metadata.uid}, this instance was admitted for UID ${pinned}), so it is not bound: the new namespace may belong to someone else. To bind it, have someone entitled in the new namespace change the spec so it is checked again (e.g. kubectl replace --force -f the instance, or edit spec.namespaces)`,
+      });
     } else plan.targets.push(ns);
   }
   for (const role of template.spec.clusterRoles) {
@@ -305,9 +346,52 @@ export function planBindings(
   return plan;
 }
 
+const byNamespace = (a: NamespacePin, b: NamespacePin) => a.namespace.localeCompare(b.namespace);
+
+/**
+ * The UID each listed namespace must have to be bound. The escalation guard checks the requester's rights
+ * in the namespaces as they are at admission, by name; what it vouched for is those namespaces, not any
+ * later namespace of the same name. The webhook cannot write the status and a tenant may write the
+ * instance's annotations, so the controller records the UIDs, in the status, on the first reconcile of each
+ * spec generation (the guard checks every listed namespace again on each spec change, so a new
+ * generation means a fresh check and fresh UIDs). Later reconciles of the same generation keep the pins;
+ * a listed namespace first seen later is pinned then: the guard can only have admitted a namespace that did
+ * not exist for someone entitled cluster-wide (RBAC has no bindings in a missing namespace). The remaining
+ * gap is a namespace replaced between admission and that first reconcile (milliseconds while the
+ * controller runs). Pure.
+ */
+export function pinNamespaces(
+  instance: ScopeInstance,
+  listed: string[],
+  namespace: (name: string) => Namespace | undefined,
+): Map<string, string> {
+  const status = instance.status;
+  const sameGeneration =
+    status?.boundNamespaceUIDsGeneration !== undefined &&
+    status.boundNamespaceUIDsGeneration === (instance.metadata.generation ?? 0);
+  const recorded = new Map(
+    sameGeneration ? (status?.boundNamespaceUIDs ?? []).map((p) => [p.namespace, p.uid] as const) : [],
+  );
+  const pins = new Map<string, string>();
+  for (const ns of listed) {
+    const uid = recorded.get(ns) ?? namespace(ns)?.metadata.uid;
+    if (uid) pins.set(ns, uid);
+  }
+  return pins;
+}
+
 /** Ready: the plan's problem, some namespaces not bound, or all in place. */
 function readyCondition(plan: Plan, bound: number): Omit<ConditionInput, 'observedGeneration'> {
   if (plan.problem) return plan.problem;
+  const replaced = plan.failures.filter((f) => f.reason === 'NamespaceReplaced');
+  if (replaced.length > 0) {
+    return {
+      type: 'Ready',
+      status: 'False',
+      reason: 'NamespaceReplaced',
+      message: `${replaced.length} listed namespaces were deleted and re-created since this instance was admitted and are not bound (first: ${replaced[0]!.message}); see status.failedNamespaces`,
+    };
+  }
   if (plan.failures.length > 0) {
     return {
       type: 'Ready',

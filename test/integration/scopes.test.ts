@@ -420,6 +420,73 @@ describe('ScopeTemplate and ScopeInstance', () => {
     for (const name of [allowed]) cluster.defer(() => cluster.admin.delete(ScopeInstanceCrd.type, name));
   });
 
+  it('does not bind a namespace that was deleted and re-created by someone else, until an entitled re-apply', async () => {
+    const home = await cluster.namespace('reuse-home');
+    const tpl = cluster.unique('tpl');
+    // Subjects alice controls: a ServiceAccount in her namespace.
+    await cluster.admin.create(ScopeTemplateCrd.type, template(tpl, { namespace: home, name: 'op' }));
+    const sa = await serviceAccountClient(home, 'op');
+    const scopeRights = {
+      rules: [
+        {
+          apiGroups: ['operators.coreos.com'],
+          resources: ['scopeinstances', 'scopetemplates'],
+          verbs: ['create', 'get', 'list', 'update', 'patch'],
+        },
+      ],
+    };
+    const podReader = { rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] }] };
+    const [aliceName, bobName] = [cluster.unique('alice'), cluster.unique('bob')];
+    await cluster.grant({ kind: 'User', name: aliceName }, scopeRights);
+    await cluster.grant({ kind: 'User', name: bobName }, scopeRights);
+    const alice = await cluster.user(aliceName);
+    const bob = await cluster.user(bobName);
+
+    // Alice holds the rules in her namespace and binds her ServiceAccount there.
+    const reused = cluster.unique('reuse');
+    await cluster.admin.create(Resources.namespaces, { metadata: { name: reused } });
+    cluster.defer(() => cluster.admin.delete(Resources.namespaces, reused));
+    await cluster.grant({ kind: 'User', name: aliceName }, podReader, reused);
+    const inst = cluster.unique('inst');
+    await createInstance(inst, { scopeTemplateName: tpl, namespaces: [reused] }, alice);
+    cluster.defer(() => cluster.admin.delete(ScopeInstanceCrd.type, inst));
+    await eventually(() => instanceReady(inst), { what: 'alice’s instance is bound' });
+    expect(await canList(sa, reused)).toBe(true);
+
+    // The namespace goes; another tenant's namespace of the same name comes, with bob entitled in it.
+    await cluster.admin.delete(Resources.namespaces, reused);
+    await eventually(async () => (await cluster.admin.get(Resources.namespaces, reused)) === undefined, {
+      what: 'the namespace is gone',
+      timeoutMs: 60_000,
+    });
+    await cluster.admin.create(Resources.namespaces, { metadata: { name: reused } });
+    await cluster.grant({ kind: 'User', name: bobName }, podReader, reused);
+    const replaced = await eventually(
+      async () => {
+        const i = await cluster.admin.get<ScopeInstance>(ScopeInstanceCrd.type, inst);
+        const ready = i?.status?.conditions?.find((c) => c.type === 'Ready');
+        return i && ready?.reason === 'NamespaceReplaced' ? { i, ready } : undefined;
+      },
+      { what: 'the instance reports the replaced namespace' },
+    );
+    expect(replaced.ready.status).toBe('False');
+    expect(replaced.i.status?.failedNamespaces).toContainEqual(
+      expect.objectContaining({ namespace: reused, reason: 'NamespaceReplaced' }),
+    );
+    expect(replaced.i.status?.failedNamespaces?.[0]?.message).toContain('checked again');
+    // No binding for alice's subjects in the new namespace, and her ServiceAccount cannot read there.
+    expect((await ourBindings(inst)).filter((b) => b.metadata.namespace === reused)).toEqual([]);
+    expect(await canList(sa, reused)).toBe(false);
+
+    // Bob, entitled in the new namespace, changes the spec: the guard checks it again and it binds.
+    // (A spec change is what the guard checks; he adds his own namespace.)
+    const bobHome = await cluster.namespace('reuse-bob');
+    await cluster.grant({ kind: 'User', name: bobName }, podReader, bobHome);
+    await bob.patch(ScopeInstanceCrd.type, inst, undefined, { spec: { namespaces: [reused, bobHome] } });
+    await eventually(() => instanceReady(inst), { what: 'bound again after the re-apply' });
+    expect(await canList(sa, reused)).toBe(true);
+  });
+
   it('ends exact, without duplicates or orphans, when the controller process is killed at random points', async () => {
     await running.stopControllers();
     const label = cluster.unique('bulk');

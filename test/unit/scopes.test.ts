@@ -189,4 +189,40 @@ describe('planBindings (what an instance wants, before anything is written)', ()
     });
     expect(bad.desired).toEqual([]);
   });
+
+  it('pins listed namespaces by UID per spec generation and does not bind a replaced one', () => {
+    const live = (uid: string) => (name: string) => ({ metadata: { name, uid } }) as Namespace;
+    const at = (generation: number, pinned?: { gen: number; uid: string }) =>
+      ({
+        ...instance,
+        metadata: { ...instance.metadata, generation },
+        spec: { scopeTemplateName: 'tpl', namespaces: ['r'] },
+        ...(pinned
+          ? {
+              status: {
+                boundNamespaceUIDs: [{ namespace: 'r', uid: pinned.uid }],
+                boundNamespaceUIDsGeneration: pinned.gen,
+              },
+            }
+          : {}),
+      }) as ScopeInstance;
+    // First sight: the live UID is recorded and bound.
+    const first = planBindings(at(1), template, live('u1'), () => []);
+    expect(first.pins).toEqual([{ namespace: 'r', uid: 'u1' }]);
+    expect(first.targets).toEqual(['r']);
+    // Same generation, another namespace of that name: not bound, the pin is kept.
+    const replaced = planBindings(at(1, { gen: 1, uid: 'u1' }), template, live('u2'), () => []);
+    expect(replaced.targets).toEqual([]);
+    expect(replaced.desired).toEqual([]);
+    expect(replaced.pins).toEqual([{ namespace: 'r', uid: 'u1' }]);
+    expect(replaced.failures).toMatchObject([{ namespace: 'r', reason: 'NamespaceReplaced' }]);
+    // A missing template keeps the pins too.
+    expect(planBindings(at(1, { gen: 1, uid: 'u1' }), undefined, live('u2'), () => []).pins).toEqual([
+      { namespace: 'r', uid: 'u1' },
+    ]);
+    // A newer (re-admitted) generation records the live UID again.
+    const readmitted = planBindings(at(2, { gen: 1, uid: 'u1' }), template, live('u2'), () => []);
+    expect(readmitted.pins).toEqual([{ namespace: 'r', uid: 'u2' }]);
+    expect(readmitted.targets).toEqual(['r']);
+  });
 });
