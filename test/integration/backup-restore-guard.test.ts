@@ -134,6 +134,25 @@ async function heldRestore(
   );
 }
 
+/** A new user who may run restores in `ns` and nothing else: every object restored there is beyond them. */
+async function restoresOnly(ns: string) {
+  const restorer = await cluster.user(cluster.unique('restorer'));
+  await cluster.grant(
+    { kind: 'User', name: restorer.userName },
+    {
+      rules: [
+        {
+          apiGroups: [narType.group],
+          resources: ['nonadminrestores', 'nonadminbackups'],
+          verbs: ['get', 'list', 'create'],
+        },
+      ],
+    },
+    ns,
+  );
+  return restorer;
+}
+
 /** Whether `client` may create `object` right now, by the API server's own answer to a dry run. */
 async function mayCreate(client: KubeClient, type: ResourceType, object: KubeObject): Promise<boolean> {
   try {
@@ -482,20 +501,7 @@ describe('NonAdminRestore as its requester', { timeout: 3 * veleroQueueMs }, () 
       );
     }
     // May run restores and nothing else: every object is refused.
-    const restorer = await cluster.user(cluster.unique('restorer'));
-    await cluster.grant(
-      { kind: 'User', name: restorer.userName },
-      {
-        rules: [
-          {
-            apiGroups: [narType.group],
-            resources: ['nonadminrestores', 'nonadminbackups'],
-            verbs: ['get', 'list', 'create'],
-          },
-        ],
-      },
-      ns,
-    );
+    const restorer = await restoresOnly(ns);
     const backupName = await backupOf(ns, restorer);
     // Every write of a refusals ConfigMap in Velero's namespace, seen by a watch from now on.
     const writes = new Map<string, number>();
@@ -548,20 +554,7 @@ describe('NonAdminRestore as its requester', { timeout: 3 * veleroQueueMs }, () 
       data: {},
     });
     // May run restores and nothing else: every object of the namespace is beyond this user.
-    const restorer = await cluster.user(cluster.unique('restorer'));
-    await cluster.grant(
-      { kind: 'User', name: restorer.userName },
-      {
-        rules: [
-          {
-            apiGroups: [narType.group],
-            resources: ['nonadminrestores', 'nonadminbackups'],
-            verbs: ['get', 'list', 'create'],
-          },
-        ],
-      },
-      ns,
-    );
+    const restorer = await restoresOnly(ns);
     const backupName = await backupOf(ns, restorer);
     await cluster.admin.delete(Resources.configMaps, 'settings', ns);
     const nar = await restoreAs(restorer, ns, backupName);
