@@ -334,7 +334,7 @@ describe.skipIf(nodeSkipReason)("tenants' volume data, with tenantkit installed"
     );
     const refusal = refusals.get(`Pod/${before.pod.metadata.name}`);
     expect(refusal, JSON.stringify(nar.status)).toMatchObject({ reason: 'ExistingClaim' });
-    expect(refusal?.message).toContain('claim data, which this restore did not create');
+    expect(refusal?.message).toContain('claim data, which is not one this restore created');
     // Velero wrote nothing into any volume for this restore.
     const pvrs = await cluster.admin.list(VeleroResources.podVolumeRestores, {
       namespace: veleroNamespace,
@@ -345,6 +345,69 @@ describe.skipIf(nodeSkipReason)("tenants' volume data, with tenantkit installed"
     const after = await checksums(user, ns, 'store', 'the kept volume summed again');
     expect(files(after.log)).toEqual(files(before.log));
   }, 600_000);
+
+  it('writes volume data only into the very claim the restore created, never into one the tenant put in its place', async () => {
+    // The tenant races the restore: as soon as Velero creates claim `data`, it deletes it and creates its
+    // own `data` (which it could have filled with a symlink), copying Velero's labels and annotations (the
+    // restore's label and the guard's nonce included). Only the UID tells them apart.
+    const ns = await cluster.namespace('e2e-swapped-claim');
+    const user = await tenantIn(cluster, ns, 'e2e-swapper');
+    await claim(user, ns, 'data');
+    await dataStore(user, ns, 'store', ['2', '1', '1']);
+    const before = await checksums(user, ns, 'store', 'the volume filled and summed');
+    // Many ConfigMaps, restored between the claims and the Pods, widen the tenant's window.
+    for (let i = 0; i < 150; i++) {
+      await user.create(Resources.configMaps, {
+        metadata: { name: `filler-${i}`, namespace: ns },
+        data: { i: String(i) },
+      } as KubeObject);
+    }
+    await backUp(user, ns, 'swap', { defaultVolumesToFsBackup: true });
+    await completedBackup(cluster, ns, 'swap');
+    await user.delete(Resources.deployments, 'store', ns);
+    await user.delete(Resources.persistentVolumeClaims, 'data', ns);
+    await eventually(
+      async () =>
+        (await user.list(Resources.pods, { namespace: ns, labelSelector: 'app=store' })).items.length === 0 &&
+        !(await user.get(Resources.persistentVolumeClaims, 'data', ns)),
+      { what: 'the Pods and the claim gone', timeoutMs: 60_000 },
+    );
+    await restore(user, ns, 'swapped', 'swap');
+    // Velero's claim, as the tenant sees it.
+    const velerosClaim = await eventually(
+      () => user.get<Claim>(Resources.persistentVolumeClaims, 'data', ns),
+      {
+        what: "Velero's claim created",
+        intervalMs: 20,
+        timeoutMs: 300_000,
+      },
+    );
+    await user.delete(Resources.persistentVolumeClaims, 'data', ns);
+    await eventually(async () => !(await user.get(Resources.persistentVolumeClaims, 'data', ns)), {
+      what: "Velero's claim gone",
+      intervalMs: 20,
+      timeoutMs: 30_000,
+    });
+    const { labels, annotations } = velerosClaim.metadata;
+    const ours = await user.create<Claim>(Resources.persistentVolumeClaims, {
+      metadata: { name: 'data', namespace: ns, labels, annotations },
+      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+    } as Claim);
+    expect(ours.metadata.annotations?.['tenantkit.io/restore-claim-nonce']).toBeTruthy();
+
+    const nar = await settledRestore(cluster, ns, 'swapped');
+    const refusal = (nar.status?.refusedItems?.items ?? []).find(
+      (i) => i.kind === 'Pod' && i.name === before.pod.metadata.name,
+    );
+    expect(refusal, JSON.stringify(nar.status)).toMatchObject({ reason: 'ExistingClaim' });
+    expect(refusal?.message).toContain('claim data, which is not one this restore created');
+    // Velero wrote nothing into any volume for this restore.
+    const pvrs = await cluster.admin.list(VeleroResources.podVolumeRestores, {
+      namespace: veleroNamespace,
+      labelSelector: `velero.io/restore-name=${nar.status?.veleroRestore?.name}`,
+    });
+    expect(pvrs.items).toEqual([]);
+  }, 900_000);
 
   it('brings a deleted namespace back with its volume data: the backup comes back to the namespace made again', async () => {
     const ns = await organizationNamespace(cluster, owner, { prefix: 'e2e-lost' });

@@ -606,6 +606,8 @@ describe('NonAdminRestore as its requester', { timeout: 3 * veleroQueueMs }, () 
     expect(claim?.spec.volumeName).toBeUndefined();
     expect(claim?.spec.storageClassName).toMatch(/^guard-none/);
     expect(claim?.metadata.labels?.['velero.io/restore-name']).toBeDefined();
+    // The guard's nonce, by which it knows Velero's claim (and its UID) from one the tenant makes.
+    expect(claim?.metadata.annotations?.['tenantkit.io/restore-claim-nonce']).toMatch(/^[0-9a-f]{32}$/);
   });
 
   it("does not overwrite the admin's quota under existingResourcePolicy: update", async () => {

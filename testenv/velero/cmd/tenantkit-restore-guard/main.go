@@ -143,9 +143,10 @@ type guard struct {
 	mu      sync.Mutex
 	clients map[string]dynamic.Interface
 	// created holds the claims (restore UID/namespace/name) this restore creates: absent when their item
-	// passed the check. Velero writes a Pod's file-system backup into the claims its volumes mount, as
-	// root on the node, following any symlink already there; only claims in here may receive it.
-	created map[string]bool
+	// passed the check, with the UID of the claim Velero made (claims.go). Velero writes a Pod's file-system
+	// backup into the claims its volumes mount, as root on the node, following any symlink already there;
+	// only claims in here, with that UID still, may receive it.
+	created map[string]*restoredClaim
 	// pending holds, per restore UID, the refusals not yet written to the restore's ConfigMap.
 	flushMu sync.Mutex
 	pending map[types.UID]*pendingRefusals
@@ -185,7 +186,7 @@ func newGuard(logger logrus.FieldLogger) (*guard, error) {
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	return &guard{
 		log: logger, config: config, admin: admin, core: core, mapper: mapper,
-		clients: map[string]dynamic.Interface{}, created: map[string]bool{},
+		clients: map[string]dynamic.Interface{}, created: map[string]*restoredClaim{},
 		pending: map[types.UID]*pendingRefusals{},
 	}, nil
 }
@@ -339,24 +340,15 @@ func claimKey(restore *velerov1.Restore, namespace, name string) string {
 }
 
 // checkVolumes keeps Velero's file-system restore out of claims this restore did not create. At a claim's
-// item: whether it exists now (Velero then leaves it as it is). At a Pod's item: every claim that a volume
-// Velero restores file by file mounts must be one this restore creates, and carry this restore's label
-// (Velero made it, not the tenant in between). Otherwise Velero would write the backup's files, as root
-// with kubelet's whole pods directory mounted, into a volume the tenant prepared, following a symlink
-// planted there into another Pod's volume. A plugin process restarted mid-restore forgets: fail closed.
+// item: whether it exists now (Velero then leaves it as it is), and if not, a nonce to know Velero's claim
+// by its UID (claims.go). At a Pod's item: every claim that a volume Velero restores file by file mounts
+// must be the very claim this restore created (that UID: not one the tenant made in between). Otherwise
+// Velero would write the backup's files, as root with kubelet's whole pods directory mounted, into a
+// volume the tenant prepared, following a symlink planted there into another Pod's volume. A plugin process restarted mid-restore forgets: fail closed.
 func (g *guard) checkVolumes(ctx context.Context, restore *velerov1.Restore, item *unstructured.Unstructured) (verb, reason, message string) {
 	switch item.GroupVersionKind().GroupKind() {
 	case claimGroupKind:
-		_, err := g.admin.Resource(claimsResource).Namespace(item.GetNamespace()).Get(ctx, item.GetName(), metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			g.mu.Lock()
-			g.created[claimKey(restore, item.GetNamespace(), item.GetName())] = true
-			g.mu.Unlock()
-		case err != nil:
-			return "create", "CheckFailed", fmt.Sprintf("could not read claim %s: %v", item.GetName(), err)
-		}
-		return "", "", ""
+		return g.claimItem(ctx, restore, item)
 	case podGroupKind:
 	default:
 		return "", "", ""
@@ -376,21 +368,15 @@ func (g *guard) checkVolumes(ctx context.Context, restore *velerov1.Restore, ite
 		if !volumes[name] || claim == "" {
 			continue // not restored file by file, or a volume the new Pod gets empty (emptyDir)
 		}
-		g.mu.Lock()
-		created := g.created[claimKey(restore, item.GetNamespace(), claim)]
-		g.mu.Unlock()
-		if created {
-			live, err := g.admin.Resource(claimsResource).Namespace(item.GetNamespace()).Get(ctx, claim, metav1.GetOptions{})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return "create", "CheckFailed", fmt.Sprintf("could not read claim %s: %v", claim, err)
-			}
-			created = err == nil && live.GetLabels()[velerov1.RestoreNameLabel] == shortLabel(restore.Name)
+		created, why, err := g.createdClaim(ctx, restore, item.GetNamespace(), claim)
+		if err != nil {
+			return "create", "CheckFailed", err.Error()
 		}
 		if !created {
 			return "create", "ExistingClaim", fmt.Sprintf(
-				"Pod %s would get its file-system backup of volume %s written into claim %s, which this restore did not create "+
-					"(Velero writes into an existing volume as root): delete claim %s, or leave it out of the restore, and restore again",
-				item.GetName(), name, claim, claim)
+				"Pod %s would get its file-system backup of volume %s written into claim %s, which is not one this restore created (%s; "+
+					"Velero writes into an existing volume as root): delete claim %s, or leave it out of the restore, and restore again",
+				item.GetName(), name, claim, why, claim)
 		}
 	}
 	return "", "", ""
