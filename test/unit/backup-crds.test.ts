@@ -447,10 +447,11 @@ describe('NonAdminBackupConfig', () => {
         'garbageCollectionPeriod',
         'veleroNamespace',
         // tenantkit's: how often a NonAdminSchedule may run at most, where tenant locations may point,
-        // and a namespace's share of Velero's queue.
+        // a namespace's share of Velero's queue and how many schedules it may have.
         'minimumScheduleInterval',
         'allowedStorageEndpoints',
         'maxQueuedBackupsPerNamespace',
+        'maxSchedulesPerNamespace',
       ].sort(),
     );
     // OADP's defaults: off, no approval, sync every 2 minutes, collect garbage daily.
