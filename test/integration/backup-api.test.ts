@@ -1,7 +1,7 @@
 // The non-admin backup API on a real API server: the CRDs (installed by the global setup from allCrds)
 // keep every field an OADP client may send, nulls included, apply the upstream defaults, reject what the
 // upstream schema rejects, and the admin configuration's CEL rules hold. No controllers are involved.
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
 import {
   type NonAdminBackup,
   NonAdminBackupConfigCrd,
@@ -394,7 +394,8 @@ describe('NonAdminBackupConfig', () => {
     outcome(admin.create(type, config(nonAdmin)).then(() => admin.delete(type, 'cluster')));
 
   it('is a singleton named cluster with OADP defaults', async () => {
-    cluster.defer(() => admin.delete(type, 'cluster'));
+    // Gone when the test ends, whatever it asserted, so that the next test starts without one.
+    onTestFinished(() => admin.delete(type, 'cluster').then(() => undefined));
     expect(await outcome(admin.create(type, config({}, 'other')))).toMatch(/^422 .*must be named "cluster"/);
     const created = await admin.create<WithSpec>(type, {
       metadata: { name: 'cluster' },
@@ -410,10 +411,11 @@ describe('NonAdminBackupConfig', () => {
         minimumScheduleInterval: '1h',
         // And a namespace's share of Velero's queue.
         maxQueuedBackupsPerNamespace: 5,
+        // And how many NonAdminSchedules one namespace may keep.
+        maxSchedulesPerNamespace: 10,
         veleroNamespace: 'velero',
       },
     });
-    await admin.delete(type, 'cluster');
   });
 
   it('accepts enforced specs, falsy and nested values included, and refuses fields that cannot be enforced', async () => {
