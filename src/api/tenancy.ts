@@ -3,6 +3,7 @@
 // one live configuration of the namespace policies.
 import { Type } from '@sinclair/typebox';
 import { ConditionsSchema, defineCrd, type ObjectOf } from './schema.ts';
+import { LabelSelectorSchema } from './scopes.ts';
 
 const group = 'tenancy.tenantkit.io';
 const version = 'v1alpha1';
@@ -75,6 +76,11 @@ export const OrganizationCrd = defineCrd({
     { name: 'Display Name', type: 'string', jsonPath: '.spec.displayName' },
     { name: 'Namespaces', type: 'integer', jsonPath: '.status.namespaceCount' },
     { name: 'Quota', type: 'integer', jsonPath: '.status.namespaceQuota' },
+    {
+      name: 'Isolated',
+      type: 'string',
+      jsonPath: '.status.conditions[?(@.type=="NetworkIsolated")].status',
+    },
   ],
 });
 
@@ -118,6 +124,7 @@ export const tenancyConfigKeys = [
   'fairUseRatios',
   'activeUsageProfile',
   'disabledPolicies',
+  'networkIsolation',
 ] as const;
 
 /** The namespace policies an admin may switch off (TenancyConfig.spec.disabledPolicies). */
@@ -131,6 +138,9 @@ export const switchablePolicies = [
   'reserved-quota',
   'claim-volume',
 ] as const;
+
+/** Namespaces a peer of a network allowance names. */
+const namespacePeer = Type.Object({ namespaceSelector: LabelSelectorSchema });
 
 export const TenancyConfigCrd = defineCrd({
   group,
@@ -211,6 +221,55 @@ export const TenancyConfigCrd = defineCrd({
       activeUsageProfile: Type.Optional(
         Type.String({
           description: 'The UsageProfile every organization gets unless its Organization names another.',
+        }),
+      ),
+      networkIsolation: Type.Optional(
+        Type.Object({
+          enabled: Type.Optional(
+            Type.Boolean({
+              default: true,
+              description:
+                'Isolate every organization on the network: its Pods accept connections only from namespaces of the same organization and those allowFrom names. Needs an AdminNetworkPolicy enforcer.',
+            }),
+          ),
+          priority: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              maximum: 1000,
+              default: 900,
+              description:
+                "Priority of the organizations' AdminNetworkPolicies (lower wins): the admin's own policies with a lower number come first.",
+            }),
+          ),
+          allowFrom: Type.Optional(
+            Type.Array(namespacePeer, {
+              maxItems: 20,
+              description:
+                "Namespaces every organization's Pods accept connections from (an ingress controller, monitoring); the organization's own NetworkPolicies still decide within that.",
+            }),
+          ),
+          organizations: Type.Optional(
+            Type.Array(
+              Type.Object({
+                name: Type.String({ minLength: 1, maxLength: 253 }),
+                isolated: Type.Optional(
+                  Type.Boolean({ description: 'false: this organization is not isolated.' }),
+                ),
+                allowFrom: Type.Optional(
+                  Type.Array(namespacePeer, {
+                    maxItems: 20,
+                    description: "Namespaces this organization's Pods also accept connections from.",
+                  }),
+                ),
+              }),
+              {
+                maxItems: 1000,
+                description: 'Exceptions and allowances per organization.',
+                'x-kubernetes-list-type': 'map',
+                'x-kubernetes-list-map-keys': ['name'],
+              },
+            ),
+          ),
         }),
       ),
       quotaNamespace: Type.Optional(

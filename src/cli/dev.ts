@@ -215,7 +215,8 @@ export async function runDev(args: string[], stop: AbortController): Promise<voi
     if (!noNode) {
       node = await startNode(
         { server: controlPlane.server, caPem: controlPlane.caPem, issue: controlPlane.issue, admin: client },
-        { dir: join(dir, 'node'), progress: say },
+        // Organizations apart on the network, as TenancyConfig's networkIsolation promises by default.
+        { dir: join(dir, 'node'), progress: say, networkPolicies: true },
       );
     }
     await installCrds(

@@ -64,6 +64,8 @@ export interface GoBuild {
   tags?: string[];
   /** Sets CGO_ENABLED (runc needs cgo for libseccomp); unset, Go's default applies. */
   cgo?: boolean;
+  /** Another go.mod to build with (`-modfile`), e.g. one that replaces a dependency. */
+  modfile?: string;
 }
 
 /** Builds in this process run at this niceness (0: as the process); see `buildInBackground`. */
@@ -94,6 +96,7 @@ export async function goBuild(build: GoBuild, progress: Progress): Promise<void>
   await new Promise<void>((done, fail) => {
     const args = ['build', '-v', '-trimpath', '-ldflags', build.ldflags.join(' '), '-o', output];
     if (build.tags?.length) args.push('-tags', build.tags.join(','));
+    if (build.modfile) args.push('-modfile', build.modfile);
     const child = spawn('go', [...args, ...build.packages], {
       cwd: build.moduleDir,
       env: {

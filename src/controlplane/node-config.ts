@@ -48,10 +48,18 @@ const nodeControllers = [
 /** containerd's CRI and API socket under the node's folder. */
 export const containerdSocketPath = (dir: string) => join(dir, 'containerd', 'containerd.sock');
 
+/**
+ * containerd's NRI socket under the node's folder, when NRI is on: the NetworkPolicy enforcer learns each
+ * Pod's address from the runtime as its sandbox starts, before the Pod can send a packet (the API server
+ * hears of it later, and a packet from an address nobody knows yet would match no policy's peers).
+ */
+export const nriDir = (dir: string) => join(dir, 'nri');
+
 export async function writeNodeFiles(
   cluster: NodeClusterAccess,
   dir: string,
   binaries: NodeBinaries,
+  options: { nri?: boolean } = {},
 ): Promise<NodeFiles> {
   const pki = join(dir, 'pki');
   const state = join(dir, 'containerd');
@@ -89,7 +97,10 @@ export async function writeNodeFiles(
 
   const containerdSocket = containerdSocketPath(dir);
   const containerdConfig = join(dir, 'containerd.toml');
-  await writeFile(containerdConfig, containerdToml(state, containerdSocket, dir, binaries));
+  await writeFile(
+    containerdConfig,
+    containerdToml(state, containerdSocket, dir, binaries, options.nri ?? false),
+  );
   await writeFile(
     join(dir, 'cni', 'net.d', '10-tenantkit.conflist'),
     JSON.stringify(cniConfig(dir), null, 2),
@@ -186,13 +197,33 @@ export async function writeNodeFiles(
   };
 }
 
-function containerdToml(state: string, socket: string, dir: string, binaries: NodeBinaries): string {
+function containerdToml(
+  state: string,
+  socket: string,
+  dir: string,
+  binaries: NodeBinaries,
+  nri: boolean,
+): string {
   const q = (s: string) => JSON.stringify(s);
+  const disabled = [
+    ...(nri ? [] : ['io.containerd.nri.v1.nri']),
+    'io.containerd.tracing.processor.v1.otlp',
+    'io.containerd.internal.v1.tracing',
+  ];
+  const nriSection = nri
+    ? `
+[plugins.'io.containerd.nri.v1.nri']
+  disable = false
+  socket_path = ${q(join(nriDir(dir), 'nri.sock'))}
+  plugin_path = ${q(join(nriDir(dir), 'plugins'))}
+  plugin_config_path = ${q(join(nriDir(dir), 'conf.d'))}
+`
+    : '';
   return `version = 3
 root = ${q(join(state, 'root'))}
 state = ${q(join(state, 'state'))}
-disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
-
+disabled_plugins = ${JSON.stringify(disabled)}
+${nriSection}
 [grpc]
   address = ${q(socket)}
 

@@ -15,6 +15,8 @@ import type { KubeClient } from '../kube/client.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
 import type { IssueRequest, KeyPair } from '../pki/certs.ts';
 import { ensureControlPlaneBinary, type Progress } from './build.ts';
+import { networkPolicyObjects } from './netpol-addon.ts';
+import { ensureNetworkPolicyEnforcer } from './netpol-build.ts';
 import {
   type AddonObject,
   clusterDNS,
@@ -25,7 +27,7 @@ import {
   uninstallAddons,
 } from './node-addons.ts';
 import { ensureNodeBinaries, type NodeBinaries, type NodeImage } from './node-build.ts';
-import { containerdSocketPath, kubeletRootDir, writeNodeFiles } from './node-config.ts';
+import { containerdSocketPath, kubeletRootDir, nriDir, writeNodeFiles } from './node-config.ts';
 import {
   cgroupHierarchies,
   cgroupProcesses,
@@ -75,6 +77,11 @@ export interface NodeOptions {
   /** Holds containerd's and kubelet's data, the configs and the logs; removed on stop. */
   dir: string;
   progress?: Progress;
+  /**
+   * Enforce NetworkPolicies (and AdminNetworkPolicies) on the node with kube-network-policies; without
+   * it, as with a CNI bridge alone, policies are stored but no packet is dropped.
+   */
+  networkPolicies?: boolean;
 }
 
 export interface LocalNode {
@@ -98,9 +105,10 @@ export async function startNode(cluster: NodeClusterAccess, options: NodeOptions
   const unavailable = nodeUnavailable();
   if (unavailable) throw new Error(unavailable);
   const progress = options.progress ?? (() => {});
-  const [controlplane, binaries] = await Promise.all([
+  const [controlplane, binaries, enforcer] = await Promise.all([
     ensureControlPlaneBinary(progress),
     ensureNodeBinaries(progress),
+    options.networkPolicies ? ensureNetworkPolicyEnforcer(progress) : undefined,
   ]);
   await recoverKilledNode(progress);
   const hostBefore = await readHost(nodeCgroupRoots);
@@ -111,6 +119,8 @@ export async function startNode(cluster: NodeClusterAccess, options: NodeOptions
   const processes: { name: string; process: GroupProcess }[] = [];
   let stopped: Promise<string[]> | undefined;
   const addons: AddonObject[] = [
+    // First: everything after it runs under its rules.
+    ...(enforcer ? await networkPolicyObjects(enforcer, nriDir(dir)) : []),
     ...corednsObjects(binaries.corednsImage.ref),
     ...localPathObjects(binaries.localPathImage.ref, binaries.workloadImage.ref, join(dir, 'volumes')),
   ];
@@ -138,7 +148,7 @@ export async function startNode(cluster: NodeClusterAccess, options: NodeOptions
     },
   };
   try {
-    const files = await writeNodeFiles(cluster, dir, binaries);
+    const files = await writeNodeFiles(cluster, dir, binaries, { nri: enforcer !== undefined });
     await prepareHost();
     const spawn = (name: string, binary: string, args: string[], env?: NodeJS.ProcessEnv) => {
       const p = spawnGroup(binary, args, { logFile: join(logDir, `${name}.log`), ...(env ? { env } : {}) });
@@ -160,7 +170,8 @@ export async function startNode(cluster: NodeClusterAccess, options: NodeOptions
     // Its shims inherit this cgroup, so stop finds every process the runtime started.
     await joinCgroup(runtimeCgroupRoot, containerd.child.pid);
     await waitFor('containerd', () => existsSync(files.containerdSocket), containerd, logDir);
-    for (const image of [binaries.workloadImage, binaries.corednsImage, binaries.localPathImage]) {
+    const images = [binaries.workloadImage, binaries.corednsImage, binaries.localPathImage];
+    for (const image of enforcer ? [...images, enforcer.image] : images) {
       await importImage(image);
     }
     await grantApiserverKubeletAccess(cluster.admin);
@@ -176,7 +187,7 @@ export async function startNode(cluster: NodeClusterAccess, options: NodeOptions
     progress(`node ${nodeName} Ready in ${Date.now() - started} ms (logs: ${logDir})`);
     await installAddons(cluster.admin, addons);
     progress(
-      `cluster DNS (CoreDNS at ${clusterDNS}) and the default StorageClass ${defaultStorageClass} ready after ${Date.now() - started} ms`,
+      `cluster DNS (CoreDNS at ${clusterDNS}) and the default StorageClass ${defaultStorageClass} ready after ${Date.now() - started} ms${enforcer ? `; NetworkPolicies enforced by kube-network-policies ${enforcer.version}` : ''}`,
     );
     return node;
   } catch (err) {

@@ -29,6 +29,16 @@ export interface EffectiveConfig {
   fairUseRatios: { nodeSelector?: Record<string, string>; memoryPerCpu: string }[];
   activeUsageProfile: string;
   disabledPolicies: string[];
+  networkIsolation: NetworkIsolation;
+}
+
+type Selector = NonNullable<NonNullable<TenancyConfig['spec']['networkIsolation']>['allowFrom']>[number];
+
+export interface NetworkIsolation {
+  enabled: boolean;
+  priority: number;
+  allowFrom: Selector[];
+  organizations: { name: string; isolated?: boolean; allowFrom?: Selector[] }[];
 }
 
 export const defaults: EffectiveConfig = {
@@ -52,6 +62,8 @@ export const defaults: EffectiveConfig = {
   fairUseRatios: [],
   activeUsageProfile: '',
   disabledPolicies: [],
+  // Organizations apart on the network unless the admin says otherwise (needs an AdminNetworkPolicy enforcer).
+  networkIsolation: { enabled: true, priority: 900, allowFrom: [], organizations: [] },
 };
 
 /** The effective configuration; `namespace` is where tenantkit runs (its own identity, its ledger). */
@@ -68,6 +80,7 @@ export function effective(
   for (const key of Object.keys(defaults) as (keyof EffectiveConfig)[]) {
     if (spec[key] !== undefined) (out as Record<string, unknown>)[key] = spec[key];
   }
+  out.networkIsolation = { ...defaults.networkIsolation, ...spec.networkIsolation };
   return out;
 }
 

@@ -50,6 +50,12 @@ export const tenancy: Capability = {
     // their own Organization). The API server's escalation check keeps such a role within what this
     // controller itself holds.
     { apiGroups: [group], resources: ['organizations/status'], verbs: ['patch'] },
+    // Each isolated organization's AdminNetworkPolicy (owned by its Organization).
+    {
+      apiGroups: ['policy.networking.k8s.io'],
+      resources: ['adminnetworkpolicies'],
+      verbs: ['get', 'create', 'patch', 'delete'],
+    },
     {
       apiGroups: ['rbac.authorization.k8s.io'],
       resources: ['clusterroles', 'clusterrolebindings'],

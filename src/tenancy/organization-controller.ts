@@ -5,6 +5,7 @@
 // by the Organization, so deleting it removes them; a member removed from spec.members loses read access
 // with the next reconcile.
 import { type Organization, OrganizationCrd, TenancyConfigCrd, UsageProfileCrd } from '../api/tenancy.ts';
+import { isNotFound } from '../kube/client.ts';
 import type { ReconcileContext, ReconcileResult } from '../kube/controller.ts';
 import { generationChanged, ReconcilerOf } from '../kube/controller.ts';
 import { ensureOwned } from '../kube/ensure.ts';
@@ -15,6 +16,13 @@ import { type KubeObject, Resources } from '../kube/resources.ts';
 import { StatusWriter } from '../kube/status.ts';
 import type { ConfigSource } from './config.ts';
 import { type Directory, isTerminating, memberSubjects, type Namespace } from './directory.ts';
+import {
+  type AdminNetworkPolicy,
+  adminNetworkPolicies,
+  isolationOf,
+  isolationPolicy,
+  isolationPolicyName,
+} from './network-isolation.ts';
 import { namespaceQuotaOf } from './quota.ts';
 
 const managedBy = 'tenantkit-tenancy';
@@ -39,6 +47,14 @@ interface ClusterRoleBinding extends KubeObject {
 }
 
 type OrganizationStatus = NonNullable<Organization['status']>;
+
+/** The NetworkIsolated condition: whether the organization's Pods are apart from other organizations'. */
+interface Isolation {
+  status: 'True' | 'False';
+  reason: string;
+  message: string;
+  warn?: boolean;
+}
 
 interface Sources {
   organizations: Informer<Organization>;
@@ -106,8 +122,58 @@ export class OrganizationReconciler extends ReconcilerOf<Sources> {
     // Deleted: the garbage collector removes the role and binding through their ownerReferences.
     if (!organization || organization.metadata.deletionTimestamp) return undefined;
     const problem = await this.grantRead(ctx, organization);
-    await this.report(ctx, organization, problem);
+    const isolation = await this.isolate(ctx, organization);
+    await this.report(ctx, organization, problem, isolation);
     return undefined;
+  }
+
+  /** Its AdminNetworkPolicy (created, kept up to date, or removed when the admin exempts it). */
+  private async isolate(ctx: ReconcileContext, organization: Organization): Promise<Isolation> {
+    const config = this.from.config();
+    const name = isolationPolicyName(organization.metadata.name!);
+    const wanted = isolationOf(config, organization.metadata.name!);
+    const current = await ctx.client.get<AdminNetworkPolicy>(adminNetworkPolicies, name);
+    const ours = current?.metadata.ownerReferences?.some((r) => r.uid === organization.metadata.uid);
+    if (!wanted.isolated) {
+      if (current && ours) await ctx.client.delete(adminNetworkPolicies, name);
+      return {
+        status: 'False',
+        reason: 'NotIsolated',
+        message:
+          'the cluster admin does not isolate this organization on the network (TenancyConfig spec.networkIsolation): Pods of other organizations may connect to its Pods',
+      };
+    }
+    const policy = isolationPolicy(config, organization, wanted.allowFrom);
+    try {
+      const result = await ensureOwned<AdminNetworkPolicy>({
+        client: ctx.client,
+        type: adminNetworkPolicies,
+        desired: { ...policy, metadata: { ...policy.metadata, ...ownedBy(organization) } },
+        cached: current,
+        ownerUid: organization.metadata.uid!,
+        upToDate: (actual, desired) => semanticEqual(actual.spec, desired.spec),
+        fieldManager,
+      });
+      if (result.outcome === 'conflict')
+        return { status: 'False', reason: 'NetworkPolicyConflict', message: result.message, warn: true };
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      return {
+        status: 'False',
+        reason: 'AdminNetworkPolicyUnavailable',
+        message:
+          'this cluster serves no AdminNetworkPolicy (policy.networking.k8s.io/v1alpha1), so Pods of other organizations may connect to its Pods; a cluster admin installs a NetworkPolicy enforcer that implements it (kube-network-policies with --admin-network-policy)',
+        warn: true,
+      };
+    }
+    const allowed = wanted.allowFrom.length
+      ? ` and from ${wanted.allowFrom.length} namespace selector(s) the cluster admin allows`
+      : '';
+    return {
+      status: 'True',
+      reason: 'Isolated',
+      message: `its Pods accept connections only from its own namespaces${allowed} (AdminNetworkPolicy ${name}); its NetworkPolicies decide within that`,
+    };
   }
 
   /** The members' read access to this one Organization; a conflict's message, if any. */
@@ -140,6 +206,7 @@ export class OrganizationReconciler extends ReconcilerOf<Sources> {
     ctx: ReconcileContext,
     organization: Organization,
     problem: string | undefined,
+    isolation: Isolation,
   ): Promise<void> {
     const status = new StatusWriter<OrganizationStatus>(ctx, OrganizationCrd.type, organization);
     const config = this.from.config();
@@ -161,9 +228,23 @@ export class OrganizationReconciler extends ReconcilerOf<Sources> {
     if (problem && organization.status?.conditions?.find((c) => c.type === 'Ready')?.message !== problem) {
       status.event({ type: 'Warning', reason: 'ReaderRoleConflict', action: 'Reconcile', message: problem });
     }
+    const { warn, ...network } = isolation;
+    const before = organization.status?.conditions?.find((c) => c.type === 'NetworkIsolated');
+    if (before?.reason !== network.reason) {
+      status.event({
+        type: warn ? 'Warning' : 'Normal',
+        reason: network.reason,
+        action: 'Reconcile',
+        message: network.message,
+      });
+    }
+    const conditions = status.condition(status.current, { type: 'Ready', ...ready });
     await status.write({
       observedGeneration: organization.metadata.generation ?? 0,
-      conditions: status.condition(status.current, { type: 'Ready', ...ready }),
+      conditions: status.condition(
+        { ...status.current, conditions },
+        { type: 'NetworkIsolated', ...network },
+      ),
       namespaceCount: owned.length,
       namespaceQuota: quota,
       namespaces: owned.slice(0, maxListed),

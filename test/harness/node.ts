@@ -11,7 +11,10 @@ import type { TestCluster } from './cluster.ts';
 export const nodeSkipReason = nodeUnavailable();
 if (nodeSkipReason) console.warn(`[node] skipped: ${nodeSkipReason}`);
 
-export async function startTestNode(cluster: TestCluster): Promise<LocalNode> {
+export async function startTestNode(
+  cluster: TestCluster,
+  options: { networkPolicies?: boolean } = {},
+): Promise<LocalNode> {
   return startNode(
     {
       server: cluster.server,
@@ -19,7 +22,11 @@ export async function startTestNode(cluster: TestCluster): Promise<LocalNode> {
       issue: (request) => cluster.issueCertificate(request),
       admin: cluster.admin,
     },
-    { dir: join(cluster.dir, 'node'), progress: (line) => console.log(`[node] ${line}`) },
+    {
+      dir: join(cluster.dir, 'node'),
+      progress: (line) => console.log(`[node] ${line}`),
+      networkPolicies: options.networkPolicies ?? false,
+    },
   );
 }
 

@@ -9,6 +9,7 @@ import {
   ensureTenantkitImage,
   ensureVeleroImage,
 } from '../../src/controlplane/images.ts';
+import { ensureNetworkPolicyEnforcer } from '../../src/controlplane/netpol-build.ts';
 import { ensureNodeBinaries } from '../../src/controlplane/node-build.ts';
 import { ensureVeleroBinaries } from '../../src/controlplane/velero-build.ts';
 
@@ -26,6 +27,7 @@ export function prebuild(withNode: boolean, log: (line: string) => void): Prebui
     ...(withNode
       ? [
           () => ensureNodeBinaries(progress),
+          () => ensureNetworkPolicyEnforcer(progress),
           () => ensureHelm(progress),
           () => ensureVeleroImage({ progress }),
           () => ensurePostgresImage({ progress }),

@@ -498,6 +498,8 @@ describe('cost', () => {
     const ms = performance.now() - started;
     console.log(`[search-access] 1,000 namespaces x distinct Role each: ${ms.toFixed(1)} ms`);
     expect(set.namespaced).toHaveLength(1000);
-    expect(ms).toBeLessThan(1000);
+    // A guard against a blow-up (quadratic work), not a measurement: about 200 ms on an idle 2-core
+    // machine, over 1.8 s while builds share it. bench/search.ts measures it.
+    expect(ms).toBeLessThan(5000);
   });
 });
