@@ -17,8 +17,10 @@ import { eventually, TestCluster } from '../harness/cluster.ts';
 import { type Installed, installTenantkit, stopInstalled } from '../harness/installed.ts';
 import { nodeSkipReason } from '../harness/node.ts';
 import {
+  connectionDropped,
   expectDefaultNodeSelector,
   expectRunOnceDeadline,
+  fetchFromPod,
   type Pod,
   podPolicyAnnotations,
   testDeployment,
@@ -99,12 +101,8 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
       // The collector serves nothing: no rule, so no connection in.
       const ports = (policy?.spec.ingress ?? []).flatMap((rule) => (rule.ports ?? []).map((p) => p.port));
       expect(ports).toEqual(
-        (
-          { controllers: [8080], webhooks: [9443], search: [4010], console: [8443] } as Record<
-            string,
-            number[]
-          >
-        )[component] ?? [],
+        // The controllers: nobody named to scrape their metrics (networkPolicies.metricsSources), no Pod in.
+        ({ webhooks: [9443], search: [4010], console: [8443] } as Record<string, number[]>)[component] ?? [],
       );
     }
     // A drain takes one replica of a serving component at a time.
@@ -253,6 +251,27 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
     await expectDefaultNodeSelector(tenant, ns, node.workloadImage, node.name);
     await expectRunOnceDeadline(tenant, ns, node.workloadImage, node.name);
   }, 120_000);
+
+  it("drops what the chart's NetworkPolicies forbid: a tenant's Pod reaches search's API, never its database nor the controllers", async () => {
+    const ns = await organizationNamespace(cluster, owner, { prefix: 'e2e-net' });
+    const ipOf = async (component: string) => {
+      const pods = await cluster.admin.list<Pod>(Resources.pods, {
+        namespace: chart.namespace,
+        labelSelector: `app.kubernetes.io/instance=${chart.release},app.kubernetes.io/component=${component}`,
+      });
+      const ip = pods.items.find((p) => p.status?.phase === 'Running')?.status?.podIP;
+      expect(ip, `a running Pod of ${component}`).toBeDefined();
+      return ip!;
+    };
+    let runs = 0;
+    const tryAsTenant = async (url: string) =>
+      (await fetchFromPod(tenant, ns, node.workloadImage, `net-${++runs}`, url)).log;
+    // Search's API: the connection is made (the TLS handshake then fails: the Pod does not trust its CA).
+    expect(await tryAsTenant(`https://${await ipOf('search')}:4010/livez`)).not.toMatch(connectionDropped);
+    // Its database and the controllers' metrics: no packet gets through.
+    expect(await tryAsTenant(`http://${await ipOf('search-db')}:5432/`)).toMatch(connectionDropped);
+    expect(await tryAsTenant(`http://${await ipOf('controllers')}:8080/metrics`)).toMatch(connectionDropped);
+  });
 
   it("backs up a tenant's Deployment and restores it after a mistake: its Pods Running again", async () => {
     const ns = await cluster.namespace('e2e-backup');

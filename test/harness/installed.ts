@@ -32,7 +32,8 @@ export async function installTenantkit(
   const image = await ensureTenantkitImage({ progress });
   const postgres = await ensurePostgresImage({ progress });
   const veleroImage = await ensureVeleroImage({ progress });
-  const node = await startTestNode(cluster);
+  // With its NetworkPolicy enforcer: the chart's policies and the organizations' isolation hold for real.
+  const node = await startTestNode(cluster, { networkPolicies: true });
   try {
     return await onNode(cluster, node, image, postgres, veleroImage, progress);
   } catch (err) {

@@ -116,3 +116,34 @@ export async function expectDefaultNodeSelector(
   expect(created.spec.nodeSelector).toEqual({ 'kubernetes.io/hostname': nodeName });
   expect((await podInPhase(tenant, namespace, name, 'Running', 60_000)).spec.nodeName).toBe(nodeName);
 }
+
+/**
+ * What `client`'s one-shot Pod `name` in `namespace` got trying `url` (tk-workload's `get`, which gives
+ * up after 10 s): its end phase and its log. For connections tried as a tenant from inside the cluster.
+ */
+export async function fetchFromPod(
+  client: KubeClient,
+  namespace: string,
+  image: string,
+  name: string,
+  url: string,
+): Promise<{ phase?: string; log: string }> {
+  await client.create(
+    Resources.pods,
+    testPod(namespace, image, name, ['get', url], { restartPolicy: 'Never', activeDeadlineSeconds: 60 }),
+  );
+  const ended = await eventually(
+    async () => {
+      const p = await client.get<Pod>(Resources.pods, name, namespace);
+      return p?.status?.phase === 'Succeeded' || p?.status?.phase === 'Failed' ? p : undefined;
+    },
+    { what: `pod ${namespace}/${name} ended`, timeoutMs: 90_000 },
+  );
+  const log = await client.request<string>('GET', `/api/v1/namespaces/${namespace}/pods/${name}/log`, {
+    text: true,
+  });
+  return { phase: ended.status?.phase, log };
+}
+
+/** How tk-workload's `get` says that no answer came: the packets were dropped. */
+export const connectionDropped = /Client\.Timeout|deadline exceeded/;
