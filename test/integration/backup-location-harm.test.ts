@@ -190,9 +190,16 @@ describe('a tenant storage location', { timeout: 3 * veleroQueueMs }, () => {
         { timeoutMs: 3 * veleroQueueMs - 30_000, intervalMs: 200, what: 'both backups finished' },
       );
       expect(most).toBe(1);
-      const [first, second] = [await nab('first'), await nab('second')];
-      expect(first?.status?.veleroBackup?.status?.phase).toBe('Completed');
-      expect(second?.status?.veleroBackup?.status?.phase).toBe('Completed');
+      // The NonAdminBackups mirror their Velero Backups' status a moment after Velero writes it.
+      const [first, second] = await eventually(
+        async () => {
+          const both = [await nab('first'), await nab('second')];
+          const phases = both.map((n) => n?.status?.veleroBackup?.status?.phase);
+          if (phases.every((p) => p === 'Completed')) return both;
+          throw new Error(`mirrored phases: ${phases.join(', ')}`);
+        },
+        { timeoutMs: 30_000, what: 'both NonAdminBackups showing Completed' },
+      );
       const startOf = (n: NonAdminBackup | undefined) =>
         String((n?.status?.veleroBackup?.status as { startTimestamp?: string } | undefined)?.startTimestamp);
       expect(startOf(first) <= startOf(second)).toBe(true);
