@@ -1,7 +1,7 @@
 // Namespace ownership API (tenancy.tenantkit.io/v1alpha1): organizations own namespaces; a TenantUser
 // records a user's default organization (vanilla Kubernetes has no User objects); TenancyConfig is the
 // one live configuration of the namespace policies.
-import { Type } from '@sinclair/typebox';
+import { type Static, Type } from '@sinclair/typebox';
 import { ConditionsSchema, defineCrd, type ObjectOf } from './schema.ts';
 import { LabelSelectorSchema } from './scopes.ts';
 
@@ -9,6 +9,74 @@ const group = 'tenancy.tenantkit.io';
 const version = 'v1alpha1';
 const patterns = (description: string) =>
   Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description, maxItems: 256 }));
+
+/** Which cluster-scoped classes of one kind an organization may use, and the one it gets when it names none. */
+const allowedClasses = (kind: string) =>
+  Type.Optional(
+    Type.Array(Type.String({ minLength: 1, maxLength: 253 }), {
+      maxItems: 64,
+      description: `${kind} names (wildcard *) the organization may use; absent: any, empty: none.`,
+    }),
+  );
+/** Classes an object names by itself, and a default for one that names none. */
+const defaultedClassRule = (kind: string) =>
+  Type.Optional(
+    Type.Object({
+      allowed: allowedClasses(kind),
+      default: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 253,
+          description: `The ${kind} the organization's objects get when they name none, or when the cluster's default ${kind} filled in is not allowed.`,
+        }),
+      ),
+    }),
+  );
+/**
+ * Classes a Pod names: checked only. Kubernetes' own admission fills in a Pod's priority and overhead from
+ * its class before webhooks run, so a class a webhook put in would not match them.
+ */
+const podClassRule = (kind: string) => Type.Optional(Type.Object({ allowed: allowedClasses(kind) }));
+
+/**
+ * Guardrails on what an organization's namespaces may use. In TenancyConfig they are every organization's
+ * defaults; an Organization's own replace them field by field. Only admins write either.
+ */
+const guardrailFields = {
+  storageClasses: defaultedClassRule('StorageClass'),
+  ingressClasses: defaultedClassRule('IngressClass'),
+  priorityClasses: podClassRule('PriorityClass'),
+  runtimeClasses: podClassRule('RuntimeClass'),
+  ingressHostnames: Type.Optional(
+    Type.Array(Type.String({ minLength: 1, maxLength: 253 }), {
+      maxItems: 64,
+      description:
+        'Host names (wildcard * for any run of characters) Ingresses may serve; absent: any, empty: none. A host an Ingress names must match one.',
+    }),
+  ),
+  registries: Type.Optional(
+    Type.Array(Type.String({ minLength: 1, maxLength: 512 }), {
+      maxItems: 64,
+      description:
+        'Image repositories containers may come from: a registry host ("registry.example.com") or a repository prefix ("ghcr.io/acme"), * standing for any run of characters within one path segment; images without a registry are docker.io\'s ("nginx" is docker.io/library/nginx). Absent: any, empty: none.',
+    }),
+  ),
+  namespaceLabels: Type.Optional(
+    Type.Record(Type.String({ minLength: 1, maxLength: 316 }), Type.String({ maxLength: 63 }), {
+      description:
+        "Labels every namespace of the organization carries (Pod Security Admission's levels, say); tenants may not change or remove them.",
+    }),
+  ),
+  namespaceAnnotations: Type.Optional(
+    Type.Record(Type.String({ minLength: 1, maxLength: 316 }), Type.String({ maxLength: 4096 }), {
+      description:
+        'Annotations every namespace of the organization carries; tenants may not change or remove them.',
+    }),
+  ),
+};
+const guardrails = (description: string) => Type.Object(guardrailFields, { description });
+export const GuardrailsSchema = guardrails('What namespaces of an organization may use.');
+export type Guardrails = Static<typeof GuardrailsSchema>;
 
 export const OrganizationCrd = defineCrd({
   group,
@@ -43,6 +111,11 @@ export const OrganizationCrd = defineCrd({
         minLength: 1,
         description: 'UsageProfile for this organization instead of the active one.',
       }),
+    ),
+    guardrails: Type.Optional(
+      guardrails(
+        "What this organization's namespaces may use; each field set here replaces the TenancyConfig's default.",
+      ),
     ),
   }),
   status: Type.Object({
@@ -125,6 +198,7 @@ export const tenancyConfigKeys = [
   'activeUsageProfile',
   'disabledPolicies',
   'networkIsolation',
+  'guardrails',
 ] as const;
 
 /** The namespace policies an admin may switch off (TenancyConfig.spec.disabledPolicies). */
@@ -137,6 +211,7 @@ export const switchablePolicies = [
   'project-organization',
   'reserved-quota',
   'claim-volume',
+  'guardrails',
 ] as const;
 
 /** Namespaces a peer of a network allowance names. */
@@ -271,6 +346,11 @@ export const TenancyConfigCrd = defineCrd({
             ),
           ),
         }),
+      ),
+      guardrails: Type.Optional(
+        guardrails(
+          "Every organization's guardrails, unless its Organization's spec.guardrails sets the field.",
+        ),
       ),
       quotaNamespace: Type.Optional(
         Type.String({

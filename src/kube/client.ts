@@ -32,6 +32,7 @@ export class ApiError extends Error {
 
 export const isNotFound = (err: unknown): boolean => err instanceof ApiError && err.status === 404;
 export const isConflict = (err: unknown): boolean => err instanceof ApiError && err.status === 409;
+export const isInvalid = (err: unknown): boolean => err instanceof ApiError && err.status === 422;
 export const isAlreadyExists = (err: unknown): boolean =>
   err instanceof ApiError && err.status === 409 && err.reason === 'AlreadyExists';
 export const isGone = (err: unknown): boolean => err instanceof ApiError && err.status === 410;

@@ -24,7 +24,8 @@ const pattern = /^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei
 /** Parses a quantity; undefined when it is not one. */
 export function parseQuantity(text: string | number | undefined): number | undefined {
   if (typeof text === 'number') return text;
-  if (!text) return undefined;
+  // Anything else a client sent where a quantity belongs is no quantity.
+  if (typeof text !== 'string' || !text) return undefined;
   const match = pattern.exec(text.trim());
   if (!match) return undefined;
   const base = Number(match[1]);

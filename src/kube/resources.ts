@@ -108,6 +108,8 @@ export const Resources = {
   daemonSets: resourceType('apps', 'v1', 'daemonsets', 'DaemonSet'),
   podDisruptionBudgets: resourceType('policy', 'v1', 'poddisruptionbudgets', 'PodDisruptionBudget'),
   networkPolicies: resourceType('networking.k8s.io', 'v1', 'networkpolicies', 'NetworkPolicy'),
+  ingresses: resourceType('networking.k8s.io', 'v1', 'ingresses', 'Ingress'),
+  ingressClasses: resourceType('networking.k8s.io', 'v1', 'ingressclasses', 'IngressClass', false),
   storageClasses: resourceType('storage.k8s.io', 'v1', 'storageclasses', 'StorageClass', false),
   persistentVolumeClaims: core('persistentvolumeclaims', 'PersistentVolumeClaim'),
   persistentVolumes: core('persistentvolumes', 'PersistentVolume', false),

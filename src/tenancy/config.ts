@@ -1,6 +1,7 @@
 // The effective tenancy configuration: the TenancyConfig named "cluster" with defaults filled in.
 // Read from the informer on every request, so an edit takes effect without a restart.
 import {
+  type Guardrails,
   type switchablePolicies,
   type TenancyConfig,
   TenancyConfigCrd,
@@ -30,6 +31,8 @@ export interface EffectiveConfig {
   activeUsageProfile: string;
   disabledPolicies: string[];
   networkIsolation: NetworkIsolation;
+  /** Every organization's guardrails unless its Organization sets the field (see guardrails.ts). */
+  guardrails: Guardrails;
 }
 
 type Selector = NonNullable<NonNullable<TenancyConfig['spec']['networkIsolation']>['allowFrom']>[number];
@@ -64,6 +67,8 @@ export const defaults: EffectiveConfig = {
   disabledPolicies: [],
   // Organizations apart on the network unless the admin says otherwise (needs an AdminNetworkPolicy enforcer).
   networkIsolation: { enabled: true, priority: 900, allowFrom: [], organizations: [] },
+  // Nothing restricted until the admin says what (the namespace policies above already hold).
+  guardrails: {},
 };
 
 /** The effective configuration; `namespace` is where tenantkit runs (its own identity, its ledger). */

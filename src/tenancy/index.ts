@@ -6,9 +6,17 @@ import { type KubeObject, Resources } from '../kube/resources.ts';
 import { allow, deny } from '../webhook/admission.ts';
 import type { WebhookDefinition } from '../webhook/registration.ts';
 import { decidesVolume, validateClaimVolume } from './claim-volume.ts';
-import { configSource, policiesOn, unknownConfigKeys } from './config.ts';
+import { configSource, notForTenantsLabel, policiesOn, unknownConfigKeys } from './config.ts';
 import { directory } from './directory.ts';
+import {
+  admitClaimGuardrails,
+  admitIngressGuardrails,
+  imageChanges,
+  setsStorageClass,
+  validatePodGuardrails,
+} from './guardrail-admission.ts';
 import { privilegeChecker } from './identity.ts';
+import { registerNamespaceMetadataController } from './namespace-metadata-controller.ts';
 import { admitNewNamespace, validateNamespace } from './namespace-policy.ts';
 import { registerOrgRbacController } from './org-rbac-controller.ts';
 import { registerOrganizationController } from './organization-controller.ts';
@@ -30,7 +38,8 @@ export const tenancy: Capability = {
       resources: ['organizations', 'tenancyconfigs', 'usageprofiles', 'tenantusers'],
       verbs: ['get', 'list', 'watch'],
     },
-    { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
+    // Patch: the labels and annotations organizations' guardrails require on their namespaces.
+    { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch', 'patch'] },
     // The usage profile's guardrails in every organization namespace.
     {
       apiGroups: [''],
@@ -68,6 +77,7 @@ export const tenancy: Capability = {
     registerOrgRbacController(manager, config, dir);
     registerOrganizationController(manager, config, dir);
     registerUsageProfileController(manager, config, dir);
+    registerNamespaceMetadataController(manager, config, dir);
   },
   webhookRules: [
     {
@@ -89,7 +99,9 @@ export const tenancy: Capability = {
     // claim-volume reads, live, the volume a tenant's claim names, or every volume (is one reserved for
     // the claim, could the binder hand it an unreserved one?) and the claim's StorageClass.
     { apiGroups: [''], resources: ['persistentvolumes'], verbs: ['get', 'list'] },
-    { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get'] },
+    // The guardrails fill in an organization's default class where the cluster's default is not allowed.
+    { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: ['networking.k8s.io'], resources: ['ingressclasses'], verbs: ['get', 'list', 'watch'] },
   ],
   // The namespace-quota ledger: one ConfigMap per organization, in tenantkit's namespace only.
   webhookNamespacedRules: [
@@ -110,6 +122,14 @@ export const tenancy: Capability = {
       privileged,
       directory: dir,
       quotas: manager.informer<KubeObject>(Resources.resourceQuotas),
+    };
+    const guardrailDeps = {
+      client,
+      config,
+      privileged,
+      directory: dir,
+      storageClasses: manager.informer<KubeObject>(Resources.storageClasses),
+      ingressClasses: manager.informer<KubeObject>(Resources.ingressClasses),
     };
     const pods = [
       { operations: ['CREATE' as const], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] },
@@ -173,6 +193,67 @@ export const tenancy: Capability = {
         reinvocationPolicy: 'IfNeeded',
         handler: (req) =>
           admitPod(podDeps, req, policiesOn(config, { defaults: 'pod-defaults', fairUse: 'pod-fair-use' })),
+      },
+      {
+        // Images, priority and runtime classes of every Pod in an organization's namespaces, whoever
+        // creates it: a workload controller's Pods too (so the control plane is not skipped here; the
+        // namespace selector keeps the cluster's own namespaces out).
+        name: 'pod-guardrails',
+        type: 'validating',
+        // Fail closed: an image from anywhere is what a tenant would gain from an outage.
+        failurePolicy: 'Fail',
+        timeoutSeconds: 5,
+        rules: [
+          {
+            operations: ['CREATE', 'UPDATE'],
+            apiGroups: [''],
+            apiVersions: ['v1'],
+            resources: ['pods', 'pods/ephemeralcontainers'],
+          },
+        ],
+        namespaceSelector: {
+          matchExpressions: [
+            ...notSystem.matchExpressions,
+            { key: notForTenantsLabel, operator: 'NotIn' as const, values: ['true'] },
+          ],
+        },
+        includeControlPlane: true,
+        // Updates matter only when an image changes (the API server allows no other container change).
+        matchConditions: [imageChanges],
+        handler: (req) => validatePodGuardrails(guardrailDeps, req),
+      },
+      {
+        name: 'claim-guardrails',
+        type: 'mutating',
+        failurePolicy: 'Fail',
+        timeoutSeconds: 5,
+        rules: [
+          {
+            operations: ['CREATE', 'UPDATE'],
+            apiGroups: [''],
+            apiVersions: ['v1'],
+            resources: ['persistentvolumeclaims'],
+          },
+        ],
+        matchConditions: [setsStorageClass],
+        reinvocationPolicy: 'IfNeeded',
+        handler: (req) => admitClaimGuardrails(guardrailDeps, req),
+      },
+      {
+        name: 'ingress-guardrails',
+        type: 'mutating',
+        failurePolicy: 'Fail',
+        timeoutSeconds: 5,
+        rules: [
+          {
+            operations: ['CREATE', 'UPDATE'],
+            apiGroups: ['networking.k8s.io'],
+            apiVersions: ['v1'],
+            resources: ['ingresses'],
+          },
+        ],
+        reinvocationPolicy: 'IfNeeded',
+        handler: (req) => admitIngressGuardrails(guardrailDeps, req),
       },
       // OpenShift's project flow; these rules match nothing where project.openshift.io is not served.
       {
@@ -264,14 +345,15 @@ export const tenancy: Capability = {
       },
     ];
     // Every policy but the configuration check itself can be switched off, live (the pod policies
-    // check their switches themselves).
+    // check their switches themselves); the three guardrail webhooks switch off together.
+    const switchName = (d: WebhookDefinition) => (d.name.endsWith('-guardrails') ? 'guardrails' : d.name);
     return definitions.map((d) =>
       d.name === 'tenancy-config' || d.name === 'pod-defaults' || d.name === 'namespace-create'
         ? d
         : {
             ...d,
             handler: (req, signal) =>
-              config().disabledPolicies.includes(d.name) ? allow() : d.handler(req, signal),
+              config().disabledPolicies.includes(switchName(d)) ? allow() : d.handler(req, signal),
           },
     );
   },

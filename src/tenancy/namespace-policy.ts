@@ -8,13 +8,16 @@
 //   organization of its own namespace); a missing organization label is filled in by the mutating
 //   webhook from the user's default organization;
 // - changing the organization label transfers the namespace and needs membership in both;
-// - an organization owns at most its quota of namespaces, checked on create and on transfer.
+// - an organization owns at most its quota of namespaces, checked on create and on transfer;
+// - the labels and annotations its organization's guardrails enforce are filled in on create, and tenants
+//   may not change or remove them (the namespace metadata controller puts them on existing namespaces).
 import type { Organization } from '../api/tenancy.ts';
 import type { UserInfo } from '../kube/access.ts';
 import type { KubeObject } from '../kube/resources.ts';
 import { type AdmissionRequest, allow, deny, mutate, type Verdict } from '../webhook/admission.ts';
 import { type ConfigSource, type EffectiveConfig, matchesAny, reservedFor } from './config.ts';
 import type { Directory } from './directory.ts';
+import { enforcedChanges, guardrailsOf, type OrganizationGuardrails } from './guardrails.ts';
 import { type PrivilegeCheck, serviceAccountNamespace } from './identity.ts';
 import { namespaceQuotaOf, type QuotaLedger } from './quota.ts';
 
@@ -38,17 +41,27 @@ function metadataProblems(
   config: EffectiveConfig,
   before: KubeObject | undefined,
   after: KubeObject,
+  enforced: OrganizationGuardrails[],
 ): string[] {
   const problems: string[] = [];
+  // A key set to the value an organization's guardrails enforce is tenantkit's doing, not the tenant's.
+  const isEnforced = (field: 'namespaceLabels' | 'namespaceAnnotations', key: string, value?: string) =>
+    value !== undefined && enforced.some((g) => g.rules[field]?.[key] === value);
   const labels = changedKeys(before?.metadata.labels, after.metadata.labels).filter(
     (k) =>
-      k !== config.organizationLabel && !builtinLabels.includes(k) && !matchesAny(config.allowedLabels, k),
+      k !== config.organizationLabel &&
+      !builtinLabels.includes(k) &&
+      !matchesAny(config.allowedLabels, k) &&
+      !isEnforced('namespaceLabels', k, after.metadata.labels?.[k]),
   );
   // The pod-default overrides are the tenant's to choose (within the admin's bounds).
   const overrides = [config.runOnceActiveDeadlineAnnotation, config.nodeSelectorAnnotation];
   const annotations = changedKeys(before?.metadata.annotations, after.metadata.annotations).filter(
     (k) =>
-      !builtinAnnotations.includes(k) && !overrides.includes(k) && !matchesAny(config.allowedAnnotations, k),
+      !builtinAnnotations.includes(k) &&
+      !overrides.includes(k) &&
+      !matchesAny(config.allowedAnnotations, k) &&
+      !isEnforced('namespaceAnnotations', k, after.metadata.annotations?.[k]),
   );
   if (labels.length)
     problems.push(`labels ${labels.join(', ')} may not be set, changed or removed by tenants`);
@@ -122,6 +135,19 @@ function heldSlots(held: number, freesAt: number | undefined, config: EffectiveC
   return `${held} of them ${held === 1 ? 'is a slot' : 'are slots'} held for namespaces admitted within the last ${config.namespaceQuotaHoldSeconds} s that do not exist yet: creates still on their way, or admission reviews no create followed; the first frees at ${at} (in ${inS} s) unless its namespace appears: retry then`;
 }
 
+/** The guardrails of the named organizations (unset names skipped), each once. */
+async function enforcedBy(
+  deps: NamespacePolicyDeps,
+  config: EffectiveConfig,
+  names: (string | undefined)[],
+): Promise<OrganizationGuardrails[]> {
+  if (config.disabledPolicies.includes('guardrails')) return [];
+  const unique = [...new Set(names.filter((n): n is string => Boolean(n)))];
+  return Promise.all(
+    unique.map(async (n) => guardrailsOf(config, n, await deps.directory.currentOrganization(n))),
+  );
+}
+
 const denial = (rule: string, problems: string[]) => deny(`namespace policy ${rule}: ${problems.join('; ')}`);
 
 export async function validateNamespace(deps: NamespacePolicyDeps, req: AdmissionRequest): Promise<Verdict> {
@@ -149,7 +175,31 @@ export async function validateNamespace(deps: NamespacePolicyDeps, req: Admissio
       `namespace ${name} belongs to no organization, and only a cluster admin may assign it to one; ask a cluster admin to run: kubectl label namespace ${name} ${config.organizationLabel}=<organization>`,
     ]);
   }
-  const metadata = metadataProblems(config, previous, namespace);
+  const target = namespace.metadata.labels?.[config.organizationLabel];
+  const enforced = await enforcedBy(deps, config, [source, target]);
+  const owner = enforced.find((g) => g.organization === (source ?? target));
+  if (owner) {
+    const changed = [
+      ...enforcedChanges(
+        owner.rules.namespaceLabels,
+        previous?.metadata.labels,
+        namespace.metadata.labels,
+      ).map((k) => `label ${k}=${owner.rules.namespaceLabels![k]} (${owner.source('namespaceLabels')})`),
+      ...enforcedChanges(
+        owner.rules.namespaceAnnotations,
+        previous?.metadata.annotations,
+        namespace.metadata.annotations,
+      ).map(
+        (k) =>
+          `annotation ${k}=${owner.rules.namespaceAnnotations![k]} (${owner.source('namespaceAnnotations')})`,
+      ),
+    ];
+    if (changed.length)
+      return denial('organization-guardrails', [
+        `organization "${owner.organization}" requires ${changed.join(', ')} on its namespaces: tenants may not change or remove them; a cluster admin changes what an organization requires`,
+      ]);
+  }
+  const metadata = metadataProblems(config, previous, namespace, enforced);
   if (metadata.length) {
     return denial('namespace-metadata', [
       ...metadata,
@@ -157,7 +207,6 @@ export async function validateNamespace(deps: NamespacePolicyDeps, req: Admissio
     ]);
   }
 
-  const target = namespace.metadata.labels?.[config.organizationLabel];
   if (!target) {
     return denial('organization', [
       previous
@@ -209,6 +258,32 @@ function withOrganization(deps: NamespacePolicyDeps, req: AdmissionRequest): Kub
   };
 }
 
+/** A new namespace with the labels and annotations its organization's guardrails require. */
+async function withEnforcedMetadata(
+  deps: NamespacePolicyDeps,
+  req: AdmissionRequest,
+  namespace: KubeObject,
+): Promise<KubeObject> {
+  const config = deps.config();
+  const organization = namespace.metadata.labels?.[config.organizationLabel];
+  if (!organization || deps.privileged(req.userInfo, config) || reservedFor(config, namespace))
+    return namespace;
+  const [g] = await enforcedBy(deps, config, [organization]);
+  const labels = g?.rules.namespaceLabels ?? {};
+  const annotations = g?.rules.namespaceAnnotations ?? {};
+  if (Object.keys(labels).length === 0 && Object.keys(annotations).length === 0) return namespace;
+  return {
+    ...namespace,
+    metadata: {
+      ...namespace.metadata,
+      labels: { ...namespace.metadata.labels, ...labels },
+      ...(Object.keys(annotations).length
+        ? { annotations: { ...namespace.metadata.annotations, ...annotations } }
+        : {}),
+    },
+  };
+}
+
 /**
  * A new namespace in one webhook call: the organization filled in (policy namespace-organization), then
  * the namespace policy checked on the result (policy namespace-policy); each can be switched off on its
@@ -222,7 +297,8 @@ export async function admitNewNamespace(
 ): Promise<Verdict> {
   if (req.operation !== 'CREATE') return allow();
   const namespace = req.object as KubeObject;
-  const defaulted = policies.organization ? withOrganization(deps, req) : namespace;
+  const organized = policies.organization ? withOrganization(deps, req) : namespace;
+  const defaulted = await withEnforcedMetadata(deps, req, organized);
   if (policies.policy) {
     const verdict = await validateNamespace(deps, { ...req, object: defaulted });
     if (!verdict.allowed) return verdict;

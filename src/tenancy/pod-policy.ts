@@ -129,6 +129,8 @@ export function admitPod(
   const ns = organizationNamespace(deps, config, req);
   if (!ns) return allow();
   const pod = req.object as Pod;
+  // Not a Pod the API server would store (no spec object): nothing to default or advise on.
+  if (typeof pod.spec !== 'object' || pod.spec === null || Array.isArray(pod.spec)) return allow();
   let defaulted: { pod: Pod; warnings: string[] } = { pod, warnings: [] };
   if (policies.defaults && !deps.privileged(req.userInfo, config)) {
     const result = defaultPod(config, ns, pod);
@@ -140,10 +142,12 @@ export function admitPod(
 }
 
 function requests(pod: Pod, resource: 'cpu' | 'memory'): number {
-  const sum = (list: Container[] | undefined) =>
-    (list ?? []).reduce((total, c) => total + (parseQuantity(c.resources?.requests?.[resource]) ?? 0), 0);
+  const items = (list: unknown): Container[] =>
+    Array.isArray(list) ? list.filter((c): c is Container => typeof c === 'object' && c !== null) : [];
+  const sum = (list: Container[]) =>
+    list.reduce((total, c) => total + (parseQuantity(c.resources?.requests?.[resource]) ?? 0), 0);
   // Init containers run one at a time before the others: the pod needs the larger of the two.
-  return Math.max(sum(pod.spec.containers), ...(pod.spec.initContainers ?? []).map((c) => sum([c])));
+  return Math.max(sum(items(pod.spec.containers)), ...items(pod.spec.initContainers).map((c) => sum([c])));
 }
 
 const gib = 2 ** 30;

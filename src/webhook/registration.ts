@@ -42,6 +42,11 @@ export interface WebhookDefinition {
    * handler never depends on the API server having checked it (an admin can edit a CRD's schema).
    */
   specSchema?: TSchema;
+  /**
+   * Also called for the control plane's own users (a workload controller creating a tenant's Pods): only
+   * for a webhook whose namespace selector keeps the cluster's own namespaces out.
+   */
+  includeControlPlane?: boolean;
   /** Whether the object must have a spec (a CRD that requires one): a review without it is refused. */
   specRequired?: boolean;
 }
@@ -78,7 +83,7 @@ function webhookEntry(def: WebhookDefinition, endpoint: WebhookEndpoint, caBundl
     timeoutSeconds: def.timeoutSeconds ?? 5,
     namespaceSelector: def.namespaceSelector ?? {},
     objectSelector: def.objectSelector ?? {},
-    matchConditions: [skipControlPlane, ...(def.matchConditions ?? [])],
+    matchConditions: [...(def.includeControlPlane ? [] : [skipControlPlane]), ...(def.matchConditions ?? [])],
     ...(def.type === 'mutating' ? { reinvocationPolicy: def.reinvocationPolicy ?? 'Never' } : {}),
   };
 }

@@ -13,6 +13,19 @@ const objects: Record<string, { kind: string; object: Json }> = {
       spec: { containers: [{ name: 'app', image: 'busybox:1.37', resources: { requests: { cpu: '10m' } } }] },
     },
   },
+  persistentvolumeclaims: {
+    kind: 'PersistentVolumeClaim',
+    object: { spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } },
+  },
+  ingresses: {
+    kind: 'Ingress',
+    object: {
+      spec: {
+        rules: [{ host: 'a.fuzz.example', http: { paths: [{ path: '/', pathType: 'Prefix' }] } }],
+        tls: [{ hosts: ['a.fuzz.example'] }],
+      },
+    },
+  },
   namespaces: { kind: 'Namespace', object: { metadata: { labels: { team: 'a' } } } },
   resourcequotas: { kind: 'ResourceQuota', object: { spec: { hard: { pods: '10' } } } },
   limitranges: {

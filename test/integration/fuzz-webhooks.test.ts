@@ -5,9 +5,11 @@
 // failure prints its seed (FUZZ_SEED replays it); FUZZ_RUNS raises the inputs (npm run fuzz).
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OrganizationCrd } from '../../src/api/tenancy.ts';
 import { capabilities } from '../../src/cli/capabilities.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { Manager } from '../../src/kube/manager.ts';
+import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { createCA } from '../../src/pki/certs.ts';
 import type { WebhookDefinition } from '../../src/webhook/registration.ts';
 import { WebhookServer } from '../../src/webhook/server.ts';
@@ -31,6 +33,35 @@ const stop = new AbortController();
 let run: Promise<void>;
 
 beforeAll(async () => {
+  // The reviews' namespace belongs to an organization with every guardrail set, so that the guardrail
+  // webhooks judge what the fuzzer makes of a Pod, a claim or an Ingress instead of passing it by.
+  const apply = { fieldManager: 'fuzz-test', force: true };
+  await cluster.admin.apply(
+    OrganizationCrd.type,
+    {
+      metadata: { name: 'fuzz-org' },
+      spec: {
+        members: { users: ['fuzz-tenant'] },
+        guardrails: {
+          registries: ['ghcr.io/fuzz', '*.example'],
+          storageClasses: { allowed: ['fast'], default: 'fast' },
+          ingressClasses: { allowed: ['internal'], default: 'internal' },
+          ingressHostnames: ['*.fuzz.example'],
+          priorityClasses: { allowed: ['low'] },
+          runtimeClasses: { allowed: [] },
+          namespaceLabels: { 'pod-security.kubernetes.io/enforce': 'baseline' },
+        },
+      },
+    } as KubeObject,
+    apply,
+  );
+  cluster.defer(() => cluster.admin.delete(OrganizationCrd.type, 'fuzz-org'));
+  await cluster.admin.apply(
+    Resources.namespaces,
+    { metadata: { name: 'fuzz', labels: { 'appuio.io/organization': 'fuzz-org' } } },
+    apply,
+  );
+  cluster.defer(() => cluster.admin.delete(Resources.namespaces, 'fuzz'));
   const manager = new Manager({ client: cluster.admin, logger: silentLogger, component: 'fuzz-webhooks' });
   definitions = capabilities.flatMap(
     (c) => c.webhooks?.({ client: cluster.admin, manager, namespace: 'tenantkit-system' }) ?? [],
