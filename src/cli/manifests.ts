@@ -25,7 +25,8 @@ function offlineContext() {
     }),
   });
   const manager = new Manager({ client, logger: silentLogger, component: 'offline' });
-  return { client, manager, namespace: 'tenantkit-system' };
+  // Definitions that name tenantkit's own namespace (to keep it out of a webhook) get the release's.
+  return { client, manager, namespace };
 }
 
 export function renderRbac(): string {

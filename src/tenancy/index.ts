@@ -140,7 +140,9 @@ export const tenancy: Capability = {
         {
           key: 'kubernetes.io/metadata.name',
           operator: 'NotIn' as const,
-          values: ['kube-system', 'kube-public', 'kube-node-lease', 'tenantkit-system'],
+          values: [
+            ...new Set(['kube-system', 'kube-public', 'kube-node-lease', 'tenantkit-system', namespace]),
+          ],
         },
       ],
     };
