@@ -6,6 +6,9 @@ import { ConditionsSchema, defineCrd, type ObjectOf } from './schema.ts';
 import { LabelSelectorSchema } from './scopes.ts';
 
 const group = 'tenancy.tenantkit.io';
+/** A Kubernetes quantity (500m, 2Gi, 10, 1e3). */
+const quantityPattern =
+  '^[+]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$';
 const version = 'v1alpha1';
 const patterns = (description: string) =>
   Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description, maxItems: 256 }));
@@ -117,6 +120,18 @@ export const OrganizationCrd = defineCrd({
         "What this organization's namespaces may use; each field set here replaces the TenancyConfig's default.",
       ),
     ),
+    quota: Type.Optional(
+      Type.Object({
+        hard: Type.Record(
+          Type.String({ minLength: 1, maxLength: 253 }),
+          Type.String({ pattern: quantityPattern, maxLength: 64 }),
+          {
+            description:
+              "Limits summed over all the organization's namespaces, by the resource names of a ResourceQuota (requests.cpu, limits.memory, requests.storage, pods, count/deployments.apps, ...). Each namespace gets a part as its ResourceQuota organization-quota; the parts never add up to more.",
+          },
+        ),
+      }),
+    ),
   }),
   status: Type.Object({
     observedGeneration: Type.Optional(Type.Integer()),
@@ -143,6 +158,16 @@ export const OrganizationCrd = defineCrd({
     ),
     readerRole: Type.Optional(
       Type.String({ description: 'The ClusterRole that lets its members read this Organization.' }),
+    ),
+    quota: Type.Optional(
+      Type.Record(
+        Type.String(),
+        Type.Object({ hard: Type.String(), used: Type.String(), remaining: Type.String() }),
+        {
+          description:
+            'Per resource of spec.quota.hard: the total, what its namespaces use together, what is left.',
+        },
+      ),
     ),
   }),
   printerColumns: [

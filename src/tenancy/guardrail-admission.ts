@@ -21,6 +21,8 @@ import {
   type OrganizationGuardrails,
 } from './guardrails.ts';
 import type { PrivilegeCheck } from './identity.ts';
+import { organizationQuotaName } from './organization-quota.ts';
+import { quotaManagedBy } from './quota-sharing.ts';
 
 export interface GuardrailDeps {
   client: KubeClient;
@@ -29,6 +31,7 @@ export interface GuardrailDeps {
   directory: Directory;
   storageClasses: Informer<KubeObject>;
   ingressClasses: Informer<KubeObject>;
+  quotas: Informer<KubeObject>;
 }
 
 /** The guardrails of the organization that owns `namespace`, or undefined for namespaces left alone. */
@@ -54,6 +57,24 @@ async function applicable(
 ): Promise<OrganizationGuardrails | undefined> {
   if (!req.object || deps.privileged(req.userInfo, deps.config())) return undefined;
   return guardrailsIn(deps, req.namespace ?? req.object.metadata?.namespace ?? '');
+}
+
+/**
+ * Why a new Pod or claim must wait: its organization has a quota and this namespace has no part of it
+ * yet (a namespace made a moment ago, before the organization controller gave it one). Without the part
+ * nothing would count what the namespace uses against the organization's total.
+ */
+async function quotaPending(deps: GuardrailDeps, req: AdmissionRequest, g: OrganizationGuardrails) {
+  if (req.operation !== 'CREATE') return undefined;
+  const organization = await deps.directory.currentOrganization(g.organization);
+  if (Object.keys(organization?.spec.quota?.hard ?? {}).length === 0) return undefined;
+  const namespace = req.namespace ?? '';
+  const part =
+    deps.quotas.get(`${namespace}/${organizationQuotaName}`) ??
+    (await deps.client.get(Resources.resourceQuotas, organizationQuotaName, namespace));
+  // Only tenantkit's own part counts (a ResourceQuota of that name someone else made would not be kept).
+  if (part?.metadata.labels?.['app.kubernetes.io/managed-by'] === quotaManagedBy) return undefined;
+  return `organization quota: namespace ${namespace} has no part of organization "${g.organization}"'s quota yet (ResourceQuota ${organizationQuotaName}), which tenantkit gives a new namespace within a second or two; retry shortly`;
 }
 
 const what = (kind: string, req: AdmissionRequest) => {
@@ -117,6 +138,8 @@ export async function validatePodGuardrails(deps: GuardrailDeps, req: AdmissionR
     if (priorityProblem) problems.push(`spec.priorityClassName: ${priorityProblem}`);
     if (runtimeProblem) problems.push(`spec.runtimeClassName: ${runtimeProblem}`);
   }
+  const pending = await quotaPending(deps, req, g);
+  if (pending) problems.push(pending);
   return problems.length ? refuse('Pod', req, problems) : allow();
 }
 
@@ -158,6 +181,8 @@ export async function admitClaimGuardrails(deps: GuardrailDeps, req: AdmissionRe
   const className = text(result.spec?.storageClassName);
   const problem = className ? classProblem(g, 'storageClasses', className) : undefined;
   if (problem) return refuse('PersistentVolumeClaim', req, [`spec.storageClassName: ${problem}`]);
+  const pending = await quotaPending(deps, req, g);
+  if (pending) return refuse('PersistentVolumeClaim', req, [pending]);
   return result === claim ? allow() : mutate(claim, result, warnings);
 }
 

@@ -130,6 +130,7 @@ export const tenancy: Capability = {
       directory: dir,
       storageClasses: manager.informer<KubeObject>(Resources.storageClasses),
       ingressClasses: manager.informer<KubeObject>(Resources.ingressClasses),
+      quotas: manager.informer<KubeObject>(Resources.resourceQuotas),
     };
     const pods = [
       { operations: ['CREATE' as const], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] },

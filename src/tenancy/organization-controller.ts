@@ -24,6 +24,13 @@ import {
   isolationPolicyName,
 } from './network-isolation.ts';
 import { namespaceQuotaOf } from './quota.ts';
+import {
+  organizationQuotas,
+  type QuotaOutcome,
+  quotaOrganization,
+  type ResourceQuota,
+  shareQuota,
+} from './quota-sharing.ts';
 
 const managedBy = 'tenantkit-tenancy';
 const fieldManager = 'tenantkit-tenancy';
@@ -58,6 +65,7 @@ interface Isolation {
 
 interface Sources {
   organizations: Informer<Organization>;
+  quotas: Informer<ResourceQuota>;
   roles: Informer<ClusterRole>;
   bindings: Informer<ClusterRoleBinding>;
   directory: Directory;
@@ -75,6 +83,7 @@ export function registerOrganizationController(
     ...Resources.clusterRoleBindings,
     labelSelector: selector,
   });
+  const quotas = manager.informer<ResourceQuota>(organizationQuotas);
   organizations.addIndex(ByListedNamespace, listedNamespaces);
   // A namespace concerns the organization its label names now and any whose status still lists it (it
   // moved to another organization, or went away).
@@ -96,10 +105,19 @@ export function registerOrganizationController(
     // each write would start a reconcile at once that lists the namespaces created since, and a burst
     // would get a write per reconcile again. A status edited by hand is still put right within a second.
     .watches(OrganizationCrd.type, (o) => [o.metadata.name!], { predicate: statusOnly, atMostEveryMs: 1000 })
+    // Each namespace's part of the organization's quota: what it uses changes the split.
+    .watches(
+      organizationQuotas,
+      (q) => {
+        const owner = quotaOrganization(q);
+        return owner ? [owner] : [];
+      },
+      { atMostEveryMs: 250 },
+    )
     // Where the quota comes from when the Organization does not set it.
     .watchesAll(TenancyConfigCrd.type, generationChanged)
     .watchesAll(UsageProfileCrd.type, generationChanged)
-    .complete(new OrganizationReconciler({ organizations, roles, bindings, directory, config }));
+    .complete(new OrganizationReconciler({ organizations, quotas, roles, bindings, directory, config }));
 }
 
 /** Only a namespace's arrival, departure, organization label or termination changes an organization. */
@@ -123,8 +141,27 @@ export class OrganizationReconciler extends ReconcilerOf<Sources> {
     if (!organization || organization.metadata.deletionTimestamp) return undefined;
     const problem = await this.grantRead(ctx, organization);
     const isolation = await this.isolate(ctx, organization);
-    await this.report(ctx, organization, problem, isolation);
+    const quota = await shareQuota(
+      ctx.client,
+      organization,
+      this.ownedNamespaces(organization),
+      this.from.quotas,
+    );
+    if (quota.state === 'retry') return { requeueAfterMs: 20 };
+    await this.report(ctx, organization, problem, isolation, quota);
     return undefined;
+  }
+
+  /** The namespaces it owns now (terminating ones not counted), sorted. */
+  private ownedNamespaces(organization: Organization): string[] {
+    const config = this.from.config();
+    return this.from.directory
+      .organizationNamespaces(organization.metadata.name!, config.organizationLabel)
+      .filter((ns) => {
+        const object = this.from.directory.namespace(ns);
+        return object !== undefined && !isTerminating(object);
+      })
+      .sort();
   }
 
   /** Its AdminNetworkPolicy (created, kept up to date, or removed when the admin exempts it). */
@@ -207,16 +244,11 @@ export class OrganizationReconciler extends ReconcilerOf<Sources> {
     organization: Organization,
     problem: string | undefined,
     isolation: Isolation,
+    shared: QuotaOutcome,
   ): Promise<void> {
     const status = new StatusWriter<OrganizationStatus>(ctx, OrganizationCrd.type, organization);
     const config = this.from.config();
-    const owned = this.from.directory
-      .organizationNamespaces(organization.metadata.name!, config.organizationLabel)
-      .filter((ns) => {
-        const object = this.from.directory.namespace(ns);
-        return object !== undefined && !isTerminating(object);
-      })
-      .sort();
+    const owned = this.ownedNamespaces(organization);
     const quota = namespaceQuotaOf(this.from.directory, organization, config);
     const ready = problem
       ? { status: 'False' as const, reason: 'ReaderRoleConflict', message: problem }
@@ -250,6 +282,12 @@ export class OrganizationReconciler extends ReconcilerOf<Sources> {
       namespaces: owned.slice(0, maxListed),
       namespaceLabel: config.organizationLabel,
       readerRole: readerRoleName(organization.metadata.name!),
+      // Removed (null in the merge patch) when the organization no longer has a quota.
+      ...(shared.state === 'shared'
+        ? { quota: shared.summary }
+        : organization.status?.quota
+          ? { quota: null as unknown as OrganizationStatus['quota'] }
+          : {}),
     });
   }
 }

@@ -388,3 +388,96 @@ describe('organization guardrails', () => {
     ).toContain('IngressClass "nope" is not one');
   });
 });
+
+describe('a quota summed over an organization', () => {
+  const orgQ = `${id}-q`;
+  const podWithCpu = (name: string, namespace: string) => {
+    const p = pod(name, namespace, 'nginx') as unknown as { spec: { containers: Record<string, unknown>[] } };
+    p.spec.containers[0]!.resources = { requests: { cpu: '100m' }, limits: { cpu: '100m' } };
+    return p as unknown as KubeObject;
+  };
+  const podsIn = async (namespaces: string[]) =>
+    (
+      await Promise.all(namespaces.map((ns) => cluster.admin.list(Resources.pods, { namespace: ns })))
+    ).flatMap((l) => l.items);
+
+  it('never lets parallel creates in several namespaces pass the total, and moves room to where it is used', async () => {
+    await cluster.admin.apply(
+      OrganizationCrd.type,
+      {
+        metadata: { name: orgQ },
+        spec: { members: { users: [alice] }, quota: { hard: { pods: '5', 'requests.cpu': '2' } } },
+      } as unknown as Organization,
+      apply,
+    );
+    cluster.defer(() => cluster.admin.delete(OrganizationCrd.type, orgQ));
+    const spaces = [
+      await tenantNamespace(aliceClient, 'q1', orgQ),
+      await tenantNamespace(aliceClient, 'q2', orgQ),
+    ];
+    await eventually(
+      async () => {
+        const parts = await Promise.all(
+          spaces.map((ns) =>
+            cluster.admin.get<KubeObject>(Resources.resourceQuotas, 'organization-quota', ns),
+          ),
+        );
+        if (parts.some((p) => !p)) throw new Error('parts missing');
+        return parts;
+      },
+      { what: "each namespace's part of the organization's quota" },
+    );
+    // Waves of 12 creates at once, spread over both namespaces, until the organization is full.
+    let n = 0;
+    let most = 0;
+    const started = Date.now();
+    while (Date.now() - started < 30_000) {
+      await Promise.allSettled(
+        Array.from({ length: 12 }, () => {
+          const ns = spaces[n % 2]!;
+          n++;
+          return aliceClient.create(Resources.pods, podWithCpu(`p${n}`, ns));
+        }),
+      );
+      const count = (await podsIn(spaces)).length;
+      most = Math.max(most, count);
+      if (count >= 5) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    console.log(
+      `[figures] organization quota: ${n} creates in ${Date.now() - started} ms filled it to ${most} of 5 pods`,
+    );
+    expect(most).toBe(5);
+    const refused = await refusal(aliceClient.create(Resources.pods, podWithCpu('one-more', spaces[0]!)));
+    expect(refused).toContain('exceeded quota: organization-quota');
+    // Members see what is used and left.
+    const seen = await eventually(
+      async () => {
+        const org = await aliceClient.get<Organization>(OrganizationCrd.type, orgQ);
+        if (org?.status?.quota?.pods?.used !== '5') throw new Error(JSON.stringify(org?.status?.quota));
+        return org.status.quota;
+      },
+      { what: "the organization's quota in its status" },
+    );
+    expect(seen.pods).toEqual({ hard: '5', used: '5', remaining: '0' });
+    expect(seen['requests.cpu']).toEqual({ hard: '2', used: '500m', remaining: '1500m' });
+    // Freed room in one namespace reaches the other.
+    const [first] = await podsIn([spaces[0]!]);
+    const from = first ? spaces[0]! : spaces[1]!;
+    const victims = (await podsIn([from])).slice(0, 2);
+    for (const p of victims) await cluster.admin.delete(Resources.pods, p.metadata.name!, from);
+    const other = spaces.find((s) => s !== from)!;
+    await eventually(
+      async () => {
+        await aliceClient.create(Resources.pods, podWithCpu(cluster.unique('moved'), other));
+        return true;
+      },
+      { timeoutMs: 20_000, what: 'room freed in one namespace used in the other' },
+    );
+    expect((await podsIn(spaces)).length).toBeLessThanOrEqual(5);
+    // The parts are tenantkit's: tenants may not change or delete them.
+    expect(
+      await refusal(aliceClient.delete(Resources.resourceQuotas, 'organization-quota', other)),
+    ).toBeDefined();
+  });
+});
