@@ -579,6 +579,10 @@ describe.skipIf(browserSkipReason !== undefined)('the console page in Chromium',
     await page.click('#search-submit');
     await page.waitForSelector('#search-results [data-kind=ConfigMap] tr[data-name=settings-alice]');
     expect(await page.locator('tr[data-name=settings-bob]').count()).toBe(0);
+    // ConfigMaps have no status: the column is their age, as kubectl prints it, not a timestamp.
+    const row = page.locator('#search-results [data-kind=ConfigMap] tr[data-name=settings-alice]');
+    expect(await page.locator('#search-results [data-kind=ConfigMap] th').allTextContents()).toContain('Age');
+    expect((await row.locator('td[data-label=Age]').textContent())?.trim()).toMatch(/^\d+[smhdy]$/);
     await screenshot(page, 'search');
     // Readable on a phone: nothing wider than the screen.
     await page.setViewportSize({ width: 390, height: 844 });

@@ -12,6 +12,7 @@ import {
 } from '@patternfly/react-core';
 import { useEffect, useState } from 'react';
 import { parseSearchText } from '../../../search/client/query-text.ts';
+import { shortAge } from '../../../search/client/table.ts';
 import type { Api, SearchEvent } from './api.ts';
 import { Details, type Item } from './Details.tsx';
 import { InputForm } from './InputForm.tsx';
@@ -234,12 +235,21 @@ function SearchResults({
   );
 }
 
+/** An object's age as kubectl prints it, its creation time on hover. */
+function Age({ created, now }: { created: unknown; now: number }) {
+  const at = typeof created === 'string' ? created : undefined;
+  return <span title={at}>{shortAge(at, now)}</span>;
+}
+
 /** Rows a kind shows before "Show all": a page renders fast however many results come back. */
 const FirstRows = 20;
 
 function KindGroup({ kind, items, onOpen }: { kind: string; items: Item[]; onOpen(item: Item): void }) {
   const [all, setAll] = useState(false);
   const shown = all ? items : items.slice(0, FirstRows);
+  // A kind whose objects have a status shows it; the others show their age, as kubectl does.
+  const hasStatus = items.some((i) => i.status !== undefined && i.status !== '');
+  const now = Date.now();
   return (
     <Card data-kind={kind}>
       <CardTitle component="h2">
@@ -252,10 +262,10 @@ function KindGroup({ kind, items, onOpen }: { kind: string; items: Item[]; onOpe
               name: String(i.name ?? ''),
               onOpen: () => onOpen(i),
               namespace: String(i.namespace ?? ''),
-              detail: String(i.status ?? i.created ?? ''),
+              detail: hasStatus ? String(i.status ?? '') : <Age created={i.created} now={now} />,
             }),
           )}
-          detail="Status"
+          detail={hasStatus ? 'Status' : 'Age'}
         />
         {shown.length < items.length && (
           <Button variant="link" className="show-all" onClick={() => setAll(true)}>
