@@ -20,6 +20,7 @@ Usage:
   tenantkit search QUERY [-o table|json|yaml|name]
                                             search everything you may list, e.g. 'kind:Pod name:web*'
   tenantkit search api|verify-access ...    run the search service; see tenantkit search --help
+  tenantkit namespaces [-o table|name|json] the namespaces you may use (the Projects API search serves)
   tenantkit backup create|get|describe|logs|delete ... [-n NS]
                                             back up your namespace (NonAdminBackups); see tenantkit backup --help
   tenantkit restore create|get|describe|logs|delete ... [-n NS]
@@ -48,6 +49,8 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./webhooks.ts')).webhooks(rest);
     case 'search':
       return (await import('./search.ts')).searchCommand(rest, () => shutdownSignal().signal);
+    case 'namespaces':
+      return (await import('../search/client/namespaces.ts')).namespacesCommand(rest);
     case 'backup':
       return (await import('../backup/client/backup.ts')).backupCommand(rest);
     case 'restore':

@@ -25,7 +25,9 @@ export const searchUsage = `Usage:
       serve the GraphQL API, the collectors' endpoint (--no-indexer: off) and collect this cluster
       (--no-collector: off); F is [group/]Kind:path, e.g. apps/Deployment:spec.template.metadata.annotations.token.
       TLS from tls.crt/tls.key in DIR (reloaded on change), or a certificate for Service S made, rotated and
-      kept in Secret NAME (owned by ServiceAccount SA) in NS
+      kept in Secret NAME (owned by ServiceAccount SA) in NS; --projects-port P also serves the Projects
+      API (project.openshift.io/v1) for kube-apiserver's aggregation layer on port P (with --tls-secret,
+      the CA goes into APIService --api-service, default v1.project.openshift.io)
   tenantkit search collector --hub [--database-url URL]
   tenantkit search collector --cluster NAME --indexer-url URL --token-file FILE [--ca-file FILE]
       collect the hub into its index, or a managed cluster ($KUBECONFIG) through the hub's indexer
@@ -120,9 +122,19 @@ async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
       'sensitive-field': { type: 'string', multiple: true, default: [] },
       // Origins besides the API's own whose pages may use ACM's cookie (e.g. https://console.example).
       'allowed-origin': { type: 'string', multiple: true, default: [] },
+      // The Projects API for kube-apiserver's aggregation layer, on its own port (and, with a
+      // self-managed certificate, the APIService whose caBundle it keeps).
+      'projects-port': { type: 'string' },
+      'api-service': { type: 'string', default: 'v1.project.openshift.io' },
     },
     allowNegative: true,
   });
+  const projectsPort = values['projects-port'] === undefined ? undefined : Number(values['projects-port']);
+  if (
+    projectsPort !== undefined &&
+    !(Number.isInteger(projectsPort) && projectsPort >= 0 && projectsPort < 65536)
+  )
+    throw new Error(`--projects-port ${values['projects-port']} is not a port number (0-65535)`);
   const databaseUrl = values['database-url'] ?? process.env.TENANTKIT_SEARCH_DATABASE_URL;
   if (!databaseUrl && !values['db-dir']) {
     throw new Error(
@@ -131,7 +143,12 @@ async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
   }
   const logger = createLogger('tenantkit-search');
   const client = KubeClient.fromDefault();
-  const { certificate, tls } = await servingTls(values, logger, {}, client);
+  const { certificate, tls } = await servingTls(
+    values,
+    logger,
+    projectsPort !== undefined ? { apiServices: [values['api-service']!] } : {},
+    client,
+  );
   const service = await startSearchService(
     {
       client,
@@ -144,10 +161,14 @@ async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
       indexer: values.indexer!,
       waitForDatabaseMs,
       allowedOrigins: values['allowed-origin']!,
+      ...(projectsPort !== undefined ? { projectsPort } : {}),
     },
     signal,
   );
-  await tls?.run((pair) => service.server.setCertificate(pair), signal);
+  await tls?.run((pair) => {
+    service.server.setCertificate(pair);
+    service.projects?.setCertificate(pair);
+  }, signal);
   await service.done;
 }
 

@@ -78,6 +78,11 @@ export class Informer<T extends KubeObject> {
     return this.store.get(key);
   }
 
+  /** The resourceVersion the cache is at (of its last list or event); what a list served from it is at. */
+  lastResourceVersion(): string {
+    return this.resourceVersion;
+  }
+
   list(): T[] {
     return [...this.store.values()];
   }

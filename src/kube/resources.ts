@@ -110,6 +110,7 @@ export const Resources = {
   networkPolicies: resourceType('networking.k8s.io', 'v1', 'networkpolicies', 'NetworkPolicy'),
   ingresses: resourceType('networking.k8s.io', 'v1', 'ingresses', 'Ingress'),
   ingressClasses: resourceType('networking.k8s.io', 'v1', 'ingressclasses', 'IngressClass', false),
+  apiServices: resourceType('apiregistration.k8s.io', 'v1', 'apiservices', 'APIService', false),
   storageClasses: resourceType('storage.k8s.io', 'v1', 'storageclasses', 'StorageClass', false),
   persistentVolumeClaims: core('persistentvolumeclaims', 'PersistentVolumeClaim'),
   persistentVolumes: core('persistentvolumes', 'PersistentVolume', false),

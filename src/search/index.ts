@@ -15,6 +15,8 @@ export const searchServiceRules: PolicyRule[] = [
   // Deletions of ServiceAccounts end their cached token reviews at once.
   { apiGroups: [''], resources: ['serviceaccounts'], verbs: ['list', 'watch'] },
   { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+  // The Projects API serves namespaces (from a cache) as each caller's projects.
+  { apiGroups: [''], resources: ['namespaces'], verbs: ['list', 'watch'] },
 ];
 
 export { SearchUserClusterRoleName, searchUserClusterRoles } from './access/search-api.ts';

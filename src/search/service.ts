@@ -15,6 +15,9 @@ import { type SearchApiLimits, SearchServer } from './api/server.ts';
 import { Collector } from './collector/collector.ts';
 import { type IndexStore, openIndexStore } from './index-store.ts';
 import { clusterWriteAuthorizer } from './indexer/authorize.ts';
+import { frontProxyConfig } from './projects/front-proxy.ts';
+import type { Namespace } from './projects/projects.ts';
+import { ProjectsServer } from './projects/server.ts';
 import type { QueryLimits } from './query/engine.ts';
 
 export interface SearchServiceOptions {
@@ -40,6 +43,11 @@ export interface SearchServiceOptions {
   waitForDatabaseMs?: number;
   /** Token reviews are trusted this long (default 60 s). */
   tokenTtlMs?: number;
+  /**
+   * Also serve the Projects API (project.openshift.io/v1) for kube-apiserver's aggregation layer on this
+   * port (0: any free one), when kube-apiserver publishes a front-proxy CA; default: not served.
+   */
+  projectsPort?: number;
   /** Also collect the hub cluster itself into the index, with this client (default: none). */
   hubCollector?: { client: KubeClient; sensitiveFields?: string[]; resyncPeriodMs?: number };
 }
@@ -50,6 +58,8 @@ export interface SearchService {
   access: RbacAccessProvider;
   authenticator: TokenAuthenticator;
   collector?: Collector;
+  /** The Projects API, when served. */
+  projects?: ProjectsServer;
   port: number;
   /** Resolves when `signal` aborts and everything has stopped. */
   done: Promise<void>;
@@ -60,14 +70,17 @@ export interface SearchService {
  * servers. Reading it needs the `extension-apiserver-authentication-reader` Role in kube-system; without
  * it, callers authenticate by token only.
  */
-async function clusterClientCa(client: KubeClient, logger: Logger): Promise<string | undefined> {
+async function clusterAuthentication(
+  client: KubeClient,
+  logger: Logger,
+): Promise<Record<string, string> | undefined> {
   try {
     const cm = await client.get<KubeObject & { data?: Record<string, string> }>(
       Resources.configMaps,
       'extension-apiserver-authentication',
       'kube-system',
     );
-    return cm?.data?.['client-ca-file'];
+    return cm?.data;
   } catch (err) {
     logger.warn(
       { err: String(err) },
@@ -129,7 +142,8 @@ export async function startSearchService(
       }),
   });
   running.push(serviceAccounts.run(signal));
-  const clientCaPem = await clusterClientCa(client, logger);
+  const authentication = await clusterAuthentication(client, logger);
+  const clientCaPem = authentication?.['client-ca-file'];
   const server = new SearchServer({
     logger,
     ...(clientCaPem ? { clientCaPem } : {}),
@@ -154,10 +168,12 @@ export async function startSearchService(
       : {}),
     ready: () => access.hasSynced(),
   });
+  const projects = await projectsServer(options, authentication, access, running, signal);
   let port: number;
   try {
     await access.waitForSync();
     port = await server.start();
+    await projects?.start();
   } catch (err) {
     await store.close();
     throw err;
@@ -168,8 +184,50 @@ export async function startSearchService(
       else signal.addEventListener('abort', () => resolve(), { once: true });
     });
     await server.stop();
+    await projects?.stop();
     await Promise.allSettled(running);
     await store.close();
   })();
-  return { store, server, access, authenticator, port, done, ...(collector ? { collector } : {}) };
+  return {
+    store,
+    server,
+    access,
+    authenticator,
+    port,
+    done,
+    ...(collector ? { collector } : {}),
+    ...(projects ? { projects } : {}),
+  };
+}
+
+/** The Projects API server, when asked for and kube-apiserver publishes a front proxy to trust. */
+async function projectsServer(
+  options: SearchServiceOptions,
+  authentication: Record<string, string> | undefined,
+  access: RbacAccessProvider,
+  running: Promise<unknown>[],
+  signal: AbortSignal,
+): Promise<ProjectsServer | undefined> {
+  if (options.projectsPort === undefined) return undefined;
+  const frontProxy = frontProxyConfig(authentication);
+  if (!frontProxy) {
+    options.logger.warn(
+      'the Projects API is not served: kube-apiserver publishes no request-header CA (--requestheader-client-ca-file) in kube-system/extension-apiserver-authentication',
+    );
+    return undefined;
+  }
+  const namespaces = new Informer<Namespace>(options.client, Resources.namespaces, {
+    logger: options.logger,
+  });
+  running.push(namespaces.run(signal));
+  await namespaces.waitForSync();
+  return new ProjectsServer({
+    logger: options.logger.child({ part: 'projects' }),
+    certificate: options.certificate,
+    frontProxy,
+    namespaces,
+    access,
+    port: options.projectsPort,
+    ...(options.host ? { host: options.host } : {}),
+  });
 }

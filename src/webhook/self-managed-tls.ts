@@ -24,6 +24,8 @@ export interface SelfManagedTlsOptions {
   /** Webhook configurations (by name) whose every webhook gets the CA bundle. */
   validatingWebhookConfigurations?: string[];
   mutatingWebhookConfigurations?: string[];
+  /** APIServices (by name) served here: each gets the CA bundle as its spec.caBundle. */
+  apiServices?: string[];
   /**
    * A ServiceAccount in `namespace` made the Secret's owner, so the Secret goes when the ServiceAccount
    * does (`helm uninstall` deletes the webhooks' ServiceAccount; the Secret is not the chart's to delete).
@@ -227,6 +229,16 @@ export class SelfManagedTls {
       for (const w of config.webhooks) w.clientConfig.caBundle = encoded;
       await client.replace(type, config);
       this.options.logger.info({ configuration: name }, 'injected the webhook CA bundle');
+    }
+    for (const name of this.options.apiServices ?? []) {
+      const service = await client.get<KubeObject & { spec?: { caBundle?: string } }>(
+        Resources.apiServices,
+        name,
+      );
+      if (!service?.spec || service.spec.caBundle === encoded) continue;
+      service.spec.caBundle = encoded;
+      await client.replace(Resources.apiServices, service);
+      this.options.logger.info({ apiService: name }, 'injected the CA bundle into the APIService');
     }
   }
 }

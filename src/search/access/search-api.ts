@@ -15,6 +15,12 @@ export const ManagedClusterViewResource = 'managedclusterviews';
 export const ManagedClusterViewVerb = 'create';
 
 export const SearchUserClusterRoleName = 'tenantkit:search:user';
+/**
+ * Lets its holders ask kube-apiserver for projects (project.openshift.io/v1): bound to every
+ * authenticated user where tenantkit serves that API, as OpenShift does; the Projects API then answers
+ * each with only the namespaces they may use.
+ */
+export const ProjectsReaderClusterRoleName = 'tenantkit:projects:reader';
 
 /**
  * ClusterRoles that let their holders use search, labelled so kube-controller-manager aggregates them
@@ -35,6 +41,14 @@ export function searchUserClusterRoles(): (KubeObject & { rules: RbacRule[] })[]
         },
       },
       rules: [{ apiGroups: [SearchApiGroup], resources: [SearchResource], verbs: [SearchVerb] }],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: ProjectsReaderClusterRoleName },
+      rules: [
+        { apiGroups: ['project.openshift.io'], resources: ['projects'], verbs: ['get', 'list', 'watch'] },
+      ],
     },
   ];
 }

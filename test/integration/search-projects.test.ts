@@ -1,0 +1,327 @@
+// The Projects API (project.openshift.io/v1) through kube-apiserver's aggregation layer, as tenants use it
+// with their own credentials: a control plane of its own (the shared one serves stand-in Project CRDs of
+// the same group) with a front proxy, an APIService pointing at the search service's Projects listener,
+// and tenants who list, get and watch exactly the namespaces RBAC lets them use. The port itself refuses
+// anyone but kube-apiserver's front proxy, whatever user headers they send.
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ControlPlane, startControlPlane } from '../../src/controlplane/launch.ts';
+import { nodeIP } from '../../src/controlplane/node-network.ts';
+import { type ApiError, KubeClient } from '../../src/kube/client.ts';
+import { silentLogger } from '../../src/kube/log.ts';
+import { type KubeObject, Resources, resourceType } from '../../src/kube/resources.ts';
+import { createCA } from '../../src/pki/certs.ts';
+import { ProjectsReaderClusterRoleName } from '../../src/search/access/search-api.ts';
+import { searchServiceRules, searchUserClusterRoles } from '../../src/search/index.ts';
+import { type SearchService, startSearchService } from '../../src/search/service.ts';
+import { SelfManagedTls } from '../../src/webhook/self-managed-tls.ts';
+import { eventually } from '../harness/cluster.ts';
+import { nodeSkipReason } from '../harness/node.ts';
+import { startTestDatabase } from '../harness/postgres.ts';
+
+const endpoints = resourceType('', 'v1', 'endpoints', 'Endpoints');
+const endpointSlices = resourceType('discovery.k8s.io', 'v1', 'endpointslices', 'EndpointSlice');
+const projectsPath = '/apis/project.openshift.io/v1/projects';
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+/** Node 24 runs the .ts sources: the one running the tests, or the project's own. */
+const node24 =
+  Number(process.versions.node.split('.')[0]) >= 24
+    ? process.execPath
+    : join(repo, 'node_modules/node/bin/node');
+const apply = { fieldManager: 'projects-test', force: true };
+
+// The aggregation layer reaches the listener by an endpoint address, which may not be loopback: the
+// node's bridge address, there only where the local node can run.
+describe.skipIf(nodeSkipReason)('projects through the aggregation layer', () => {
+  const stop = new AbortController();
+  let dir = '';
+  let cp: ControlPlane;
+  let admin: KubeClient;
+  let service: SearchService;
+  let alice: KubeClient;
+  let bob: KubeClient;
+
+  const names = (list: { items?: KubeObject[] }) => (list.items ?? []).map((p) => p.metadata.name).sort();
+  const bind = (namespace: string, user: string, role: string) =>
+    admin.apply(
+      Resources.roleBindings,
+      {
+        metadata: { name: `${user}-${role}`, namespace },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+      } as KubeObject,
+      apply,
+    );
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'tenantkit-projects-'));
+    // The front proxy: its own CA and the client certificate kube-apiserver proxies with.
+    const proxyCa = await createCA('front-proxy-ca');
+    const proxyClient = await proxyCa.issue({ commonName: 'front-proxy-client', usage: 'client' });
+    await writeFile(join(dir, 'front-proxy-ca.crt'), proxyCa.certPem);
+    await writeFile(join(dir, 'front-proxy-client.crt'), proxyClient.certPem);
+    await writeFile(join(dir, 'front-proxy-client.key'), proxyClient.keyPem, { mode: 0o600 });
+    cp = await startControlPlane({
+      dir: join(dir, 'cp'),
+      address: nodeIP,
+      unsafeNoFsync: true,
+      apiserverFlags: [
+        `--requestheader-client-ca-file=${join(dir, 'front-proxy-ca.crt')}`,
+        '--requestheader-allowed-names=front-proxy-client',
+        '--requestheader-username-headers=X-Remote-User',
+        '--requestheader-group-headers=X-Remote-Group',
+        '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+        `--proxy-client-cert-file=${join(dir, 'front-proxy-client.crt')}`,
+        `--proxy-client-key-file=${join(dir, 'front-proxy-client.key')}`,
+        '--enable-aggregator-routing=true',
+      ],
+    });
+    admin = KubeClient.fromKubeconfig({ path: cp.adminKubeconfigPath });
+    // search runs as its own user with the chart's rules (and the reader of the front-proxy settings).
+    await admin.apply(
+      Resources.clusterRoles,
+      { metadata: { name: 'search' }, rules: searchServiceRules } as KubeObject,
+      apply,
+    );
+    await admin.apply(
+      Resources.clusterRoleBindings,
+      {
+        metadata: { name: 'search' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'search' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'tenantkit-search' }],
+      } as KubeObject,
+      apply,
+    );
+    await admin.apply(
+      Resources.roleBindings,
+      {
+        metadata: { name: 'search-auth-reader', namespace: 'kube-system' },
+        roleRef: {
+          apiGroup: 'rbac.authorization.k8s.io',
+          kind: 'Role',
+          name: 'extension-apiserver-authentication-reader',
+        },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'tenantkit-search' }],
+      } as KubeObject,
+      apply,
+    );
+    const searchClient = KubeClient.fromKubeconfig({ yaml: await cp.userKubeconfig('tenantkit-search') });
+    // The chart's default: a self-managed certificate, whose CA the server puts into the APIService.
+    await admin.apply(Resources.namespaces, { metadata: { name: 'tenantkit-system' } }, apply);
+    const tls = new SelfManagedTls({
+      client: admin,
+      logger: silentLogger,
+      namespace: 'tenantkit-system',
+      secretName: 'projects-tls',
+      dnsNames: ['projects.tenantkit-system.svc'],
+      apiServices: ['v1.project.openshift.io'],
+    });
+    const serving = await tls.reconcile();
+    const db = await startTestDatabase();
+    service = await startSearchService(
+      {
+        client: searchClient,
+        logger: silentLogger,
+        databaseUrl: db.url,
+        certificate: serving,
+        host: nodeIP,
+        projectsPort: 0,
+      },
+      stop.signal,
+    );
+    const port = service.projects!.port;
+    // The APIService, and the Service and endpoints it names (no kube-proxy here: the aggregator routes to
+    // the endpoint itself).
+    await admin.apply(
+      Resources.services,
+      {
+        metadata: { name: 'projects', namespace: 'tenantkit-system' },
+        spec: { ports: [{ port, targetPort: port }] },
+      } as KubeObject,
+      apply,
+    );
+    await admin.apply(
+      endpoints,
+      {
+        metadata: { name: 'projects', namespace: 'tenantkit-system' },
+        subsets: [{ addresses: [{ ip: nodeIP }], ports: [{ port }] }],
+      } as KubeObject,
+      apply,
+    );
+    await admin.apply(
+      endpointSlices,
+      {
+        metadata: {
+          name: 'projects',
+          namespace: 'tenantkit-system',
+          labels: { 'kubernetes.io/service-name': 'projects' },
+        },
+        addressType: 'IPv4',
+        endpoints: [{ addresses: [nodeIP], conditions: { ready: true } }],
+        ports: [{ port, protocol: 'TCP' }],
+      } as KubeObject,
+      apply,
+    );
+    await admin.apply(
+      Resources.apiServices,
+      {
+        metadata: { name: 'v1.project.openshift.io' },
+        spec: {
+          group: 'project.openshift.io',
+          version: 'v1',
+          service: { namespace: 'tenantkit-system', name: 'projects', port },
+          groupPriorityMinimum: 1000,
+          versionPriority: 15,
+        },
+      } as KubeObject,
+      apply,
+    );
+    // The server's certificate renewal puts its CA into the APIService (no caBundle until then).
+    await tls.reconcile();
+    // Every authenticated user may ask for projects, as on OpenShift; the answer is theirs alone.
+    for (const role of searchUserClusterRoles()) await admin.apply(Resources.clusterRoles, role, apply);
+    await admin.apply(
+      Resources.clusterRoleBindings,
+      {
+        metadata: { name: 'projects-readers' },
+        roleRef: {
+          apiGroup: 'rbac.authorization.k8s.io',
+          kind: 'ClusterRole',
+          name: ProjectsReaderClusterRoleName,
+        },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:authenticated' }],
+      } as KubeObject,
+      apply,
+    );
+    for (const ns of ['alpha', 'beta', 'gamma'])
+      await admin.apply(Resources.namespaces, { metadata: { name: ns } }, apply);
+    await bind('alpha', 'alice', 'admin');
+    await bind('beta', 'alice', 'view');
+    await bind('gamma', 'bob', 'edit');
+    alice = KubeClient.fromKubeconfig({ yaml: await cp.userKubeconfig('alice', ['tenants']) });
+    bob = KubeClient.fromKubeconfig({ yaml: await cp.userKubeconfig('bob', ['tenants']) });
+    await eventually(
+      async () => {
+        const list = await alice.request<{ items: KubeObject[] }>('GET', projectsPath);
+        if (names(list).join() !== 'alpha,beta') throw new Error(JSON.stringify(names(list)));
+        return true;
+      },
+      { timeoutMs: 60_000, what: 'the Projects API available through kube-apiserver' },
+    );
+  }, 180_000);
+
+  afterAll(async () => {
+    stop.abort();
+    await service?.done;
+    await cp?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('lists, gets and prints as a table exactly the namespaces each tenant may use', async () => {
+    const list = await alice.request<{ kind: string; items: KubeObject[] }>('GET', projectsPath);
+    expect(list.kind).toBe('ProjectList');
+    expect(names(list)).toEqual(['alpha', 'beta']);
+    expect(names(await bob.request('GET', projectsPath))).toEqual(['gamma']);
+    const one = await alice.request<KubeObject & { status: { phase: string } }>(
+      'GET',
+      `${projectsPath}/alpha`,
+    );
+    expect(one.status.phase).toBe('Active');
+    // Another tenant's namespace, and one that does not exist, are the same: not found.
+    for (const name of ['gamma', 'nothing-here']) {
+      const err = await alice.request('GET', `${projectsPath}/${name}`).catch((e: ApiError) => e);
+      expect((err as ApiError).status).toBe(404);
+    }
+    // kubectl get projects asks for a Table.
+    const table = await alice
+      .withHeaders({ Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json' })
+      .request<{ kind: string; columnDefinitions: { name: string }[]; rows: { cells: string[] }[] }>(
+        'GET',
+        projectsPath,
+      );
+    expect(table.kind).toBe('Table');
+    expect(table.columnDefinitions.map((c) => c.name)).toEqual(['Name', 'Display Name', 'Status', 'Age']);
+    expect(table.rows.map((r) => r.cells[0])).toEqual(['alpha', 'beta']);
+    // Discovery lists the resource, so kubectl knows `projects`.
+    const discovery = await alice.request<{ resources: { name: string; verbs: string[] }[] }>(
+      'GET',
+      '/apis/project.openshift.io/v1',
+    );
+    expect(discovery.resources[0]).toMatchObject({ name: 'projects', verbs: ['get', 'list', 'watch'] });
+  });
+
+  it('lists them with `tenantkit namespaces`, as the kubeconfig user', async () => {
+    const kubeconfig = join(dir, 'alice.kubeconfig');
+    await writeFile(kubeconfig, await cp.userKubeconfig('alice', ['tenants']), { mode: 0o600 });
+    const run = (...args: string[]) =>
+      promisify(execFile)(node24, [join(repo, 'src/cli/main.ts'), 'namespaces', ...args], {
+        cwd: repo,
+        env: { ...process.env, KUBECONFIG: kubeconfig },
+      });
+    const table = (await run()).stdout.split('\n');
+    expect(table[0]).toMatch(/^NAME\s+STATUS\s+AGE$/);
+    expect(table.slice(1, 3).map((l) => l.split(/\s+/)[0])).toEqual(['alpha', 'beta']);
+    expect((await run('-o', 'name')).stdout).toBe('namespace/alpha\nnamespace/beta\n');
+  });
+
+  it('tells a watching tenant of a namespace they are given and of one taken away, within a second', async () => {
+    const events: { type: string; name: string; at: number }[] = [];
+    const aborted = new AbortController();
+    const watching = alice
+      .watch<KubeObject>(
+        resourceType('project.openshift.io', 'v1', 'projects', 'Project', false),
+        { signal: aborted.signal },
+        (event) => events.push({ type: event.type, name: event.object.metadata.name!, at: Date.now() }),
+      )
+      .catch(() => {});
+    await eventually(() => events.some((e) => e.name === 'alpha'), { what: 'the watch started' });
+    await admin.apply(Resources.namespaces, { metadata: { name: 'delta' } }, apply);
+    const given = Date.now();
+    await bind('delta', 'alice', 'edit');
+    const added = await eventually(() => events.find((e) => e.type === 'ADDED' && e.name === 'delta'), {
+      what: 'delta ADDED',
+    });
+    const taken = Date.now();
+    await admin.delete(Resources.roleBindings, 'alice-edit', 'delta');
+    const removed = await eventually(() => events.find((e) => e.type === 'DELETED' && e.name === 'delta'), {
+      what: 'delta DELETED',
+    });
+    console.log(
+      `[figures] projects watch: a namespace given reached the watch in ${added.at - given} ms, taken away in ${removed.at - taken} ms`,
+    );
+    expect(events.some((e) => e.name === 'gamma')).toBe(false);
+    aborted.abort();
+    await watching;
+  });
+
+  it("refuses anyone but kube-apiserver's front proxy at the port, whatever headers they send", async () => {
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(
+        {
+          host: nodeIP,
+          port: service.projects!.port,
+          path: projectsPath,
+          rejectUnauthorized: false,
+          headers: { 'X-Remote-User': 'system:admin', 'X-Remote-Group': 'system:masters' },
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (c) => {
+            body += c;
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    expect(answer.status).toBe(401);
+    expect(answer.body).toContain("only kube-apiserver's front proxy may call this API");
+  });
+});
