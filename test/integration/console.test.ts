@@ -11,9 +11,10 @@ import { fetchPresigned } from '../../src/backup/client/download.ts';
 import { DefaultSocketsPerUser, TokenProtocolPrefix } from '../../src/console/model.ts';
 import type { ConsoleServer } from '../../src/console/server/server.ts';
 import { silentLogger } from '../../src/kube/log.ts';
-import { Resources } from '../../src/kube/resources.ts';
+import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { createCA } from '../../src/pki/certs.ts';
 import { type SearchService, startSearchService } from '../../src/search/service.ts';
+import { ProjectStandInCrd } from '../fixtures/openshift.ts';
 import { type BackupEnvironment, startBackupEnvironment } from '../harness/backup.ts';
 import { browserSkipReason, launchBrowser } from '../harness/browser.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
@@ -696,10 +697,21 @@ describe.skipIf(browserSkipReason !== undefined)('the console page in Chromium',
   });
 
   it('backs up a namespace from the page and shows the backup complete; bob may not look', async () => {
+    // The Projects API answers with alice's namespaces (here the shared control plane's stand-in for
+    // project.openshift.io, holding alice's one project; search-projects.test.ts runs the real one): the
+    // page offers them, one click each.
+    await cluster.admin.apply(ProjectStandInCrd.type, { metadata: { name: nsA }, spec: {} } as KubeObject, {
+      fieldManager: 'console-test',
+      force: true,
+    });
+    cluster.defer(() => cluster.admin.delete(ProjectStandInCrd.type, nsA));
+    await cluster.grant(
+      { kind: 'ServiceAccount', name: 'alice', namespace: nsA },
+      { rules: [{ apiGroups: ['project.openshift.io'], resources: ['projects'], verbs: ['list'] }] },
+    );
     const page = await signedIn(alice);
     await page.click('text=Backups');
-    await page.fill('#backup-namespace', nsA);
-    await page.click('text=Show');
+    await page.click(`#your-namespaces button[data-namespace=${nsA}]`);
     await page.waitForSelector(`text=/No NonAdminBackups found/`);
     // The dialog shows what the admin enforces; a different value of alice's is refused, in the dialog.
     await page.click('#create-backup');

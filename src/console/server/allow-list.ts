@@ -37,6 +37,8 @@ export const AllowedCalls: readonly Rule[] = [
   // What the admin enforces (the create dialogs show it), when the user may read it.
   rule(['GET'], '/apis/backup.tenantkit.io/v1alpha1/nonadminbackupconfigs/cluster'),
   // Organizations and the scope instances bound for the user.
+  // The user's namespaces (the Projects API), for the namespace fields.
+  rule(['GET'], '/apis/project.openshift.io/v1/projects'),
   rule(['GET'], '/apis/tenancy.tenantkit.io/v1alpha1/organizations'),
   rule(['GET'], `/apis/tenancy.tenantkit.io/v1alpha1/organizations/${dns}`),
   rule(['GET'], '/apis/operators.coreos.com/v1alpha1/scopeinstances'),

@@ -103,6 +103,52 @@ function FileButtons({
   );
 }
 
+/**
+ * The namespaces the user may use, from the Projects API (project.openshift.io/v1: tenantkit's search serves
+ * it where the admin turned it on, OpenShift serves its own), one click each; nothing where neither does.
+ */
+function YourNamespaces({ api, onPick }: { api: Api; onPick(namespace: string): void }) {
+  // Asked first whether the user may list projects at all, so that a cluster without the API (or a user
+  // without the right) costs one review and no failed request.
+  const [may, setMay] = useState(false);
+  useEffect(() => {
+    let live = true;
+    api
+      .kube<{ status?: { allowed?: boolean } }>(
+        'POST',
+        '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
+        {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SelfSubjectAccessReview',
+          spec: { resourceAttributes: { group: 'project.openshift.io', resource: 'projects', verb: 'list' } },
+        },
+      )
+      .then((review) => live && setMay(review.status?.allowed === true))
+      .catch(() => {});
+    return () => {
+      live = false;
+    };
+  }, [api]);
+  const projects = useList(api, may ? '/apis/project.openshift.io/v1/projects' : undefined, 0);
+  if (projects.state !== 'done' || projects.items.length === 0) return null;
+  return (
+    <div id="your-namespaces" className="your-namespaces">
+      Your namespaces:{' '}
+      {projects.items.map((p) => (
+        <Button
+          key={p.metadata.name}
+          variant="link"
+          isInline
+          data-namespace={p.metadata.name}
+          onClick={() => onPick(p.metadata.name!)}
+        >
+          {p.metadata.name}
+        </Button>
+      ))}
+    </div>
+  );
+}
+
 export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
   const [typed, setTyped] = useState(initial);
   const [namespace, setNamespace] = useState(initial);
@@ -149,7 +195,16 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
         }}
         button="Show"
         secondary
-      />
+      >
+        <YourNamespaces
+          api={api}
+          onPick={(picked) => {
+            setTyped(picked);
+            setNamespace(picked);
+            window.location.hash = `backups?${new URLSearchParams({ namespace: picked })}`;
+          }}
+        />
+      </InputForm>
       {notice && <Alert id="backup-notice" variant={notice.variant} isInline title={notice.text} />}
       {log && (
         <Download
