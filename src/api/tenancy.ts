@@ -159,6 +159,20 @@ export const OrganizationCrd = defineCrd({
     readerRole: Type.Optional(
       Type.String({ description: 'The ClusterRole that lets its members read this Organization.' }),
     ),
+    classes: Type.Optional(
+      Type.Object(
+        {
+          storageClasses: Type.Optional(Type.Array(Type.String())),
+          ingressClasses: Type.Optional(Type.Array(Type.String())),
+          priorityClasses: Type.Optional(Type.Array(Type.String())),
+          runtimeClasses: Type.Optional(Type.Array(Type.String())),
+        },
+        {
+          description:
+            "The cluster's classes of each kind its namespaces may use now (its guardrails applied to the classes that exist).",
+        },
+      ),
+    ),
     quota: Type.Optional(
       Type.Record(
         Type.String(),

@@ -110,6 +110,8 @@ export const Resources = {
   networkPolicies: resourceType('networking.k8s.io', 'v1', 'networkpolicies', 'NetworkPolicy'),
   ingresses: resourceType('networking.k8s.io', 'v1', 'ingresses', 'Ingress'),
   ingressClasses: resourceType('networking.k8s.io', 'v1', 'ingressclasses', 'IngressClass', false),
+  priorityClasses: resourceType('scheduling.k8s.io', 'v1', 'priorityclasses', 'PriorityClass', false),
+  runtimeClasses: resourceType('node.k8s.io', 'v1', 'runtimeclasses', 'RuntimeClass', false),
   apiServices: resourceType('apiregistration.k8s.io', 'v1', 'apiservices', 'APIService', false),
   storageClasses: resourceType('storage.k8s.io', 'v1', 'storageclasses', 'StorageClass', false),
   persistentVolumeClaims: core('persistentvolumeclaims', 'PersistentVolumeClaim'),

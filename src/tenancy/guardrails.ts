@@ -81,6 +81,13 @@ export function defaultedClass(
   return undefined;
 }
 
+export const classKinds = Object.keys(classKindNames) as ClassKind[];
+
+/** Of the classes that exist, the ones the organization may use (all of them where nothing restricts). */
+export function usableClasses(g: OrganizationGuardrails, kind: ClassKind, existing: string[]): string[] {
+  return existing.filter((name) => classProblem(g, kind, name) === undefined).sort();
+}
+
 /** Why host `host` may not be served by the organization's Ingresses, or undefined when it may. */
 export function hostProblem(g: OrganizationGuardrails, host: string): string | undefined {
   const allowed = g.rules.ingressHostnames;

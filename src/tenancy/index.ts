@@ -59,6 +59,11 @@ export const tenancy: Capability = {
     // their own Organization). The API server's escalation check keeps such a role within what this
     // controller itself holds.
     { apiGroups: [group], resources: ['organizations/status'], verbs: ['patch'] },
+    // The classes each organization may use, in its status.
+    { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['list', 'watch'] },
+    { apiGroups: ['networking.k8s.io'], resources: ['ingressclasses'], verbs: ['list', 'watch'] },
+    { apiGroups: ['scheduling.k8s.io'], resources: ['priorityclasses'], verbs: ['list', 'watch'] },
+    { apiGroups: ['node.k8s.io'], resources: ['runtimeclasses'], verbs: ['list', 'watch'] },
     // Each isolated organization's AdminNetworkPolicy (owned by its Organization).
     {
       apiGroups: ['policy.networking.k8s.io'],

@@ -12,10 +12,11 @@ import { ensureOwned } from '../kube/ensure.ts';
 import { semanticEqual } from '../kube/equality.ts';
 import type { Informer } from '../kube/informer.ts';
 import type { Manager } from '../kube/manager.ts';
-import { type KubeObject, Resources } from '../kube/resources.ts';
+import { type KubeObject, Resources, type ResourceType } from '../kube/resources.ts';
 import { StatusWriter } from '../kube/status.ts';
 import type { ConfigSource } from './config.ts';
 import { type Directory, isTerminating, memberSubjects, type Namespace } from './directory.ts';
+import { type ClassKind, classKinds, guardrailsOf, usableClasses } from './guardrails.ts';
 import {
   type AdminNetworkPolicy,
   adminNetworkPolicies,
@@ -65,6 +66,8 @@ interface Isolation {
 
 interface Sources {
   organizations: Informer<Organization>;
+  /** The cluster's classes, by kind, for the classes an organization may use. */
+  classes: Record<ClassKind, Informer<KubeObject>>;
   quotas: Informer<ResourceQuota>;
   roles: Informer<ClusterRole>;
   bindings: Informer<ClusterRoleBinding>;
@@ -84,6 +87,15 @@ export function registerOrganizationController(
     labelSelector: selector,
   });
   const quotas = manager.informer<ResourceQuota>(organizationQuotas);
+  const classTypes: Record<ClassKind, ResourceType> = {
+    storageClasses: Resources.storageClasses,
+    ingressClasses: Resources.ingressClasses,
+    priorityClasses: Resources.priorityClasses,
+    runtimeClasses: Resources.runtimeClasses,
+  };
+  const classes = Object.fromEntries(
+    classKinds.map((k) => [k, manager.informer<KubeObject>(classTypes[k])]),
+  ) as Record<ClassKind, Informer<KubeObject>>;
   organizations.addIndex(ByListedNamespace, listedNamespaces);
   // A namespace concerns the organization its label names now and any whose status still lists it (it
   // moved to another organization, or went away).
@@ -114,10 +126,17 @@ export function registerOrganizationController(
       },
       { atMostEveryMs: 250 },
     )
+    // A class made or removed changes what every organization may use.
+    .watchesAll(classTypes.storageClasses)
+    .watchesAll(classTypes.ingressClasses)
+    .watchesAll(classTypes.priorityClasses)
+    .watchesAll(classTypes.runtimeClasses)
     // Where the quota comes from when the Organization does not set it.
     .watchesAll(TenancyConfigCrd.type, generationChanged)
     .watchesAll(UsageProfileCrd.type, generationChanged)
-    .complete(new OrganizationReconciler({ organizations, quotas, roles, bindings, directory, config }));
+    .complete(
+      new OrganizationReconciler({ organizations, quotas, classes, roles, bindings, directory, config }),
+    );
 }
 
 /** Only a namespace's arrival, departure, organization label or termination changes an organization. */
@@ -150,6 +169,13 @@ export class OrganizationReconciler extends ReconcilerOf<Sources> {
     if (quota.state === 'retry') return { requeueAfterMs: 20 };
     await this.report(ctx, organization, problem, isolation, quota);
     return undefined;
+  }
+
+  /** The classes of each kind that exist and its guardrails let it use. */
+  private usable(organization: Organization): NonNullable<OrganizationStatus['classes']> {
+    const g = guardrailsOf(this.from.config(), organization.metadata.name!, organization);
+    const names = (kind: ClassKind) => this.from.classes[kind].list().map((c) => c.metadata.name!);
+    return Object.fromEntries(classKinds.map((k) => [k, usableClasses(g, k, names(k))]));
   }
 
   /** The namespaces it owns now (terminating ones not counted), sorted. */
@@ -281,6 +307,7 @@ export class OrganizationReconciler extends ReconcilerOf<Sources> {
       namespaceQuota: quota,
       namespaces: owned.slice(0, maxListed),
       namespaceLabel: config.organizationLabel,
+      classes: this.usable(organization),
       readerRole: readerRoleName(organization.metadata.name!),
       // Removed (null in the merge patch) when the organization no longer has a quota.
       ...(shared.state === 'shared'

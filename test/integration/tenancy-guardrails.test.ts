@@ -285,6 +285,24 @@ describe('organization guardrails', () => {
     await cluster.admin.create(Resources.pods, pod('admin', nsA, 'quay.io/tools/debug'));
   });
 
+  it('shows members the classes their organization may use, in its status', async () => {
+    const classes = await eventually(
+      async () => {
+        const org = await aliceClient.get<Organization>(OrganizationCrd.type, orgA);
+        if (!org?.status?.classes?.ingressClasses?.length)
+          throw new Error(JSON.stringify(org?.status?.classes));
+        return org.status.classes;
+      },
+      { what: "the organization's classes in its status" },
+    );
+    expect(classes).toEqual({
+      storageClasses: [cls('cheap'), cls('fast')],
+      ingressClasses: [cls('internal')],
+      priorityClasses: [cls('tenant')],
+      runtimeClasses: [],
+    });
+  });
+
   it('admits only the PriorityClasses and RuntimeClasses the organization may use', async () => {
     const vip = await refusal(
       aliceClient.create(
