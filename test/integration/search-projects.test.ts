@@ -4,29 +4,21 @@
 // and tenants who list, get and watch exactly the namespaces RBAC lets them use. The port itself refuses
 // anyone but kube-apiserver's front proxy, whatever user headers they send.
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
-import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ControlPlane, startControlPlane } from '../../src/controlplane/launch.ts';
+import type { ControlPlane } from '../../src/controlplane/launch.ts';
 import { nodeIP } from '../../src/controlplane/node-network.ts';
 import { type ApiError, KubeClient } from '../../src/kube/client.ts';
-import { silentLogger } from '../../src/kube/log.ts';
 import { type KubeObject, Resources, resourceType } from '../../src/kube/resources.ts';
-import { createCA } from '../../src/pki/certs.ts';
-import { ProjectsReaderClusterRoleName } from '../../src/search/access/search-api.ts';
-import { searchServiceRules, searchUserClusterRoles } from '../../src/search/index.ts';
-import { type SearchService, startSearchService } from '../../src/search/service.ts';
-import { SelfManagedTls } from '../../src/webhook/self-managed-tls.ts';
+import type { SearchService } from '../../src/search/service.ts';
 import { eventually } from '../harness/cluster.ts';
 import { nodeSkipReason } from '../harness/node.ts';
-import { startTestDatabase } from '../harness/postgres.ts';
+import { type ProjectsCluster, startProjectsCluster } from '../harness/projects.ts';
 
-const endpoints = resourceType('', 'v1', 'endpoints', 'Endpoints');
-const endpointSlices = resourceType('discovery.k8s.io', 'v1', 'endpointslices', 'EndpointSlice');
 const projectsPath = '/apis/project.openshift.io/v1/projects';
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /** Node 24 runs the .ts sources: the one running the tests, or the project's own. */
@@ -39,7 +31,7 @@ const apply = { fieldManager: 'projects-test', force: true };
 // The aggregation layer reaches the listener by an endpoint address, which may not be loopback: the
 // node's bridge address, there only where the local node can run.
 describe.skipIf(nodeSkipReason)('projects through the aggregation layer', () => {
-  const stop = new AbortController();
+  let pc: ProjectsCluster;
   let dir = '';
   let cp: ControlPlane;
   let admin: KubeClient;
@@ -60,145 +52,8 @@ describe.skipIf(nodeSkipReason)('projects through the aggregation layer', () => 
     );
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'tenantkit-projects-'));
-    // The front proxy: its own CA and the client certificate kube-apiserver proxies with.
-    const proxyCa = await createCA('front-proxy-ca');
-    const proxyClient = await proxyCa.issue({ commonName: 'front-proxy-client', usage: 'client' });
-    await writeFile(join(dir, 'front-proxy-ca.crt'), proxyCa.certPem);
-    await writeFile(join(dir, 'front-proxy-client.crt'), proxyClient.certPem);
-    await writeFile(join(dir, 'front-proxy-client.key'), proxyClient.keyPem, { mode: 0o600 });
-    cp = await startControlPlane({
-      dir: join(dir, 'cp'),
-      address: nodeIP,
-      unsafeNoFsync: true,
-      apiserverFlags: [
-        `--requestheader-client-ca-file=${join(dir, 'front-proxy-ca.crt')}`,
-        '--requestheader-allowed-names=front-proxy-client',
-        '--requestheader-username-headers=X-Remote-User',
-        '--requestheader-group-headers=X-Remote-Group',
-        '--requestheader-extra-headers-prefix=X-Remote-Extra-',
-        `--proxy-client-cert-file=${join(dir, 'front-proxy-client.crt')}`,
-        `--proxy-client-key-file=${join(dir, 'front-proxy-client.key')}`,
-        '--enable-aggregator-routing=true',
-      ],
-    });
-    admin = KubeClient.fromKubeconfig({ path: cp.adminKubeconfigPath });
-    // search runs as its own user with the chart's rules (and the reader of the front-proxy settings).
-    await admin.apply(
-      Resources.clusterRoles,
-      { metadata: { name: 'search' }, rules: searchServiceRules } as KubeObject,
-      apply,
-    );
-    await admin.apply(
-      Resources.clusterRoleBindings,
-      {
-        metadata: { name: 'search' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'search' },
-        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'tenantkit-search' }],
-      } as KubeObject,
-      apply,
-    );
-    await admin.apply(
-      Resources.roleBindings,
-      {
-        metadata: { name: 'search-auth-reader', namespace: 'kube-system' },
-        roleRef: {
-          apiGroup: 'rbac.authorization.k8s.io',
-          kind: 'Role',
-          name: 'extension-apiserver-authentication-reader',
-        },
-        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'tenantkit-search' }],
-      } as KubeObject,
-      apply,
-    );
-    const searchClient = KubeClient.fromKubeconfig({ yaml: await cp.userKubeconfig('tenantkit-search') });
-    // The chart's default: a self-managed certificate, whose CA the server puts into the APIService.
-    await admin.apply(Resources.namespaces, { metadata: { name: 'tenantkit-system' } }, apply);
-    const tls = new SelfManagedTls({
-      client: admin,
-      logger: silentLogger,
-      namespace: 'tenantkit-system',
-      secretName: 'projects-tls',
-      dnsNames: ['projects.tenantkit-system.svc'],
-      apiServices: ['v1.project.openshift.io'],
-    });
-    const serving = await tls.reconcile();
-    const db = await startTestDatabase();
-    service = await startSearchService(
-      {
-        client: searchClient,
-        logger: silentLogger,
-        databaseUrl: db.url,
-        certificate: serving,
-        host: nodeIP,
-        projectsPort: 0,
-      },
-      stop.signal,
-    );
-    const port = service.projects!.port;
-    // The APIService, and the Service and endpoints it names (no kube-proxy here: the aggregator routes to
-    // the endpoint itself).
-    await admin.apply(
-      Resources.services,
-      {
-        metadata: { name: 'projects', namespace: 'tenantkit-system' },
-        spec: { ports: [{ port, targetPort: port }] },
-      } as KubeObject,
-      apply,
-    );
-    await admin.apply(
-      endpoints,
-      {
-        metadata: { name: 'projects', namespace: 'tenantkit-system' },
-        subsets: [{ addresses: [{ ip: nodeIP }], ports: [{ port }] }],
-      } as KubeObject,
-      apply,
-    );
-    await admin.apply(
-      endpointSlices,
-      {
-        metadata: {
-          name: 'projects',
-          namespace: 'tenantkit-system',
-          labels: { 'kubernetes.io/service-name': 'projects' },
-        },
-        addressType: 'IPv4',
-        endpoints: [{ addresses: [nodeIP], conditions: { ready: true } }],
-        ports: [{ port, protocol: 'TCP' }],
-      } as KubeObject,
-      apply,
-    );
-    await admin.apply(
-      Resources.apiServices,
-      {
-        metadata: { name: 'v1.project.openshift.io' },
-        spec: {
-          group: 'project.openshift.io',
-          version: 'v1',
-          service: { namespace: 'tenantkit-system', name: 'projects', port },
-          groupPriorityMinimum: 1000,
-          versionPriority: 15,
-        },
-      } as KubeObject,
-      apply,
-    );
-    // The server's certificate renewal puts its CA into the APIService (no caBundle until then).
-    await tls.reconcile();
-    // Every authenticated user may ask for projects, as on OpenShift; the answer is theirs alone.
-    for (const role of searchUserClusterRoles()) await admin.apply(Resources.clusterRoles, role, apply);
-    await admin.apply(
-      Resources.clusterRoleBindings,
-      {
-        metadata: { name: 'projects-readers' },
-        roleRef: {
-          apiGroup: 'rbac.authorization.k8s.io',
-          kind: 'ClusterRole',
-          name: ProjectsReaderClusterRoleName,
-        },
-        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:authenticated' }],
-      } as KubeObject,
-      apply,
-    );
+    pc = await startProjectsCluster();
+    ({ dir, cp, admin, service } = pc);
     for (const ns of ['alpha', 'beta', 'gamma'])
       await admin.apply(Resources.namespaces, { metadata: { name: ns } }, apply);
     await bind('alpha', 'alice', 'admin');
@@ -217,10 +72,7 @@ describe.skipIf(nodeSkipReason)('projects through the aggregation layer', () => 
   }, 180_000);
 
   afterAll(async () => {
-    stop.abort();
-    await service?.done;
-    await cp?.stop();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await pc?.stop();
   });
 
   it('lists, gets and prints as a table exactly the namespaces each tenant may use', async () => {
