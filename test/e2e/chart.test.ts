@@ -9,6 +9,7 @@ import { NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/api/backup.ts';
 import { VeleroResources } from '../../src/api/velero.ts';
 import { Annotations } from '../../src/backup/velero/names.ts';
 import type { LocalNode } from '../../src/controlplane/node-launch.ts';
+import { nodeIP } from '../../src/controlplane/node-network.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { completedBackup, completedRestore, tenantIn } from '../harness/backup.ts';
@@ -354,12 +355,30 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
       }
     })();
     // A changed chart value rolls every Deployment (new Pods, new serving certificates read from the Secret).
-    await chart.upgrade({ logLevel: 'debug' });
+    // The same upgrade narrows the webhook port to the API server's address (the node's, where this
+    // control plane runs): its calls keep coming through, a tenant's Pod gets no packet in.
+    await chart.upgrade({ logLevel: 'debug', 'networkPolicies.webhookSources': `{${nodeIP}/32}` });
     upgrading = false;
     await traffic;
     progress(`${calls} namespace requests during the upgrade, ${failures.length} refused`);
     expect(failures).toEqual([]);
     expect(calls).toBeGreaterThan(10);
+    const webhookPod = (
+      await cluster.admin.list<Pod>(Resources.pods, {
+        namespace: chart.namespace,
+        labelSelector: `app.kubernetes.io/instance=${chart.release},app.kubernetes.io/component=webhooks`,
+      })
+    ).items.find((p) => p.status?.phase === 'Running' && !p.metadata.deletionTimestamp);
+    const ns = await organizationNamespace(cluster, owner, { prefix: 'e2e-hook' });
+    const posted = await fetchFromPod(
+      tenant,
+      ns,
+      node.workloadImage,
+      'post-review',
+      `https://${webhookPod?.status?.podIP}:9443/readyz`,
+    );
+    expect(posted.log).toMatch(connectionDropped);
+    expect(await tryNamespace(org)).toBe('allowed');
     const after = await cluster.admin.get<WebhookConfiguration>(
       Resources.validatingWebhookConfigurations,
       chart.release,
