@@ -115,7 +115,7 @@ function newImages(pod: KubeObject, old: KubeObject | undefined): { where: strin
 export const imageChanges = {
   name: 'image-changes',
   expression:
-    "request.operation == 'CREATE' || request.subResource == 'ephemeralcontainers' || object.spec.containers.map(c, c.image) != oldObject.spec.containers.map(c, c.image) || (has(object.spec.initContainers) && (!has(oldObject.spec.initContainers) || object.spec.initContainers.map(c, c.image) != oldObject.spec.initContainers.map(c, c.image)))",
+    "request.operation == 'CREATE' || (has(request.subResource) && request.subResource == 'ephemeralcontainers') || object.spec.containers.map(c, c.image) != oldObject.spec.containers.map(c, c.image) || (has(object.spec.initContainers) && (!has(oldObject.spec.initContainers) || object.spec.initContainers.map(c, c.image) != oldObject.spec.initContainers.map(c, c.image)))",
 };
 
 export async function validatePodGuardrails(deps: GuardrailDeps, req: AdmissionRequest): Promise<Verdict> {
@@ -152,6 +152,27 @@ function clusterDefault(classes: Informer<KubeObject>, annotation: string): stri
     ?.metadata.name;
 }
 
+/**
+ * The class a new object gets from the organization's default (none named, or the cluster's default filled
+ * in and not allowed), and the warning that says so when it replaces one; undefined to keep it.
+ */
+function organizationDefault(
+  g: OrganizationGuardrails,
+  kind: 'storageClasses' | 'ingressClasses',
+  current: string | undefined,
+  classes: Informer<KubeObject>,
+): { className: string; warning?: string } | undefined {
+  const what = kind === 'storageClasses' ? 'StorageClass' : 'IngressClass';
+  const fallback = clusterDefault(classes, `${what.toLowerCase()}.kubernetes.io/is-default-class`);
+  const replaced = defaultedClass(g, kind, current, fallback);
+  if (!replaced) return undefined;
+  if (!current) return { className: replaced };
+  return {
+    className: replaced,
+    warning: `${what} "${current}", the cluster's default, is not one organization "${g.organization}" may use: it gets "${replaced}", the organization's default`,
+  };
+}
+
 /** Only a create or a class filled in later concerns the claim's StorageClass. */
 export const setsStorageClass = {
   name: 'sets-storage-class',
@@ -167,16 +188,13 @@ export async function admitClaimGuardrails(deps: GuardrailDeps, req: AdmissionRe
   const current = text(claim.spec?.storageClassName);
   let result = claim;
   const warnings: string[] = [];
-  if (req.operation === 'CREATE') {
-    const fallback = clusterDefault(deps.storageClasses, 'storageclass.kubernetes.io/is-default-class');
-    const replaced = defaultedClass(g, 'storageClasses', current, fallback);
-    if (replaced) {
-      result = { ...claim, spec: { ...claim.spec, storageClassName: replaced } };
-      if (current)
-        warnings.push(
-          `StorageClass "${current}", the cluster's default, is not one organization "${g.organization}" may use: the claim gets "${replaced}", the organization's default`,
-        );
-    }
+  const defaulted =
+    req.operation === 'CREATE'
+      ? organizationDefault(g, 'storageClasses', current, deps.storageClasses)
+      : undefined;
+  if (defaulted) {
+    result = { ...claim, spec: { ...claim.spec, storageClassName: defaulted.className } };
+    if (defaulted.warning) warnings.push(defaulted.warning);
   }
   const className = text(result.spec?.storageClassName);
   const problem = className ? classProblem(g, 'storageClasses', className) : undefined;
@@ -215,16 +233,13 @@ export async function admitIngressGuardrails(deps: GuardrailDeps, req: Admission
   const warnings: string[] = [];
   const current = classOf(ingress);
   // The legacy annotation and the field may not both be set: a default goes only where neither is.
-  if (req.operation === 'CREATE' && !ingress.metadata.annotations?.[ingressClassAnnotation]) {
-    const fallback = clusterDefault(deps.ingressClasses, 'ingressclass.kubernetes.io/is-default-class');
-    const replaced = defaultedClass(g, 'ingressClasses', current, fallback);
-    if (replaced) {
-      result = { ...ingress, spec: { ...ingress.spec, ingressClassName: replaced } };
-      if (current)
-        warnings.push(
-          `IngressClass "${current}", the cluster's default, is not one organization "${g.organization}" may use: the Ingress gets "${replaced}", the organization's default`,
-        );
-    }
+  const defaulted =
+    req.operation === 'CREATE' && !ingress.metadata.annotations?.[ingressClassAnnotation]
+      ? organizationDefault(g, 'ingressClasses', current, deps.ingressClasses)
+      : undefined;
+  if (defaulted) {
+    result = { ...ingress, spec: { ...ingress.spec, ingressClassName: defaulted.className } };
+    if (defaulted.warning) warnings.push(defaulted.warning);
   }
   const problems: string[] = [];
   const className = classOf(result);

@@ -29,6 +29,14 @@ import { registerUsageProfileController } from './usage-profile-controller.ts';
 
 const group = 'tenancy.tenantkit.io';
 
+/** One admission rule: these operations on these resources of one group version. */
+const matching = (
+  operations: ('CREATE' | 'UPDATE' | 'DELETE')[],
+  apiGroup: string,
+  apiVersion: string,
+  resources: string[],
+) => [{ operations, apiGroups: [apiGroup], apiVersions: [apiVersion], resources }];
+
 export const tenancy: Capability = {
   name: 'tenancy',
   userClusterRoles: tenancyUserClusterRoles,
@@ -211,14 +219,7 @@ export const tenancy: Capability = {
         // Fail closed: an image from anywhere is what a tenant would gain from an outage.
         failurePolicy: 'Fail',
         timeoutSeconds: 5,
-        rules: [
-          {
-            operations: ['CREATE', 'UPDATE'],
-            apiGroups: [''],
-            apiVersions: ['v1'],
-            resources: ['pods', 'pods/ephemeralcontainers'],
-          },
-        ],
+        rules: matching(['CREATE', 'UPDATE'], '', 'v1', ['pods', 'pods/ephemeralcontainers']),
         namespaceSelector: {
           matchExpressions: [
             ...notSystem.matchExpressions,
@@ -235,14 +236,7 @@ export const tenancy: Capability = {
         type: 'mutating',
         failurePolicy: 'Fail',
         timeoutSeconds: 5,
-        rules: [
-          {
-            operations: ['CREATE', 'UPDATE'],
-            apiGroups: [''],
-            apiVersions: ['v1'],
-            resources: ['persistentvolumeclaims'],
-          },
-        ],
+        rules: matching(['CREATE', 'UPDATE'], '', 'v1', ['persistentvolumeclaims']),
         matchConditions: [setsStorageClass],
         reinvocationPolicy: 'IfNeeded',
         handler: (req) => admitClaimGuardrails(guardrailDeps, req),
@@ -252,14 +246,7 @@ export const tenancy: Capability = {
         type: 'mutating',
         failurePolicy: 'Fail',
         timeoutSeconds: 5,
-        rules: [
-          {
-            operations: ['CREATE', 'UPDATE'],
-            apiGroups: ['networking.k8s.io'],
-            apiVersions: ['v1'],
-            resources: ['ingresses'],
-          },
-        ],
+        rules: matching(['CREATE', 'UPDATE'], 'networking.k8s.io', 'v1', ['ingresses']),
         reinvocationPolicy: 'IfNeeded',
         handler: (req) => admitIngressGuardrails(guardrailDeps, req),
       },
@@ -269,14 +256,7 @@ export const tenancy: Capability = {
         type: 'validating',
         failurePolicy: 'Fail',
         timeoutSeconds: 5,
-        rules: [
-          {
-            operations: ['CREATE'],
-            apiGroups: ['project.openshift.io'],
-            apiVersions: ['v1'],
-            resources: ['projectrequests'],
-          },
-        ],
+        rules: matching(['CREATE'], 'project.openshift.io', 'v1', ['projectrequests']),
         handler: (req) => validateProjectRequest(deps, req),
       },
       {
@@ -284,14 +264,7 @@ export const tenancy: Capability = {
         type: 'mutating',
         failurePolicy: 'Fail',
         timeoutSeconds: 5,
-        rules: [
-          {
-            operations: ['CREATE'],
-            apiGroups: ['project.openshift.io'],
-            apiVersions: ['v1'],
-            resources: ['projects'],
-          },
-        ],
+        rules: matching(['CREATE'], 'project.openshift.io', 'v1', ['projects']),
         handler: (req) => mutateProject(deps, req),
       },
       {
@@ -299,14 +272,7 @@ export const tenancy: Capability = {
         type: 'validating',
         failurePolicy: 'Fail',
         timeoutSeconds: 5,
-        rules: [
-          {
-            operations: ['CREATE', 'UPDATE'],
-            apiGroups: [group],
-            apiVersions: ['v1alpha1'],
-            resources: ['tenancyconfigs'],
-          },
-        ],
+        rules: matching(['CREATE', 'UPDATE'], group, 'v1alpha1', ['tenancyconfigs']),
         handler: (req) => {
           const unknown = unknownConfigKeys((req.object as { spec?: Record<string, unknown> }).spec);
           if (unknown.length === 0) return allow();
@@ -324,14 +290,7 @@ export const tenancy: Capability = {
         // Creates, and updates that fill in a volume name, are sent (decidesVolume); the rest never wait.
         failurePolicy: 'Fail',
         timeoutSeconds: 5,
-        rules: [
-          {
-            operations: ['CREATE', 'UPDATE'],
-            apiGroups: [''],
-            apiVersions: ['v1'],
-            resources: ['persistentvolumeclaims'],
-          },
-        ],
+        rules: matching(['CREATE', 'UPDATE'], '', 'v1', ['persistentvolumeclaims']),
         matchConditions: [decidesVolume],
         handler: (req) => validateClaimVolume({ client, config, privileged }, req),
       },
@@ -340,14 +299,7 @@ export const tenancy: Capability = {
         type: 'validating',
         failurePolicy: 'Fail',
         timeoutSeconds: 5,
-        rules: [
-          {
-            operations: ['UPDATE', 'DELETE'],
-            apiGroups: [''],
-            apiVersions: ['v1'],
-            resources: ['resourcequotas', 'limitranges'],
-          },
-        ],
+        rules: matching(['UPDATE', 'DELETE'], '', 'v1', ['resourcequotas', 'limitranges']),
         objectSelector: { matchLabels: { [reservedLabel]: 'true' } },
         handler: (req) => validateReservedObject(config, privileged, req),
       },

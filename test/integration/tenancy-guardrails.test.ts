@@ -223,6 +223,8 @@ describe('organization guardrails', () => {
     expect(refused).toContain('allowed: ghcr.io/acme');
     expect(refused).toContain(`Organization ${orgA}, spec.guardrails.registries`);
     await aliceClient.create(Resources.pods, pod('web', nsA, 'ghcr.io/acme/web:1'));
+    // An update that changes no image (a label, Velero's managed-fields patch) is not even sent.
+    await aliceClient.patch(Resources.pods, 'web', nsA, { metadata: { labels: { tier: 'front' } } });
     // Changing the image afterwards, or bringing one in as an ephemeral container: refused too.
     expect(
       await refusal(
