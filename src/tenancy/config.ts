@@ -50,7 +50,9 @@ export const defaults: EffectiveConfig = {
   privilegedUsers: ['system:serviceaccount:tenantkit-system:*'],
   privilegedGroups: ['system:masters'],
   privilegedClusterRoles: ['cluster-admin'],
-  reservedNamespaces: ['kube-*', 'openshift*', 'default', 'tenantkit-*', 'system-*'],
+  // Velero's usual namespace too: a tenant who made `velero` before Velero is installed would own the
+  // namespace that then holds Velero's cloud credentials and every tenant's repository password.
+  reservedNamespaces: ['kube-*', 'openshift*', 'default', 'tenantkit-*', 'system-*', 'velero'],
   allowedLabels: [],
   allowedAnnotations: [],
   defaultOrganizationClusterRoles: ['admin'],
