@@ -140,6 +140,9 @@ export async function reviewTemplate(client: KubeClient, req: AdmissionRequest):
   );
 }
 
+/** A Kubernetes object name (DNS subdomain). */
+const objectName = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+
 export async function reviewInstance(
   client: KubeClient,
   templates: Informer<ScopeTemplate>,
@@ -150,11 +153,15 @@ export async function reviewInstance(
   const instance = req.object as unknown as ScopeInstance;
   const user = req.userInfo;
   const templateName = instance.spec.scopeTemplateName;
-  // The cache may not have seen a template created a moment ago: ask the API server before refusing.
-  const template =
-    templates.get(templateName) ??
-    (await client.get<ScopeTemplate>(ScopeTemplateCrd.type, templateName).catch(() => undefined));
-  if (!template) {
+  // The cache may not have seen a template created a moment ago: ask the API server before refusing. Only
+  // for a name an object can have: another one (slashes, dots alone) may read back as some other path.
+  const nameable = typeof templateName === 'string' && objectName.test(templateName);
+  const found = nameable
+    ? (templates.get(templateName) ??
+      (await client.get<ScopeTemplate>(ScopeTemplateCrd.type, templateName).catch(() => undefined)))
+    : undefined;
+  const template = found?.kind === undefined || found.kind === 'ScopeTemplate' ? found : undefined;
+  if (!template?.spec) {
     return deny(
       `ScopeInstance ${instance.metadata.name}: ScopeTemplate ${templateName} does not exist; create the template first so its permissions can be checked`,
       404,

@@ -50,11 +50,12 @@ async function guardrailsIn(
   return guardrailsOf(config, organization, await deps.directory.currentOrganization(organization));
 }
 
-/** The guardrails that apply to a request, or undefined when none do (a privileged user, another namespace). */
+/** The guardrails that apply to a request, or undefined when none do (not a create or update, a privileged user, another namespace). */
 async function applicable(
   deps: GuardrailDeps,
   req: AdmissionRequest,
 ): Promise<OrganizationGuardrails | undefined> {
+  if (req.operation !== 'CREATE' && req.operation !== 'UPDATE') return undefined;
   if (!req.object || deps.privileged(req.userInfo, deps.config())) return undefined;
   return guardrailsIn(deps, req.namespace ?? req.object.metadata?.namespace ?? '');
 }
@@ -119,7 +120,6 @@ export const imageChanges = {
 };
 
 export async function validatePodGuardrails(deps: GuardrailDeps, req: AdmissionRequest): Promise<Verdict> {
-  if (req.operation !== 'CREATE' && req.operation !== 'UPDATE') return allow();
   const g = await applicable(deps, req);
   if (!g) return allow();
   const pod = req.object!;
@@ -181,7 +181,6 @@ export const setsStorageClass = {
 };
 
 export async function admitClaimGuardrails(deps: GuardrailDeps, req: AdmissionRequest): Promise<Verdict> {
-  if (req.operation !== 'CREATE' && req.operation !== 'UPDATE') return allow();
   const g = await applicable(deps, req);
   if (!g) return allow();
   const claim = req.object as KubeObject & { spec?: { storageClassName?: unknown } };
@@ -224,7 +223,6 @@ const classOf = (ingress: KubeObject | undefined) =>
   ingress?.metadata?.annotations?.[ingressClassAnnotation];
 
 export async function admitIngressGuardrails(deps: GuardrailDeps, req: AdmissionRequest): Promise<Verdict> {
-  if (req.operation !== 'CREATE' && req.operation !== 'UPDATE') return allow();
   const g = await applicable(deps, req);
   if (!g) return allow();
   const ingress = req.object as KubeObject & { spec?: IngressSpec };
