@@ -22,6 +22,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import type { LocalNode } from '../devenv/node/launch.ts';
+import { startVelero } from '../devenv/velero/launch.ts';
 import {
   type NonAdminBackup,
   NonAdminBackupConfigCrd,
@@ -33,8 +35,6 @@ import { type Backup, finishedPhases, type Restore, VeleroResources } from '../s
 import { RequesterAnnotation, requesterValue } from '../src/backup/admission/requester.ts';
 import { registerNabController } from '../src/backup/controllers/nab.ts';
 import { registerNarController } from '../src/backup/controllers/nar.ts';
-import type { LocalNode } from '../src/controlplane/node-launch.ts';
-import { startVelero } from '../src/controlplane/velero-launch.ts';
 import { mapLimit } from '../src/kube/access.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { silentLogger } from '../src/kube/log.ts';

@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { parse as parseYaml } from 'yaml';
-import { repoRoot } from '../src/controlplane/images.ts';
-import { startControlPlane } from '../src/controlplane/launch.ts';
+import { startControlPlane } from '../devenv/controlplane/launch.ts';
+import { repoRoot } from '../devenv/images/build.ts';
 import { mapLimit } from '../src/kube/access.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { silentLogger } from '../src/kube/log.ts';
@@ -268,7 +268,7 @@ try {
     }
     const entry =
       values['api-from'] === 'dist'
-        ? join(repoRoot, 'dist', 'cli', 'main.js')
+        ? join(repoRoot, 'dist', 'src', 'cli', 'main.js')
         : join(repoRoot, 'src', 'cli', 'main.ts');
     const api = spawn(
       process.execPath,

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { nodeUnavailable } from '../devenv/node/launch.ts';
 import {
   type NonAdminBackup,
   NonAdminBackupConfigCrd,
@@ -9,7 +10,6 @@ import {
 import { finishedPhases, VeleroResources } from '../src/api/velero.ts';
 import { RequesterAnnotation, requesterValue } from '../src/backup/admission/requester.ts';
 import { backup } from '../src/backup/index.ts';
-import { nodeUnavailable } from '../src/controlplane/node-launch.ts';
 import { silentLogger } from '../src/kube/log.ts';
 import { Manager } from '../src/kube/manager.ts';
 import { type KubeObject, Resources } from '../src/kube/resources.ts';

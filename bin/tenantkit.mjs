@@ -11,7 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const source = join(root, 'src/cli/main.ts');
-const compiled = join(root, 'dist/cli/main.js');
+const compiled = join(root, 'dist/src/cli/main.js');
 const checkout = existsSync(source) && !root.split(sep).includes('node_modules');
 const main = checkout ? source : compiled;
 const major = Number(process.versions.node.split('.')[0]);

@@ -484,7 +484,7 @@ export type DownloadTarget = Static<typeof DownloadTargetSchema>;
 export type KubeLabelSelector = Static<typeof KubeLabelSelectorSchema>;
 
 // The resource types tenantkit reads and writes in Velero's namespace, and the fields it reads from them.
-// Velero owns these schemas; its CRDs come from the Velero binary (see src/controlplane/velero-launch.ts).
+// Velero owns these schemas; its CRDs come from the Velero binary (see devenv/velero/launch.ts).
 const velero = (plural: string, kind: string): ResourceType => ({
   group: 'velero.io',
   version: 'v1',

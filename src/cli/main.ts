@@ -1,7 +1,35 @@
 // The tenantkit command. Run modes: `dev` (everything on a local control plane), `controllers`,
 // `webhooks`, `search api`, `console`; tools: `crds`, `check`, `controlplane build`, `images build`, `version`.
 // Each command loads only its own modules (a Pod's memory holds what it runs, not the whole CLI).
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { shutdownSignal } from './signals.ts';
+
+/**
+ * Loads a module of the development environment (devenv/: the local control plane, node, Velero and the
+ * image builds), which `dev`, `controlplane build` and `images build` compose. The image has no devenv/ (its
+ * Dockerfile copies src/ alone), so it is loaded by path, not imported: the image's compile does not look
+ * for it, and a Pod asked to run `dev` says what is missing.
+ */
+async function devenv<T>(module: string): Promise<T> {
+  const url = new URL(
+    `../../devenv/${module}${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`,
+    import.meta.url,
+  );
+  if (!existsSync(fileURLToPath(url)))
+    throw new Error(
+      `this command needs tenantkit's development environment (devenv/${module}), which this installation ` +
+        'does not have (the image carries only the product): run it from a checkout or the npm package',
+    );
+  return (await import(url.href)) as T;
+}
+
+type Progress = (line: string) => void;
+interface ImageBuilds {
+  ensureTenantkitImage(o: { progress: Progress }): Promise<{ ref: string; digest: string; archive: string }>;
+  ensureVeleroImage(o: { progress: Progress }): Promise<{ ref: string; digest: string; archive: string }>;
+  ensurePostgresImage(o: { progress: Progress }): Promise<{ ref: string; digest: string; archive: string }>;
+}
 
 const usage = `tenantkit: safe self-service multi-tenancy for a shared Kubernetes cluster
 
@@ -42,7 +70,9 @@ async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   switch (command) {
     case 'dev':
-      return (await import('./dev.ts')).runDev(rest, shutdownSignal());
+      return (
+        await devenv<{ runDev(args: string[], stop: AbortController): Promise<void> }>('dev/command')
+      ).runDev(rest, shutdownSignal());
     case 'controllers':
       return (await import('./controllers.ts')).controllers(rest);
     case 'webhooks':
@@ -71,15 +101,16 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'controlplane': {
       if (rest[0] !== 'build') break;
-      const { ensureControlPlaneBinary } = await import('../controlplane/build.ts');
+      const { ensureControlPlaneBinary } = await devenv<{
+        ensureControlPlaneBinary(progress: Progress): Promise<string>;
+      }>('controlplane/build');
       console.log(await ensureControlPlaneBinary((line) => console.log(line)));
       return;
     }
     case 'images': {
       if (rest[0] !== 'build') break;
-      const { ensurePostgresImage, ensureTenantkitImage, ensureVeleroImage } = await import(
-        '../controlplane/images.ts'
-      );
+      const { ensurePostgresImage, ensureTenantkitImage, ensureVeleroImage } =
+        await devenv<ImageBuilds>('images/build');
       const progress = (line: string) => process.stderr.write(`${line}\n`);
       for (const build of [ensureTenantkitImage, ensureVeleroImage, ensurePostgresImage]) {
         const image = await build({ progress });

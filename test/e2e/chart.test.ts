@@ -5,11 +5,11 @@
 // leader (the next backup still runs once), the webhooks gone (closed, not open), and an uninstall that leaves the CRDs only.
 import { request as httpsRequest } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalNode } from '../../devenv/node/launch.ts';
+import { nodeIP } from '../../devenv/node/network.ts';
 import { NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/api/backup.ts';
 import { VeleroResources } from '../../src/api/velero.ts';
 import { Annotations } from '../../src/backup/velero/names.ts';
-import type { LocalNode } from '../../src/controlplane/node-launch.ts';
-import { nodeIP } from '../../src/controlplane/node-network.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { completedBackup, completedRestore, tenantIn } from '../harness/backup.ts';

@@ -3,6 +3,8 @@
 // role in their namespace) who act through the real API server. Also the waits those tests repeat: a
 // NonAdminBackup or NonAdminRestore until Velero finished it, outlasting Velero's queue recheck.
 import { randomBytes } from 'node:crypto';
+import { veleroPodLog } from '../../devenv/velero/pod.ts';
+import { credentialsFile } from '../../devenv/velero/s3-sign.ts';
 import {
   type NonAdminBackup,
   type NonAdminBackupConfig,
@@ -18,8 +20,6 @@ import {
 import { type Backup, finishedPhases, type Restore, VeleroResources } from '../../src/api/velero.ts';
 import { backup, backupUserClusterRoles } from '../../src/backup/index.ts';
 import type { Capability } from '../../src/capability.ts';
-import { credentialsFile } from '../../src/controlplane/s3-sign.ts';
-import { veleroPodLog } from '../../src/controlplane/velero-pod.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources, type ResourceType, resourcePath } from '../../src/kube/resources.ts';
 import { eventually, type TestCluster } from './cluster.ts';

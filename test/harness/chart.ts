@@ -1,11 +1,11 @@
 // tenantkit's Helm chart installed the way an admin installs it: `helm install` (helm built from Go modules,
-// src/controlplane/helm-build.ts) into the shared control plane with the local node, the image built here
+// devenv/helm/build.ts) into the shared control plane with the local node, the image built here
 // and imported into the node's containerd (there is no registry). Whatever the test does, the release's
 // cluster-wide webhook configurations are gone when the file ends, so later files are never refused.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Helm, helmFor } from '../../src/controlplane/helm-build.ts';
-import { type BuiltImage, repoRoot } from '../../src/controlplane/images.ts';
+import { type Helm, helmFor } from '../../devenv/helm/build.ts';
+import { type BuiltImage, repoRoot } from '../../devenv/images/build.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import type { TestCluster } from './cluster.ts';
 

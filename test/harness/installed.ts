@@ -4,14 +4,15 @@
 // turning non-admin backup on. Everything goes at the file's end with stopInstalled (the file's cleanups
 // first, last-in first-out: the uninstall, then Velero; then the node, which must leave the machine as it
 // found it).
-import { NonAdminBackupConfigCrd } from '../../src/api/backup.ts';
+
 import {
   type BuiltImage,
   ensurePostgresImage,
   ensureTenantkitImage,
   ensureVeleroImage,
-} from '../../src/controlplane/images.ts';
-import type { LocalNode } from '../../src/controlplane/node-launch.ts';
+} from '../../devenv/images/build.ts';
+import type { LocalNode } from '../../devenv/node/launch.ts';
+import { NonAdminBackupConfigCrd } from '../../src/api/backup.ts';
 import { applyBackupPolicy } from './backup.ts';
 import { type InstalledChart, imageValues, installChart } from './chart.ts';
 import type { TestCluster } from './cluster.ts';

@@ -4,7 +4,7 @@
 // end, which also puts the machine back as it was.
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { type LocalNode, nodeUnavailable, startNode } from '../../src/controlplane/node-launch.ts';
+import { type LocalNode, nodeUnavailable, startNode } from '../../devenv/node/launch.ts';
 import type { TestCluster } from './cluster.ts';
 
 /** Why this run has no node (printed once), or undefined. */

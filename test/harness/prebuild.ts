@@ -2,16 +2,12 @@
 // while the first files run, at low priority so those files keep the CPU they ask for. A file that needs
 // one of these before it is done waits for this build (build.ts' lock) instead of compiling it again.
 // With a warm cache there is nothing to do. The sequencer runs the files that need none of it first.
-import { buildInBackground, stopBuilds } from '../../src/controlplane/build.ts';
-import { ensureHelm } from '../../src/controlplane/helm-build.ts';
-import {
-  ensurePostgresImage,
-  ensureTenantkitImage,
-  ensureVeleroImage,
-} from '../../src/controlplane/images.ts';
-import { ensureNetworkPolicyEnforcer } from '../../src/controlplane/netpol-build.ts';
-import { ensureNodeBinaries } from '../../src/controlplane/node-build.ts';
-import { ensureVeleroBinaries } from '../../src/controlplane/velero-build.ts';
+import { buildInBackground, stopBuilds } from '../../devenv/controlplane/build.ts';
+import { ensureHelm } from '../../devenv/helm/build.ts';
+import { ensurePostgresImage, ensureTenantkitImage, ensureVeleroImage } from '../../devenv/images/build.ts';
+import { ensureNodeBinaries } from '../../devenv/node/build.ts';
+import { ensureNetworkPolicyEnforcer } from '../../devenv/node/netpol-build.ts';
+import { ensureVeleroBinaries } from '../../devenv/velero/build.ts';
 
 export interface Prebuild {
   /** Ends builds still running (the run is over). */

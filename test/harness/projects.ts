@@ -6,8 +6,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type ControlPlane, startControlPlane } from '../../src/controlplane/launch.ts';
-import { nodeIP } from '../../src/controlplane/node-network.ts';
+import { type ControlPlane, startControlPlane } from '../../devenv/controlplane/launch.ts';
+import { nodeIP } from '../../devenv/node/network.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { type KubeObject, Resources, resourceType } from '../../src/kube/resources.ts';

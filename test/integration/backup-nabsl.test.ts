@@ -5,6 +5,7 @@
 // location removes everything tenantkit made; escapes (credential files, other namespaces' Secrets,
 // prefixes, default, enforced fields, other tenants' locations) are refused with what to fix.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listObjects } from '../../devenv/velero/s3-list.ts';
 import {
   type NonAdminBackup,
   NonAdminBackupCrd,
@@ -18,7 +19,6 @@ import {
 import { type BackupStorageLocation, VeleroResources } from '../../src/api/velero.ts';
 import { NabslFinalizer } from '../../src/backup/controllers/nabsl.ts';
 import { Annotations, Labels, managedLabels, nacObjectName } from '../../src/backup/velero/names.ts';
-import { listObjects } from '../../src/controlplane/s3-list.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { appendToTarGz } from '../fixtures/tar.ts';

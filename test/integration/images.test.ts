@@ -9,7 +9,6 @@ import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseDockerfile } from '../../src/controlplane/dockerfile.ts';
 import {
   type BuiltImage,
   ensurePostgresImage,
@@ -17,8 +16,9 @@ import {
   ensureVeleroImage,
   nodeRuntime,
   repoRoot,
-} from '../../src/controlplane/images.ts';
-import type { LocalNode } from '../../src/controlplane/node-launch.ts';
+} from '../../devenv/images/build.ts';
+import { parseDockerfile } from '../../devenv/images/dockerfile.ts';
+import type { LocalNode } from '../../devenv/node/launch.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { nodeSkipReason, startTestNode, stopTestNode } from '../harness/node.ts';
@@ -177,9 +177,9 @@ describe.skipIf(nodeSkipReason)('the images tenantkit ships', () => {
         Entrypoint: JSON.parse(/^ENTRYPOINT (.*)$/m.exec(dockerfile)?.[1] ?? 'null'),
       });
       // Compiled JavaScript only, nothing for development: no sources, no test code, no dev packages.
-      expect(app.has('dist/cli/main.js')).toBe(true);
+      expect(app.has('dist/src/cli/main.js')).toBe(true);
       const development = [...app.keys()].filter((k) =>
-        /^(src|test)\/|node_modules\/(vitest|typescript|@biomejs)\//.test(k),
+        /^(src|test|devenv)\/|dist\/devenv\/|node_modules\/(vitest|typescript|@biomejs)\//.test(k),
       );
       expect(development).toEqual([]);
     } finally {

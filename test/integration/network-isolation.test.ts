@@ -5,8 +5,8 @@
 // works for everybody; a namespace the admin moves to another organization changes sides within seconds.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalNode } from '../../devenv/node/launch.ts';
 import { type Organization, OrganizationCrd } from '../../src/api/tenancy.ts';
-import type { LocalNode } from '../../src/controlplane/node-launch.ts';
 import { ApiError } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { tenancy } from '../../src/tenancy/index.ts';

@@ -13,8 +13,8 @@ import {
   readHost,
   readHostRecord,
   watchedPaths,
-} from '../../src/controlplane/node-host.ts';
-import { type LocalNode, nodeCgroupRoots } from '../../src/controlplane/node-launch.ts';
+} from '../../devenv/node/host.ts';
+import { type LocalNode, nodeCgroupRoots } from '../../devenv/node/launch.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { tenancy } from '../../src/tenancy/index.ts';

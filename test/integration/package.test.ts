@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cacheDir, sourceHash, testenvDir } from '../../src/controlplane/build.ts';
-import { veleroModuleDir } from '../../src/controlplane/velero-build.ts';
+import { cacheDir, controlPlaneModuleDir, sourceHash } from '../../devenv/controlplane/build.ts';
+import { veleroModuleDir } from '../../devenv/velero/build.ts';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const major = (node: string) =>
@@ -71,19 +71,20 @@ describe('the npm package', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('holds the compiled JavaScript, the bin and the Go sources of testenv/, and no TypeScript', () => {
-    expect(files).toContain('dist/cli/main.js');
+  it('holds the compiled JavaScript, the bin and the Go sources of devenv/go/, and no TypeScript', () => {
+    expect(files).toContain('dist/src/cli/main.js');
+    expect(files).toContain('dist/devenv/dev/command.js');
     expect(files).toContain('bin/tenantkit.mjs');
     expect(files).toContain('package.json');
     for (const f of [
-      'go.mod',
-      'go.sum',
-      'main.go',
+      'controlplane/go.mod',
+      'controlplane/go.sum',
+      'controlplane/main.go',
       'velero/go.mod',
       'velero/go.sum',
       'velero/cmd/velero/main.go',
     ])
-      expect(files).toContain(`testenv/${f}`);
+      expect(files).toContain(`devenv/go/${f}`);
     expect(
       files.filter((f) => f.endsWith('.ts') || /^(src|test|bench|docs|deploy|config)\//.test(f)),
     ).toEqual([]);
@@ -109,13 +110,15 @@ describe('the npm package', () => {
       expect(ok(run(kubectl, ['tenantkit', 'version'], { cwd: project, path }))).toBe('tenantkit 0.1.0\n');
   });
 
-  it('ships testenv/ so that `tenantkit dev` builds the same control plane and Velero', async () => {
-    expect(await sourceHash(join(installed, 'testenv'))).toBe(await sourceHash(testenvDir));
-    expect(await sourceHash(join(installed, 'testenv/velero'))).toBe(await sourceHash(veleroModuleDir));
+  it('ships devenv/go/ so that `tenantkit dev` builds the same control plane and Velero', async () => {
+    expect(await sourceHash(join(installed, 'devenv/go/controlplane'))).toBe(
+      await sourceHash(controlPlaneModuleDir),
+    );
+    expect(await sourceHash(join(installed, 'devenv/go/velero'))).toBe(await sourceHash(veleroModuleDir));
     // The global setup has built (or found) this control plane: the installed package finds it too.
     const path = [dirname(node24), bin];
     expect(ok(run('tenantkit', ['controlplane', 'build'], { cwd: project, path })).trim()).toBe(
-      join(cacheDir(), `controlplane-${await sourceHash(testenvDir)}`),
+      join(cacheDir(), `controlplane-${await sourceHash(controlPlaneModuleDir)}`),
     );
   });
 

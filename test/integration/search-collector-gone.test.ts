@@ -9,7 +9,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ControlPlane, startControlPlane } from '../../src/controlplane/launch.ts';
+import { type ControlPlane, startControlPlane } from '../../devenv/controlplane/launch.ts';
 import { isGone, KubeClient } from '../../src/kube/client.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { Resources } from '../../src/kube/resources.ts';

@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ControlPlane, startControlPlane } from '../../src/controlplane/launch.ts';
+import { type ControlPlane, startControlPlane } from '../../devenv/controlplane/launch.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';

@@ -817,7 +817,7 @@ describe('namespace ownership', () => {
     const selected = await rejection(claim('picked', provisioned, { matchLabels: { team: 'a' } }));
     expect(selected?.message).toContain('spec.selector picks among existing volumes');
     // The claim the admin reserved a volume for is admitted. (The test control plane runs no volume
-    // binder, testenv/main.go `controllers`: binding itself is Kubernetes' and not observed here.)
+    // binder, devenv/go/controlplane/main.go `controllers`: binding itself is Kubernetes' and not observed here.)
     await claim('mine', staticClass);
     expect(reserved).toBe(`${name}-mine`);
   });

@@ -3,7 +3,7 @@
 // signed with its credentials (AWS Signature V4), so that nobody else who reaches its port (a tenant's
 // Pod) reads every tenant's backups.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { s3Fetch } from '../../src/controlplane/s3-sign.ts';
+import { s3Fetch } from '../../devenv/velero/s3-sign.ts';
 import { createShopApp, deleteShopApp, expectShopApp } from '../fixtures/shop-app.ts';
 import { TestCluster } from '../harness/cluster.ts';
 import { startTestVelero, type TestVelero, veleroStartTimeoutMs } from '../harness/velero.ts';

@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildOnce } from '../../src/controlplane/build.ts';
+import { buildOnce } from '../../devenv/controlplane/build.ts';
 
 let dir = '';
 afterEach(() => rm(dir, { recursive: true, force: true }));

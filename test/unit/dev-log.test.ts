@@ -1,6 +1,6 @@
 // tenantkit dev's terminal shows people warnings and errors as plain lines; the JSON goes to a file.
 import { describe, expect, it } from 'vitest';
-import { plainLine } from '../../src/cli/dev-log.ts';
+import { plainLine } from '../../devenv/dev/log.ts';
 
 describe('plainLine', () => {
   it('turns a JSON log line into time, level, message and the fields that matter', () => {

@@ -2,7 +2,7 @@
 // and anything outside the subset is refused with its line.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parseDockerfile } from '../../src/controlplane/dockerfile.ts';
+import { parseDockerfile } from '../../devenv/images/dockerfile.ts';
 
 describe('parseDockerfile', () => {
   it("reads the repository's Dockerfile into its steps, in order", () => {

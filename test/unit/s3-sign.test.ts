@@ -1,7 +1,7 @@
-// The signer of requests to the test object store (src/controlplane/s3-sign.ts) against AWS's own
+// The signer of requests to the test object store (devenv/velero/s3-sign.ts) against AWS's own
 // Signature Version 4 example ("GET Object", Authenticating Requests: Using the Authorization Header).
 import { describe, expect, it } from 'vitest';
-import { parseCredentials, signRequest, uriEncode } from '../../src/controlplane/s3-sign.ts';
+import { parseCredentials, signRequest, uriEncode } from '../../devenv/velero/s3-sign.ts';
 
 const example = {
   accessKeyId: 'AKIAIOSFODNN7EXAMPLE',

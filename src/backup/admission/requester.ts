@@ -3,7 +3,7 @@
 // (never from anything the tenant wrote) of the CREATE request and of every UPDATE that changes `spec`
 // (by anyone, the creator included: their groups may have changed since), kept in an annotation no other
 // update may change, and copied by the controller onto the Velero Restore (Velero's namespace: tenants
-// cannot write there). Velero's restore guard plugin (testenv/velero/cmd/tenantkit-restore-guard) then
+// cannot write there). Velero's restore guard plugin (devenv/go/velero/cmd/tenantkit-restore-guard) then
 // checks every item as that user.
 import type { NonAdminRestore } from '../../api/backup.ts';
 import type { UserInfo } from '../../kube/access.ts';

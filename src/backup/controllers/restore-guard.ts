@@ -87,7 +87,7 @@ export interface Refusals {
   incomplete?: boolean;
 }
 
-/** The ConfigMap the plugin writes for Velero Restore `restoreName` (testenv/velero/cmd/tenantkit-restore-guard). */
+/** The ConfigMap the plugin writes for Velero Restore `restoreName` (devenv/go/velero/cmd/tenantkit-restore-guard). */
 export const refusalsName = (restoreName: string) => `${restoreName}-refused`;
 const refusalsLabel = 'backup.tenantkit.io/refusals-of';
 const refusalsKey = 'refused.json';

@@ -3,7 +3,7 @@
 // first use into ~/.cache/tenantkit/console-<hash of the sources>.
 import { createHash } from 'node:crypto';
 import { copyFile, mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
-import { dirname, join, sep } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cacheDir } from '../../cache.ts';
 
@@ -41,9 +41,12 @@ async function sourceHash(): Promise<string> {
   return hash.digest('hex').slice(0, 16);
 }
 
-/** The built page's folder: built at pack time in a package (dist/console-page), else once per source hash. */
+/**
+ * The built page's folder: built at pack time in a package (dist/console-page, beside dist/src/ where this
+ * file is compiled), else once per source hash.
+ */
 export async function consoleAssets(): Promise<string> {
-  if (!here.split(sep).includes('src')) return join(here, '..', '..', 'console-page');
+  if (!import.meta.url.endsWith('.ts')) return join(here, '..', '..', '..', 'console-page');
   const dir = join(cacheDir(), `console-${await sourceHash()}`);
   try {
     await readFile(join(dir, 'index.html'));
