@@ -19,13 +19,13 @@ import { mapLimit } from '../src/kube/access.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { silentLogger } from '../src/kube/log.ts';
 import { Resources } from '../src/kube/resources.ts';
-import { createCA } from '../src/pki/certs.ts';
 import { migrate } from '../src/search/db/migrations.ts';
 import { startEmbedded } from '../src/search/db/postgres.ts';
 import { searchUserClusterRoles } from '../src/search/index.ts';
 import { Indexer } from '../src/search/indexer/indexer.ts';
 import { HubCluster } from '../src/search/model.ts';
 import { startSearchService } from '../src/search/service.ts';
+import { createCA } from '../src/serving/certs.ts';
 import { launchBrowser } from '../test/harness/browser.ts';
 import { syntheticNamespace } from './search-data.ts';
 

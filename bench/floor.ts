@@ -6,7 +6,7 @@
 
 import type { KubeClient } from '../src/kube/client.ts';
 import { type KubeObject, Resources } from '../src/kube/resources.ts';
-import { createCA } from '../src/pki/certs.ts';
+import { createCA } from '../src/serving/certs.ts';
 
 /** An allow-all webhook on Node's `https` module, kept alive as tenantkit's webhook server keeps it. */
 const nodeFloor = `

@@ -19,7 +19,6 @@ import { KubeClient } from '../src/kube/client.ts';
 import { silentLogger } from '../src/kube/log.ts';
 import { metrics } from '../src/kube/metrics.ts';
 import { Resources } from '../src/kube/resources.ts';
-import { createCA } from '../src/pki/certs.ts';
 import { freePort } from '../src/ports.ts';
 import { RbacAccessProvider } from '../src/search/access/index.ts';
 import { migrate } from '../src/search/db/migrations.ts';
@@ -28,6 +27,7 @@ import { searchUserClusterRoles } from '../src/search/index.ts';
 import { Indexer } from '../src/search/indexer/indexer.ts';
 import { HubCluster, type IndexedResource, type SearchInput, type SearchUser } from '../src/search/model.ts';
 import { PostgresSearch } from '../src/search/query/engine.ts';
+import { createCA } from '../src/serving/certs.ts';
 import { syntheticNamespace } from './search-data.ts';
 
 const { values } = parseArgs({

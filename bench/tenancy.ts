@@ -22,7 +22,7 @@ import { silentLogger } from '../src/kube/log.ts';
 import { Manager } from '../src/kube/manager.ts';
 import { registry } from '../src/kube/metrics.ts';
 import { type KubeObject, Resources } from '../src/kube/resources.ts';
-import { createCA } from '../src/pki/certs.ts';
+import { createCA } from '../src/serving/certs.ts';
 import { tenancy } from '../src/tenancy/index.ts';
 import type { AdmissionRequest } from '../src/webhook/admission.ts';
 import { registerWebhooks } from '../src/webhook/registration.ts';

@@ -15,7 +15,7 @@ export const goDir = resolve(dirname(fileURLToPath(import.meta.url)), '../go');
 /** The control plane's Go module. */
 export const controlPlaneModuleDir = join(goDir, 'controlplane');
 
-import { cacheDir } from '../../src/cache.ts';
+import { cacheDir } from '../../src/cache-dir.ts';
 
 export { cacheDir };
 

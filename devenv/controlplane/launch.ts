@@ -6,6 +6,7 @@ import { existsSync, openSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { join } from 'node:path';
+import { freePort, portIsFree } from '../../src/ports.ts';
 import {
   type CertificateAuthority,
   createCA,
@@ -13,8 +14,7 @@ import {
   type IssueRequest,
   type KeyPair,
   loadCA,
-} from '../../src/pki/certs.ts';
-import { freePort, portIsFree } from '../../src/ports.ts';
+} from '../../src/serving/certs.ts';
 import { ensureControlPlaneBinary, type Progress } from './build.ts';
 import { renderKubeconfig } from './kubeconfig.ts';
 

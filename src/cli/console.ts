@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { ConsoleServer } from '../console/server/server.ts';
 import { consoleAssets } from '../console/web/build.ts';
 import { createLogger } from '../kube/log.ts';
-import { servingTls, servingTlsOptions } from './serving-tls.ts';
+import { servingTls, servingTlsOptions } from '../serving/options.ts';
 import { shutdownSignal } from './signals.ts';
 
 const serviceAccountCa = '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt';

@@ -15,7 +15,7 @@ import { openIndexStore } from '../search/index-store.ts';
 import { RemoteSink } from '../search/indexer/remote-sink.ts';
 import type { Item } from '../search/model.ts';
 import { startSearchService } from '../search/service.ts';
-import { servingTls, servingTlsOptions } from './serving-tls.ts';
+import { servingTls, servingTlsOptions } from '../serving/options.ts';
 
 export const searchUsage = `Usage:
   tenantkit search QUERY [-o table|json|yaml|name] [--limit N] [--search-url URL] [--ca-file FILE]

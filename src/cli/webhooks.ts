@@ -5,9 +5,9 @@ import { parseArgs } from 'node:util';
 import { KubeClient } from '../kube/client.ts';
 import { createLogger } from '../kube/log.ts';
 import { Manager } from '../kube/manager.ts';
+import { servingTls, servingTlsOptions } from '../serving/options.ts';
 import { WebhookServer } from '../webhook/server.ts';
 import { type CapabilityContext, selectCapabilities } from './capabilities.ts';
-import { servingTls, servingTlsOptions } from './serving-tls.ts';
 import { shutdownSignal } from './signals.ts';
 
 export async function webhooks(args: string[]): Promise<void> {

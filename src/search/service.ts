@@ -7,7 +7,7 @@ import { subjectCan } from '../kube/access.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { Informer } from '../kube/informer.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
-import type { ServingCertificate } from '../webhook/https.ts';
+import type { ServingCertificate } from '../serving/https.ts';
 import { RbacAccessProvider } from './access/provider.ts';
 import { TokenAuthenticator } from './api/authn.ts';
 import type { Message } from './api/resolvers.ts';

@@ -6,9 +6,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import { metrics, registry } from '../kube/metrics.ts';
-import type { KeyPair } from '../pki/certs.ts';
+import type { KeyPair } from '../serving/certs.ts';
+import {
+  HttpsListener,
+  MaxJsonDepth,
+  nestedDeeperThan,
+  readBody,
+  type ServingCertificate,
+} from '../serving/https.ts';
 import { type AdmissionReview, toResponse, type Verdict } from './admission.ts';
-import { HttpsListener, MaxJsonDepth, nestedDeeperThan, readBody, type ServingCertificate } from './https.ts';
 import type { WebhookDefinition } from './registration.ts';
 import { requestProblem, specProblem } from './review-shape.ts';
 

@@ -10,7 +10,12 @@ import { renderKubeconfig } from '../../devenv/controlplane/kubeconfig.ts';
 import type { TokenUser } from '../../devenv/controlplane/launch.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { type CertificateAuthority, type IssueRequest, type KeyPair, loadCA } from '../../src/pki/certs.ts';
+import {
+  type CertificateAuthority,
+  type IssueRequest,
+  type KeyPair,
+  loadCA,
+} from '../../src/serving/certs.ts';
 
 /** Users the API server authenticates by static token (--token-auth-file). */
 export const testTokenUsers: TokenUser[] = [{ name: 'token-tenant', groups: ['tenantkit:tenants'] }];

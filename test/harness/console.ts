@@ -5,7 +5,7 @@ import type { Browser, Page } from 'playwright-core';
 import { ConsoleServer } from '../../src/console/server/server.ts';
 import { consoleAssets } from '../../src/console/web/build.ts';
 import { silentLogger } from '../../src/kube/log.ts';
-import { type CertificateAuthority, createCA } from '../../src/pki/certs.ts';
+import { type CertificateAuthority, createCA } from '../../src/serving/certs.ts';
 import type { TestCluster } from './cluster.ts';
 
 export interface TestConsole {

@@ -11,11 +11,11 @@ import { nodeIP } from '../../devenv/node/network.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { type KubeObject, Resources, resourceType } from '../../src/kube/resources.ts';
-import { createCA } from '../../src/pki/certs.ts';
 import { ProjectsReaderClusterRoleName } from '../../src/search/access/search-api.ts';
 import { searchServiceRules, searchUserClusterRoles } from '../../src/search/index.ts';
 import { type SearchService, startSearchService } from '../../src/search/service.ts';
-import { SelfManagedTls } from '../../src/webhook/self-managed-tls.ts';
+import { createCA } from '../../src/serving/certs.ts';
+import { SelfManagedTls } from '../../src/serving/self-managed-tls.ts';
 import { startTestDatabase } from './postgres.ts';
 
 const endpoints = resourceType('', 'v1', 'endpoints', 'Endpoints');

@@ -5,7 +5,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { createCA } from '../../src/pki/certs.ts';
+import { createCA } from '../../src/serving/certs.ts';
 
 export interface WebhookClientAuth {
   /** The CA a webhook server is given to verify callers. */

@@ -4,7 +4,7 @@
 import { inject } from 'vitest';
 import { silentLogger } from '../../src/kube/log.ts';
 import { Resources } from '../../src/kube/resources.ts';
-import { createCA } from '../../src/pki/certs.ts';
+import { createCA } from '../../src/serving/certs.ts';
 import { registerWebhooks, type WebhookDefinition } from '../../src/webhook/registration.ts';
 import { WebhookServer } from '../../src/webhook/server.ts';
 import type { TestCluster } from './cluster.ts';

@@ -10,7 +10,7 @@ import { capabilities } from '../../src/cli/capabilities.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { Manager } from '../../src/kube/manager.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { createCA } from '../../src/pki/certs.ts';
+import { createCA } from '../../src/serving/certs.ts';
 import type { WebhookDefinition } from '../../src/webhook/registration.ts';
 import { WebhookServer } from '../../src/webhook/server.ts';
 import { answerProblems, baseReview, postReview, verdictOf } from '../fuzz/admission.ts';

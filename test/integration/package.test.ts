@@ -10,7 +10,7 @@ import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cacheDir, controlPlaneModuleDir, sourceHash } from '../../devenv/controlplane/build.ts';
-import { veleroModuleDir } from '../../devenv/velero/build.ts';
+import { restoreGuardModuleDir, veleroModuleDir } from '../../devenv/velero/build.ts';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const major = (node: string) =>
@@ -85,6 +85,7 @@ describe('the npm package', () => {
       'velero/cmd/velero/main.go',
     ])
       expect(files).toContain(`devenv/go/${f}`);
+    for (const f of ['go.mod', 'go.sum', 'main.go']) expect(files).toContain(`plugins/restore-guard/${f}`);
     expect(
       files.filter((f) => f.endsWith('.ts') || /^(src|test|bench|docs|deploy|config)\//.test(f)),
     ).toEqual([]);
@@ -115,6 +116,9 @@ describe('the npm package', () => {
       await sourceHash(controlPlaneModuleDir),
     );
     expect(await sourceHash(join(installed, 'devenv/go/velero'))).toBe(await sourceHash(veleroModuleDir));
+    expect(await sourceHash(join(installed, 'plugins/restore-guard'))).toBe(
+      await sourceHash(restoreGuardModuleDir),
+    );
     // The global setup has built (or found) this control plane: the installed package finds it too.
     const path = [dirname(node24), bin];
     expect(ok(run('tenantkit', ['controlplane', 'build'], { cwd: project, path })).trim()).toBe(

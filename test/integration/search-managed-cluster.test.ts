@@ -10,7 +10,6 @@ import { type ControlPlane, startControlPlane } from '../../devenv/controlplane/
 import { KubeClient } from '../../src/kube/client.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { createCA } from '../../src/pki/certs.ts';
 import { ManagedClusterType } from '../../src/search/access/managed-clusters.ts';
 import { Collector } from '../../src/search/collector/collector.ts';
 import { searchServiceRules, searchUserClusterRoles } from '../../src/search/index.ts';
@@ -18,6 +17,7 @@ import { clusterWriteAttributes } from '../../src/search/indexer/http.ts';
 import { RemoteSink } from '../../src/search/indexer/remote-sink.ts';
 import { BackPressureError } from '../../src/search/model.ts';
 import { type SearchService, startSearchService } from '../../src/search/service.ts';
+import { createCA } from '../../src/serving/certs.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { startTestDatabase } from '../harness/postgres.ts';
 import { postGraphQL } from '../harness/search-client.ts';

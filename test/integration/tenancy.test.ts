@@ -14,7 +14,7 @@ import {
 import { type ApiError, type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { registry } from '../../src/kube/metrics.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { createCA } from '../../src/pki/certs.ts';
+import { createCA } from '../../src/serving/certs.ts';
 import { tenancy } from '../../src/tenancy/index.ts';
 import { organizationBindingName } from '../../src/tenancy/org-rbac-controller.ts';
 import { reservedLabel } from '../../src/tenancy/reserved-objects.ts';

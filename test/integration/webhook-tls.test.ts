@@ -6,10 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/kube/client.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { createCA, type KeyPair } from '../../src/pki/certs.ts';
+import { createCA, type KeyPair } from '../../src/serving/certs.ts';
+import { SelfManagedTls } from '../../src/serving/self-managed-tls.ts';
 import { allow, deny, mutate } from '../../src/webhook/admission.ts';
 import { registerWebhooks, type WebhookDefinition } from '../../src/webhook/registration.ts';
-import { SelfManagedTls } from '../../src/webhook/self-managed-tls.ts';
 import { WebhookServer } from '../../src/webhook/server.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 

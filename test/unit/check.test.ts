@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkUrl } from '../../src/cli/check.ts';
-import { type CertificateAuthority, createCA } from '../../src/pki/certs.ts';
+import { type CertificateAuthority, createCA } from '../../src/serving/certs.ts';
 
 describe('tenantkit check', () => {
   let server: Server;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Type } from '@sinclair/typebox';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/kube/log.ts';
-import { createCA } from '../../src/pki/certs.ts';
+import { createCA } from '../../src/serving/certs.ts';
 import { allow } from '../../src/webhook/admission.ts';
 import { WebhookServer } from '../../src/webhook/server.ts';
 

@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { HttpsListener, readBody, type ServingCertificate } from '../../webhook/https.ts';
+import { HttpsListener, readBody, type ServingCertificate } from '../../serving/https.ts';
 import { type ConsoleOptions, KubePrefix, ProxySessionPath, SearchPath } from '../model.ts';
 import { bodyRefusalOf, refusalOf } from './allow-list.ts';
 import { Assets, SecurityHeaders } from './assets.ts';

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { copyFile, mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheDir } from '../../cache.ts';
+import { cacheDir } from '../../cache-dir.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 

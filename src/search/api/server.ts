@@ -21,14 +21,14 @@ import { useServer } from 'graphql-ws/use/ws';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import { registry } from '../../kube/metrics.ts';
-import type { KeyPair } from '../../pki/certs.ts';
+import type { KeyPair } from '../../serving/certs.ts';
 import {
   HttpsListener,
   MaxJsonDepth,
   nestedDeeperThan,
   readBody,
   type ServingCertificate,
-} from '../../webhook/https.ts';
+} from '../../serving/https.ts';
 import {
   SearchApiGroup,
   SearchResource,

@@ -4,7 +4,7 @@
 // `update` as `clusters.search.tenantkit.io/<cluster>`. A full queue answers 429 with Retry-After.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { readBody } from '../../webhook/https.ts';
+import { readBody } from '../../serving/https.ts';
 import { BackPressureError, type IndexBatch, type IndexSink, type SearchUser } from '../model.ts';
 import { InvalidBatchError } from './validate.ts';
 

@@ -7,8 +7,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Informer } from '../../kube/informer.ts';
 import { compileSelector, type LabelSelector, type Matcher } from '../../kube/selectors.ts';
-import type { KeyPair } from '../../pki/certs.ts';
-import { HttpsListener, type ServingCertificate } from '../../webhook/https.ts';
+import type { KeyPair } from '../../serving/certs.ts';
+import { HttpsListener, type ServingCertificate } from '../../serving/https.ts';
 import type { AccessProvider, AccessSet, SearchUser } from '../model.ts';
 import { FrontProxyAuthenticator, type FrontProxyConfig } from './front-proxy.ts';
 import {

@@ -3,8 +3,8 @@
 // owned by --service-account, for the names of --service).
 import type { Logger } from 'pino';
 import { KubeClient } from '../kube/client.ts';
-import type { ServingCertificate } from '../webhook/https.ts';
-import { SelfManagedTls, type SelfManagedTlsOptions } from '../webhook/self-managed-tls.ts';
+import type { ServingCertificate } from './https.ts';
+import { SelfManagedTls, type SelfManagedTlsOptions } from './self-managed-tls.ts';
 
 /** parseArgs options; `service` defaults to the component's Service name. */
 export const servingTlsOptions = (service: string) =>

@@ -27,8 +27,6 @@ import (
 )
 
 const (
-	// On a claim a tenant's restore creates: the nonce that tells Velero's claim from any other.
-	claimNonceAnnotation = "tenantkit.io/restore-claim-nonce"
 	// How long a claim's watch waits for Velero's create (it follows the item at once) before it stops.
 	claimWatchTimeout = 10 * time.Minute
 	// How long a Pod's item waits for the watch to see a claim Velero has just created.

@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { metrics } from '../kube/metrics.ts';
-import type { KeyPair } from '../pki/certs.ts';
+import type { KeyPair } from './certs.ts';
 
 export type ServingCertificate = KeyPair | { certFile: string; keyFile: string };
 

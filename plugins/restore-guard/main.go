@@ -51,19 +51,10 @@ import (
 	"k8s.io/client-go/util/retry"
 )
 
-// The names below are tenantkit's (src/backup/names.ts and restore-guard.ts); both sides must agree.
+// The names this plugin shares with tenantkit's backup controllers (pluginName, requesterAnnotation, the
+// NonAdminRestore's labels and annotations on a Velero Restore, the refusals ConfigMap's label and key) are
+// in names_generated.go, which `npm run generate` writes from src/backup/model.ts.
 const (
-	pluginName = "tenantkit.io/restore-guard"
-	// On the Velero Restore: the NonAdminRestore's requester, as the admission request named them (JSON).
-	requesterAnnotation = "backup.tenantkit.io/requester"
-	managedByLabel      = "app.kubernetes.io/managed-by"
-	managedByValue      = "tenantkit-backup"
-	narUUIDLabel        = "openshift.io/oadp-nar-origin-nacuuid"
-	narNameAnnotation   = "openshift.io/oadp-nar-origin-name"
-	narNsAnnotation     = "openshift.io/oadp-nar-origin-namespace"
-	// The ConfigMap of refusals: `<restore>-refused`, this label naming the restore.
-	refusalsLabel = "backup.tenantkit.io/refusals-of"
-	refusalsKey   = "refused.json"
 	// Beyond this many recorded refusals only the count grows (a ConfigMap holds at most 1 MiB).
 	maxRecorded = 500
 	// Velero's object-level switch for restoring an item's status.

@@ -9,7 +9,7 @@ import { X509Certificate } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ApiError, type KubeClient } from '../kube/client.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
-import { createCA, type KeyPair, loadCA } from '../pki/certs.ts';
+import { createCA, type KeyPair, loadCA } from './certs.ts';
 
 const day = 24 * 60 * 60 * 1000;
 
