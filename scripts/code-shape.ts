@@ -1,5 +1,8 @@
-// Prints the shape of a source folder: how deep its imports among its own files go, its longest
-// functions and its files over 400 lines. Used to report a restructuring's before and after:
+// Prints the shape of a source folder: how deep its imports among its own files go, its import cycles, its
+// longest functions and its files over 400 lines; for src/ also the layer rules (imports that run upward,
+// a capability importing another, a capability's parts importing each other's internals instead of its
+// model) and the files outside each capability that name it. Used to report a restructuring's before and
+// after:
 //   npm run shape -- src/backup
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -12,7 +15,7 @@ const files = (dir: string): string[] =>
   readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) return files(path);
-    return path.endsWith('.ts') && !path.endsWith('.d.ts') ? [path] : [];
+    return /\.tsx?$/.test(path) && !path.endsWith('.d.ts') ? [path] : [];
   });
 
 const all = files(folder);
@@ -35,6 +38,17 @@ for (const path of all) {
       node.moduleSpecifier.text.startsWith('.')
     ) {
       const target = resolve(dirname(path), node.moduleSpecifier.text);
+      if (inside.has(target)) targets.push(target);
+    }
+    // `await import('./x.ts')`: a command loaded when it runs imports it all the same.
+    if (
+      ts.isCallExpression(node) &&
+      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      node.arguments[0] &&
+      ts.isStringLiteral(node.arguments[0]) &&
+      node.arguments[0].text.startsWith('.')
+    ) {
+      const target = resolve(dirname(path), node.arguments[0].text);
       if (inside.has(target)) targets.push(target);
     }
     if (ts.isFunctionLike(node) && 'body' in node && node.body) {
@@ -89,3 +103,106 @@ for (const f of functions.sort((a, b) => b.lines - a.lines).slice(0, limit)) {
 const large = sizes.filter((s) => s.lines > 400).sort((a, b) => b.lines - a.lines);
 console.log(`files over 400 lines: ${large.length}`);
 for (const s of large) console.log(`  ${String(s.lines).padStart(4)}  ${s.where}`);
+
+// Import cycles: strongly connected groups of more than one file (Tarjan).
+const cycles: string[][] = [];
+{
+  let counter = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const connect = (v: string): void => {
+    index.set(v, counter);
+    low.set(v, counter++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of imports.get(v) ?? []) {
+      if (!index.has(w)) {
+        connect(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const group: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        group.push(relative(process.cwd(), w));
+      } while (w !== v);
+      if (group.length > 1) cycles.push(group.sort());
+    }
+  };
+  for (const path of all) if (!index.has(path)) connect(path);
+}
+console.log(`import cycles: ${cycles.length}`);
+for (const c of cycles) console.log(`  ${c.join(' <-> ')}`);
+
+// Layers, for src/ only: the runtime (everything not below) < a capability < the console and the CLI.
+const src = resolve('src');
+if (folder === src) {
+  const capabilities = ['scopes', 'tenancy', 'search', 'backup'];
+  const where = (path: string): { layer: number; capability?: string; part?: string } => {
+    const [top, second] = relative(src, path).split('/');
+    if (top && capabilities.includes(top)) {
+      const part = second && second.endsWith('.ts') ? second.replace(/\.ts$/, '') : second;
+      return { layer: 1, capability: top, ...(part ? { part } : {}) };
+    }
+    if (top === 'console' || top === 'cli' || top === 'registry.ts') return { layer: 2 };
+    return { layer: 0 };
+  };
+  // Parts any part of a capability may import: its contract, its pure rules, its entry point, and a room
+  // that itself imports nothing of the capability but those (a library of its own, e.g. backup's velero/).
+  const base = new Set(['model', 'policy', 'index']);
+  const leaf = new Set<string>();
+  const parts = new Map<string, Set<string>>();
+  for (const [path, targets] of imports) {
+    const from = where(path);
+    if (!from.capability || !from.part) continue;
+    const key = `${from.capability}/${from.part}`;
+    const deps = parts.get(key) ?? new Set<string>();
+    for (const t of targets) {
+      const to = where(t);
+      if (to.capability === from.capability && to.part && to.part !== from.part) deps.add(to.part);
+    }
+    parts.set(key, deps);
+  }
+  for (const [key, deps] of parts) if ([...deps].every((d) => base.has(d))) leaf.add(key);
+  const shared = (capability: string, part: string | undefined) =>
+    part !== undefined && (base.has(part) || leaf.has(`${capability}/${part}`));
+  const upward: string[] = [];
+  const across: string[] = [];
+  const internals: string[] = [];
+  const namers = new Map<string, Set<string>>(capabilities.map((c) => [c, new Set<string>()]));
+  for (const [path, targets] of imports) {
+    const from = where(path);
+    for (const target of targets) {
+      const to = where(target);
+      const line = `${relative(process.cwd(), path)} -> ${relative(process.cwd(), target)}`;
+      if (to.capability && to.capability !== from.capability)
+        namers.get(to.capability)!.add(relative(process.cwd(), path));
+      if (to.layer > from.layer) upward.push(line);
+      else if (from.capability && to.capability && from.capability !== to.capability) across.push(line);
+      else if (
+        from.capability &&
+        from.capability === to.capability &&
+        from.part !== to.part &&
+        from.part !== 'index' &&
+        !shared(to.capability, to.part)
+      )
+        internals.push(line);
+    }
+  }
+  console.log(`imports that run upward (runtime -> capability -> console/CLI): ${upward.length}`);
+  for (const l of upward) console.log(`  ${l}`);
+  console.log(`imports from one capability into another: ${across.length}`);
+  for (const l of across) console.log(`  ${l}`);
+  console.log(`imports between a capability's parts past its model/policy: ${internals.length}`);
+  for (const l of internals.slice(0, limit)) console.log(`  ${l}`);
+  for (const [capability, files] of namers) {
+    console.log(
+      `files outside src/${capability}/ that import it: ${files.size} (${[...files].sort().join(', ')})`,
+    );
+  }
+}
