@@ -1,3 +1,4 @@
+// The "My organization" tab: the user's organizations, their namespaces and quota, and who may do what there.
 import {
   Alert,
   Button,
@@ -11,9 +12,9 @@ import {
   Spinner,
 } from '@patternfly/react-core';
 import { useEffect, useState } from 'react';
-import { type Api, ApiFailure, type KubeList, type KubeObject } from './api.ts';
-import { InputForm } from './InputForm.tsx';
-import { ResourceTable } from './ResourceTable.tsx';
+import { type Api, ApiFailure, type KubeList, type KubeObject } from '../shell/http.ts';
+import { InputForm } from '../shell/InputForm.tsx';
+import { ResourceTable } from '../shell/ResourceTable.tsx';
 
 const tenancy = '/apis/tenancy.tenantkit.io/v1alpha1';
 const RefreshMs = 3000;

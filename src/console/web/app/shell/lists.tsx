@@ -1,6 +1,7 @@
+// Reading a list from the API server and showing its states (loading, forbidden, empty, the items).
 import { Alert, EmptyState, EmptyStateBody, Spinner } from '@patternfly/react-core';
 import { useEffect, useState } from 'react';
-import { type Api, ApiFailure, type KubeList, type KubeObject } from './api.ts';
+import { type Api, ApiFailure, type KubeList, type KubeObject } from './http.ts';
 
 export type Listed =
   | { state: 'loading' }

@@ -1,3 +1,4 @@
+// The dialog that creates a NonAdminBackup, NonAdminSchedule or NonAdminRestore.
 import {
   Alert,
   Button,
@@ -18,7 +19,7 @@ import {
 } from '@patternfly/react-core';
 import { useEffect, useState } from 'react';
 import { stringify } from 'yaml';
-import { type Api, ApiFailure } from './api.ts';
+import { type Api, ApiFailure } from '../shell/http.ts';
 
 const oadp = '/apis/oadp.openshift.io/v1alpha1';
 const policyPath = '/apis/backup.tenantkit.io/v1alpha1/nonadminbackupconfigs/cluster';

@@ -1,3 +1,4 @@
+// The Backups tab: a namespace's NonAdminBackups and NonAdminRestores, with their actions.
 import {
   Alert,
   Button,
@@ -10,13 +11,13 @@ import {
   ModalHeader,
 } from '@patternfly/react-core';
 import { useCallback, useEffect, useState } from 'react';
-import type { Api, KubeObject } from './api.ts';
+import type { Api, KubeObject } from '../shell/http.ts';
+import { InputForm } from '../shell/InputForm.tsx';
+import { ListView, useList } from '../shell/lists.tsx';
+import { ResourceTable } from '../shell/ResourceTable.tsx';
 import { BackupDialog, type DialogMode } from './BackupDialog.tsx';
 import { LocationsCard, SchedulesCard } from './BackupSettings.tsx';
-import { InputForm } from './InputForm.tsx';
 import { Download } from './Logs.tsx';
-import { ListView, useList } from './lists.tsx';
-import { ResourceTable } from './ResourceTable.tsx';
 
 const oadp = '/apis/oadp.openshift.io/v1alpha1';
 const RefreshMs = 3000;

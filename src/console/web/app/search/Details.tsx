@@ -1,3 +1,4 @@
+// A search result opened: its indexed properties, its YAML from the API server and its related objects.
 import {
   Alert,
   Button,
@@ -15,7 +16,7 @@ import {
 } from '@patternfly/react-core';
 import { useEffect, useState } from 'react';
 import { stringify } from 'yaml';
-import { type Api, ApiFailure } from './api.ts';
+import { type Api, ApiFailure } from '../shell/http.ts';
 
 /** One object as the index holds it (Secret data is never indexed). */
 export type Item = Record<string, unknown> & { kind?: string; name?: string; namespace?: string };

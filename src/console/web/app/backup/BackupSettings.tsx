@@ -1,7 +1,8 @@
+// The Backups tab's cards for a namespace's schedules and storage locations.
 import { Button, Card, CardBody, CardTitle } from '@patternfly/react-core';
-import type { Api, KubeObject } from './api.ts';
-import { ListView, useList } from './lists.tsx';
-import { ResourceTable } from './ResourceTable.tsx';
+import type { Api, KubeObject } from '../shell/http.ts';
+import { ListView, useList } from '../shell/lists.tsx';
+import { ResourceTable } from '../shell/ResourceTable.tsx';
 
 const oadp = '/apis/oadp.openshift.io/v1alpha1';
 

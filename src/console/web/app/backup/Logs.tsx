@@ -1,6 +1,7 @@
+// A backup's or restore's log or results, fetched through a NonAdminDownloadRequest.
 import { Alert, Button, Spinner } from '@patternfly/react-core';
 import { useEffect, useState } from 'react';
-import { type Api, ApiFailure, type KubeObject } from './api.ts';
+import { type Api, ApiFailure, type KubeObject } from '../shell/http.ts';
 
 const oadp = '/apis/oadp.openshift.io/v1alpha1';
 const PollMs = 1000;

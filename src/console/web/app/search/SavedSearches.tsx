@@ -1,8 +1,9 @@
+// Searches a user keeps, in a ConfigMap of a namespace they pick.
 import { Alert, Button, Card, CardBody, CardTitle, List, ListItem } from '@patternfly/react-core';
 import { useCallback, useEffect, useState } from 'react';
-import { SavedSearchesConfigMap } from '../../model.ts';
-import { type Api, ApiFailure, type KubeObject } from './api.ts';
-import { InputForm } from './InputForm.tsx';
+import { SavedSearchesConfigMap } from '../../../model.ts';
+import { type Api, ApiFailure, type KubeObject } from '../shell/http.ts';
+import { InputForm } from '../shell/InputForm.tsx';
 
 type Saved = { name: string; query: string };
 type ConfigMap = KubeObject & { data?: Record<string, string> };

@@ -1,7 +1,8 @@
-// The page's only way out: its own origin's API, as the signed-in user. The token lives in this object
-// (memory of this tab) and nowhere else: no localStorage, no cookie; signing out drops the object.
+// The page's only way out: its own origin's API (Kubernetes and search calls, the live search socket), as
+// the signed-in user. The token lives in this object (memory of this tab) and nowhere else: no localStorage,
+// no cookie; signing out drops the object.
 import { type Client, createClient } from 'graphql-ws/client';
-import { KubePrefix, ProxySessionPath, SearchPath, TokenProtocolPrefix } from '../../model.ts';
+import { KubePrefix, ProxySessionPath, SearchPath, TokenProtocolPrefix } from '../../../model.ts';
 
 /** A refused or failed call, with the message the server (API server, admission, console) gave. */
 export class ApiFailure extends Error {
