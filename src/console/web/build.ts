@@ -16,7 +16,7 @@ export async function buildConsole(outDir: string): Promise<void> {
   await rm(partial, { recursive: true, force: true });
   await mkdir(partial, { recursive: true });
   await build({
-    entryPoints: { app: join(here, 'app', 'main.tsx') },
+    entryPoints: { app: join(here, 'app', 'shell', 'main.tsx') },
     outdir: partial,
     bundle: true,
     minify: true,

@@ -1,23 +1,21 @@
+// The Backups tab's cards for a namespace's schedules and storage locations.
 import { Button, Card, CardBody, CardTitle } from '@patternfly/react-core';
-import type { Api, KubeObject } from './api.ts';
-import { ListView, useList } from './lists.tsx';
-import { ResourceTable } from './ResourceTable.tsx';
+import type { NonAdminBackupStorageLocation, NonAdminSchedule } from '../../../../api/backup.ts';
+import { pathOf, resources } from '../generated/resources.ts';
+import type { Api, MaybeSpec } from '../shell/http.ts';
+import { ListView, useList } from '../shell/lists.tsx';
+import { ResourceTable } from '../shell/ResourceTable.tsx';
 
-const oadp = '/apis/oadp.openshift.io/v1alpha1';
+/** A metav1.Condition, as every non-admin kind reports them. */
+type Condition = NonNullable<NonNullable<NonAdminSchedule['status']>['conditions']>[number];
 
-const conditionOf = (o: KubeObject, type: string) =>
-  (
-    (o.status?.conditions ?? []) as { type: string; status: string; reason?: string; message?: string }[]
-  ).find((c) => c.type === type);
+/** The condition of `type` in an object's status, if it has one. */
+const conditionOf = (o: { status?: { conditions?: Condition[] } | undefined }, type: string) =>
+  (o.status?.conditions ?? []).find((c) => c.type === type);
 
 /** A schedule in one line: when, whether paused, its last backup and the next run. */
-function scheduleSummary(s: KubeObject): string {
-  const spec = s.spec as { schedule?: string; paused?: boolean } | undefined;
-  const status = s.status as {
-    phase?: string;
-    lastBackup?: { name?: string; phase?: string };
-    nextRun?: string;
-  };
+function scheduleSummary(s: MaybeSpec<NonAdminSchedule>): string {
+  const { spec, status } = s;
   const parts = [`${spec?.schedule ?? '?'}${spec?.paused ? ' (paused)' : ''}`, status?.phase ?? 'New'];
   if (status?.lastBackup?.name)
     parts.push(`last: ${status.lastBackup.name} ${status.lastBackup.phase ?? ''}`.trim());
@@ -28,7 +26,7 @@ function scheduleSummary(s: KubeObject): string {
 }
 
 /** A location in one line: the admin's approval, its phase and whether Velero can reach it. */
-function locationSummary(l: KubeObject): string {
+function locationSummary(l: NonAdminBackupStorageLocation): string {
   const approval = conditionOf(l, 'ClusterAdminApproved');
   const approvalText =
     approval === undefined
@@ -36,8 +34,7 @@ function locationSummary(l: KubeObject): string {
       : approval.status === 'True'
         ? 'approved'
         : `${approval.reason ?? 'waiting for approval'}${approval.message ? `: ${approval.message}` : ''}`;
-  const velero = (l.status?.veleroBackupStorageLocation as { status?: { phase?: string } } | undefined)
-    ?.status?.phase;
+  const velero = l.status?.veleroBackupStorageLocation?.status?.phase;
   return [String(l.status?.phase ?? 'New'), approvalText, ...(velero ? [`Velero: ${velero}`] : [])].join(
     ' · ',
   );
@@ -54,7 +51,11 @@ export function SchedulesCard({
   tick: number;
   onCreate(): void;
 }) {
-  const schedules = useList(api, `${oadp}/namespaces/${namespace}/nonadminschedules`, tick);
+  const schedules = useList<MaybeSpec<NonAdminSchedule>>(
+    api,
+    pathOf(resources.NonAdminSchedule, namespace),
+    tick,
+  );
   return (
     <Card id="schedules">
       <CardTitle component="h2">NonAdminSchedules in {namespace}</CardTitle>
@@ -83,7 +84,11 @@ export function SchedulesCard({
 }
 
 export function LocationsCard({ api, namespace, tick }: { api: Api; namespace: string; tick: number }) {
-  const locations = useList(api, `${oadp}/namespaces/${namespace}/nonadminbackupstoragelocations`, tick);
+  const locations = useList<NonAdminBackupStorageLocation>(
+    api,
+    pathOf(resources.NonAdminBackupStorageLocation, namespace),
+    tick,
+  );
   return (
     <Card id="locations">
       <CardTitle component="h2">Storage locations in {namespace}</CardTitle>

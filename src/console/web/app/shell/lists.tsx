@@ -1,21 +1,22 @@
+// Reading a list from the API server and showing its states (loading, forbidden, empty, the items).
 import { Alert, EmptyState, EmptyStateBody, Spinner } from '@patternfly/react-core';
 import { useEffect, useState } from 'react';
-import { type Api, ApiFailure, type KubeList, type KubeObject } from './api.ts';
+import { type Api, ApiFailure, type KubeList, type KubeObject } from './http.ts';
 
-export type Listed =
+export type Listed<T extends KubeObject> =
   | { state: 'loading' }
   | { state: 'error'; message: string; forbidden: boolean }
-  | { state: 'done'; items: KubeObject[] };
+  | { state: 'done'; items: T[] };
 
-/** A list at `path` (an API server collection), read again whenever `tick` changes. */
-export function useList(api: Api, path: string | undefined, tick: number): Listed {
-  const [listed, setListed] = useState<Listed>({ state: 'loading' });
+/** A list at `path` (an API server collection of `T`s), read again whenever `tick` changes. */
+export function useList<T extends KubeObject>(api: Api, path: string | undefined, tick: number): Listed<T> {
+  const [listed, setListed] = useState<Listed<T>>({ state: 'loading' });
   // biome-ignore lint/correctness/useExhaustiveDependencies: tick re-runs it on purpose
   useEffect(() => {
     if (!path) return;
     let live = true;
     api
-      .kube<KubeList<KubeObject>>('GET', path)
+      .kube<KubeList<T>>('GET', path)
       .then((list) => live && setListed({ state: 'done', items: list.items }))
       .catch(
         (err: unknown) =>
@@ -34,16 +35,16 @@ export function useList(api: Api, path: string | undefined, tick: number): Liste
 }
 
 /** A list's states: loading, "you may not list", "none found", or the items rendered. */
-export function ListView({
+export function ListView<T extends KubeObject>({
   listed,
   kind,
   namespace,
   render,
 }: {
-  listed: Listed;
+  listed: Listed<T>;
   kind: string;
   namespace: string;
-  render(items: KubeObject[]): React.ReactNode;
+  render(items: T[]): React.ReactNode;
 }) {
   if (listed.state === 'loading') return <Spinner size="md" aria-label={`Loading ${kind}`} />;
   if (listed.state === 'error') {

@@ -1,7 +1,13 @@
-// The page's only way out: its own origin's API, as the signed-in user. The token lives in this object
-// (memory of this tab) and nowhere else: no localStorage, no cookie; signing out drops the object.
+// The page's only way out: its own origin's API (Kubernetes and search calls, the live search socket), as
+// the signed-in user. The token lives in this object (memory of this tab) and nowhere else: no localStorage,
+// no cookie; signing out drops the object.
 import { type Client, createClient } from 'graphql-ws/client';
-import { KubePrefix, ProxySessionPath, SearchPath, TokenProtocolPrefix } from '../../model.ts';
+import type { KubeObject } from '../../../../kube/resources.ts';
+import { KubePrefix, ProxySessionPath, SearchPath, TokenProtocolPrefix } from '../../../model.ts';
+import { apiVersionOf, pathOf, resources } from '../generated/resources.ts';
+
+/** What every Kubernetes object has (apiVersion, kind, metadata); each kind's type is in src/api. */
+export type { KubeObject };
 
 /** A refused or failed call, with the message the server (API server, admission, console) gave. */
 export class ApiFailure extends Error {
@@ -14,22 +20,14 @@ export class ApiFailure extends Error {
   }
 }
 
+/**
+ * An object as the API server may return it when its CRD does not require a spec (the non-admin kinds):
+ * perhaps without one.
+ */
+export type MaybeSpec<T extends { spec: unknown }> = Omit<T, 'spec'> & { spec?: T['spec'] };
+
 export interface KubeList<T> {
   items: T[];
-}
-
-export interface KubeObject {
-  apiVersion?: string;
-  kind?: string;
-  metadata: {
-    name?: string;
-    namespace?: string;
-    uid?: string;
-    creationTimestamp?: string;
-    labels?: Record<string, string>;
-  };
-  spec?: Record<string, unknown>;
-  status?: Record<string, unknown>;
 }
 
 /** One change the search API's `watch` subscription reports. */
@@ -152,8 +150,8 @@ export class Api {
 export async function whoAmI(api: Api): Promise<{ username: string; groups: string[] }> {
   const review = await api.kube<{ status?: { userInfo?: { username?: string; groups?: string[] } } }>(
     'POST',
-    '/apis/authentication.k8s.io/v1/selfsubjectreviews',
-    { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+    pathOf(resources.SelfSubjectReview),
+    { apiVersion: apiVersionOf(resources.SelfSubjectReview), kind: resources.SelfSubjectReview.kind },
   );
   const info = review.status?.userInfo;
   return { username: info?.username ?? 'unknown', groups: info?.groups ?? [] };

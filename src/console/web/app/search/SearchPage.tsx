@@ -1,3 +1,4 @@
+// The Search tab: a search box over the RBAC-aware search API, live results grouped by kind.
 import {
   Alert,
   Button,
@@ -11,12 +12,12 @@ import {
   Spinner,
 } from '@patternfly/react-core';
 import { useEffect, useState } from 'react';
-import { parseSearchText } from '../../../search/client/query-text.ts';
-import { shortAge } from '../../../search/client/table.ts';
-import type { Api, SearchEvent } from './api.ts';
+import { parseSearchText } from '../../../../search/client/query-text.ts';
+import { shortAge } from '../../../../search/client/table.ts';
+import type { Api, SearchEvent } from '../shell/http.ts';
+import { InputForm } from '../shell/InputForm.tsx';
+import { ResourceTable, type Row } from '../shell/ResourceTable.tsx';
 import { Details, type Item } from './Details.tsx';
-import { InputForm } from './InputForm.tsx';
-import { ResourceTable, type Row } from './ResourceTable.tsx';
 import { SavedSearches } from './SavedSearches.tsx';
 
 const searchQuery = /* GraphQL */ `

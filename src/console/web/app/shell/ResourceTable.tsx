@@ -1,3 +1,4 @@
+// A table of objects: name, namespace, one detail column and actions.
 import '@patternfly/react-styles/css/components/Table/table.css';
 import '@patternfly/react-styles/css/components/Table/table-grid.css';
 import { Button } from '@patternfly/react-core';

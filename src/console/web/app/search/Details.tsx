@@ -1,3 +1,4 @@
+// A search result opened: its indexed properties, its YAML from the API server and its related objects.
 import {
   Alert,
   Button,
@@ -15,7 +16,8 @@ import {
 } from '@patternfly/react-core';
 import { useEffect, useState } from 'react';
 import { stringify } from 'yaml';
-import { type Api, ApiFailure } from './api.ts';
+import { pathOf } from '../generated/resources.ts';
+import { type Api, ApiFailure } from '../shell/http.ts';
 
 /** One object as the index holds it (Secret data is never indexed). */
 export type Item = Record<string, unknown> & { kind?: string; name?: string; namespace?: string };
@@ -47,11 +49,14 @@ function inputFor(item: Item) {
 
 /** Where the API server serves the object a search result stands for. */
 function objectPath(item: Item): string {
-  const group = item.apigroup
-    ? `/apis/${item.apigroup}/${item.apiversion}`
-    : `/api/${item.apiversion ?? 'v1'}`;
-  const where = item.namespace ? `/namespaces/${item.namespace}` : '';
-  return `${group}${where}/${item.kind_plural}/${item.name}`;
+  const kind = {
+    group: item.apigroup ? String(item.apigroup) : '',
+    version: String(item.apiversion ?? 'v1'),
+    plural: String(item.kind_plural),
+    kind: String(item.kind),
+    namespaced: Boolean(item.namespace),
+  };
+  return pathOf(kind, item.namespace, String(item.name));
 }
 
 const isSecret = (item: Item) => item.kind === 'Secret' && !item.apigroup;

@@ -1,3 +1,4 @@
+// The page's frame: masthead, sign-out and one tab per capability, routed by the address's hash.
 import {
   Button,
   Masthead,
@@ -12,10 +13,10 @@ import {
   Title,
 } from '@patternfly/react-core';
 import { useEffect, useState } from 'react';
-import type { Api } from './api.ts';
-import { BackupsPage } from './BackupsPage.tsx';
-import { OrganizationPage } from './OrganizationPage.tsx';
-import { SearchPage } from './SearchPage.tsx';
+import { BackupsPage } from '../backup/BackupsPage.tsx';
+import { SearchPage } from '../search/SearchPage.tsx';
+import { OrganizationPage } from '../tenancy/OrganizationPage.tsx';
+import type { Api } from './http.ts';
 import { SignIn } from './SignIn.tsx';
 
 type TabKey = 'search' | 'backups' | 'organization';

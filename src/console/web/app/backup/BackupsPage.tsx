@@ -1,3 +1,4 @@
+// The Backups tab: a namespace's NonAdminBackups and NonAdminRestores, with their actions.
 import {
   Alert,
   Button,
@@ -10,43 +11,51 @@ import {
   ModalHeader,
 } from '@patternfly/react-core';
 import { useCallback, useEffect, useState } from 'react';
-import type { Api, KubeObject } from './api.ts';
+import type { NonAdminBackup, NonAdminRestore } from '../../../../api/backup.ts';
+import type { DownloadTarget } from '../../../../api/velero.ts';
+import { apiVersionOf, pathOf, type Resource, resources } from '../generated/resources.ts';
+import type { Api } from '../shell/http.ts';
+import { InputForm } from '../shell/InputForm.tsx';
+import { ListView, useList } from '../shell/lists.tsx';
+import { ResourceTable } from '../shell/ResourceTable.tsx';
 import { BackupDialog, type DialogMode } from './BackupDialog.tsx';
 import { LocationsCard, SchedulesCard } from './BackupSettings.tsx';
-import { InputForm } from './InputForm.tsx';
 import { Download } from './Logs.tsx';
-import { ListView, useList } from './lists.tsx';
-import { ResourceTable } from './ResourceTable.tsx';
 
-const oadp = '/apis/oadp.openshift.io/v1alpha1';
 const RefreshMs = 3000;
-const listPath = (namespace: string, plural: string) =>
-  namespace ? `${oadp}/namespaces/${namespace}/${plural}` : undefined;
+const listPath = (namespace: string, kind: Resource) => (namespace ? pathOf(kind, namespace) : undefined);
 
 /** Files Velero keeps for a backup or restore that a NonAdminDownloadRequest can fetch here. */
-type FileKind = 'BackupLog' | 'BackupResults' | 'RestoreLog' | 'RestoreResults';
+type FileKind = Extract<
+  DownloadTarget['kind'],
+  'BackupLog' | 'BackupResults' | 'RestoreLog' | 'RestoreResults'
+>;
 
-const phaseOf = (o: KubeObject) => String(o.status?.phase ?? 'New');
+/** A backup or a restore: the two kinds this page follows while Velero works. */
+type Operation = NonAdminBackup | NonAdminRestore;
+type BackupStatus = NonNullable<NonAdminBackup['status']>;
+type RestoreStatus = NonNullable<NonAdminRestore['status']>;
+
+const phaseOf = (o: Operation) => String(o.status?.phase ?? 'New');
+/** The Velero Backup or Restore behind the object, as its status reports it. */
+const veleroOf = (o: Operation) => {
+  const status:
+    | { veleroBackup?: BackupStatus['veleroBackup']; veleroRestore?: RestoreStatus['veleroRestore'] }
+    | undefined = o.status;
+  return status?.veleroBackup ?? status?.veleroRestore;
+};
 /** Velero's own phase of the Backup or Restore behind the object (Completed, PartiallyFailed, ...). */
-const veleroPhaseOf = (o: KubeObject) => {
-  const ref = (o.status?.veleroBackup ?? o.status?.veleroRestore) as
-    | { status?: { phase?: string } }
-    | undefined;
+const veleroPhaseOf = (o: Operation) => {
+  const ref = veleroOf(o);
   return ref?.status?.phase ? ` · ${ref.status.phase}` : '';
 };
-const queueOf = (o: KubeObject) => {
-  const position = (o.status?.queueInfo as { estimatedQueuePosition?: number } | undefined)
-    ?.estimatedQueuePosition;
+const queueOf = (o: Operation) => {
+  const position = o.status?.queueInfo?.estimatedQueuePosition;
   return position ? ` (queue position ${position})` : '';
 };
 
-type Transfer = {
-  total?: number;
-  completed?: number;
-  failed?: number;
-  bytesDone?: number;
-  totalBytes?: number;
-};
+/** File-system volume backups or restores of the operation, by phase. */
+type Transfer = BackupStatus['fileSystemPodVolumeBackups'] | RestoreStatus['fileSystemPodVolumeRestores'];
 
 const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 
@@ -54,25 +63,24 @@ const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
  * One line for a backup or restore: its phase, Velero's, the queue position, items and volume data done
  * so far, and why it failed (the first failed condition, or Velero's failure reason).
  */
-function summaryOf(o: KubeObject, velero: string, volumes: string): string {
+function summaryOf(o: Operation, fs: Transfer): string {
   const parts = [`${phaseOf(o)}${veleroPhaseOf(o)}${queueOf(o)}`];
-  const veleroStatus = (o.status?.[velero] as { status?: Record<string, unknown> } | undefined)?.status;
-  const progress = veleroStatus?.progress as
-    | { itemsBackedUp?: number; itemsRestored?: number; totalItems?: number }
-    | undefined;
+  const veleroStatus = veleroOf(o)?.status;
+  // A Backup's progress counts items backed up, a Restore's items restored.
+  const progress: { itemsBackedUp?: number; itemsRestored?: number; totalItems?: number } | null | undefined =
+    veleroStatus?.progress;
   const items = progress?.itemsBackedUp ?? progress?.itemsRestored;
   if (progress?.totalItems) parts.push(`${items ?? 0}/${progress.totalItems} items`);
-  const fs = o.status?.[volumes] as Transfer | undefined;
   if (fs?.total) {
     const bytes = fs.totalBytes ? `, ${mb(fs.bytesDone ?? 0)} of ${mb(fs.totalBytes)}` : '';
     parts.push(`volumes ${fs.completed ?? 0}/${fs.total}${bytes}${fs.failed ? `, ${fs.failed} failed` : ''}`);
   }
-  const conditions = (o.status?.conditions ?? []) as { status: string; type: string; message?: string }[];
+  const conditions = o.status?.conditions ?? [];
   const refused = conditions.find(
     (c) =>
       (c.type === 'Accepted' && c.status === 'False') || (c.type === 'ItemsRefused' && c.status === 'True'),
   );
-  const reason = refused?.message ?? (veleroStatus?.failureReason as string | undefined);
+  const reason = refused?.message ?? veleroStatus?.failureReason;
   if (reason) parts.push(reason);
   return parts.join(' · ');
 }
@@ -83,7 +91,7 @@ function FileButtons({
   files,
   onFetch,
 }: {
-  of: KubeObject;
+  of: Operation;
   files: FileKind[];
   onFetch(file: { kind: FileKind; target: string }): void;
 }) {
@@ -114,22 +122,24 @@ function YourNamespaces({ api, onPick }: { api: Api; onPick(namespace: string): 
   useEffect(() => {
     let live = true;
     api
-      .kube<{ status?: { allowed?: boolean } }>(
-        'POST',
-        '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
-        {
-          apiVersion: 'authorization.k8s.io/v1',
-          kind: 'SelfSubjectAccessReview',
-          spec: { resourceAttributes: { group: 'project.openshift.io', resource: 'projects', verb: 'list' } },
+      .kube<{ status?: { allowed?: boolean } }>('POST', pathOf(resources.SelfSubjectAccessReview), {
+        apiVersion: apiVersionOf(resources.SelfSubjectAccessReview),
+        kind: resources.SelfSubjectAccessReview.kind,
+        spec: {
+          resourceAttributes: {
+            group: resources.Project.group,
+            resource: resources.Project.plural,
+            verb: 'list',
+          },
         },
-      )
+      })
       .then((review) => live && setMay(review.status?.allowed === true))
       .catch(() => {});
     return () => {
       live = false;
     };
   }, [api]);
-  const projects = useList(api, may ? '/apis/project.openshift.io/v1/projects' : undefined, 0);
+  const projects = useList(api, may ? pathOf(resources.Project) : undefined, 0);
   if (projects.state !== 'done' || projects.items.length === 0) return null;
   return (
     <div id="your-namespaces" className="your-namespaces">
@@ -158,8 +168,8 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
   /** The one file being fetched (a backup's or a restore's log). */
   const [log, setLog] = useState<{ kind: FileKind; target: string }>();
   const [dialog, setDialog] = useState<DialogMode>();
-  const backups = useList(api, listPath(namespace, 'nonadminbackups'), tick);
-  const restores = useList(api, listPath(namespace, 'nonadminrestores'), tick);
+  const backups = useList<NonAdminBackup>(api, listPath(namespace, resources.NonAdminBackup), tick);
+  const restores = useList<NonAdminRestore>(api, listPath(namespace, resources.NonAdminRestore), tick);
 
   useEffect(() => {
     if (!namespace) return;
@@ -179,7 +189,7 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
 
   const remove = (backup: string) =>
     act(`Backup ${backup} deleted`, () =>
-      api.kube('DELETE', `${oadp}/namespaces/${namespace}/nonadminbackups/${backup}`),
+      api.kube('DELETE', pathOf(resources.NonAdminBackup, namespace, backup)),
     );
 
   return (
@@ -247,7 +257,7 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
                     rows={items.map((b) => ({
                       name: b.metadata.name ?? '',
                       namespace,
-                      detail: summaryOf(b, 'veleroBackup', 'fileSystemPodVolumeBackups'),
+                      detail: summaryOf(b, b.status?.fileSystemPodVolumeBackups),
                       actions: (
                         <>
                           <Button
@@ -282,7 +292,7 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
                     rows={items.map((r) => ({
                       name: r.metadata.name ?? '',
                       namespace,
-                      detail: summaryOf(r, 'veleroRestore', 'fileSystemPodVolumeRestores'),
+                      detail: summaryOf(r, r.status?.fileSystemPodVolumeRestores),
                       actions: (
                         <FileButtons of={r} files={['RestoreLog', 'RestoreResults']} onFetch={setLog} />
                       ),

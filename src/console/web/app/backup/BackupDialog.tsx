@@ -1,3 +1,4 @@
+// The dialog that creates a NonAdminBackup, NonAdminSchedule or NonAdminRestore.
 import {
   Alert,
   Button,
@@ -18,10 +19,17 @@ import {
 } from '@patternfly/react-core';
 import { useEffect, useState } from 'react';
 import { stringify } from 'yaml';
-import { type Api, ApiFailure } from './api.ts';
+import type {
+  NonAdminBackup,
+  NonAdminBackupConfig,
+  NonAdminRestore,
+  NonAdminSchedule,
+} from '../../../../api/backup.ts';
+import { apiVersionOf, pathOf, type Resource, resources } from '../generated/resources.ts';
+import { type Api, ApiFailure, type MaybeSpec } from '../shell/http.ts';
 
-const oadp = '/apis/oadp.openshift.io/v1alpha1';
-const policyPath = '/apis/backup.tenantkit.io/v1alpha1/nonadminbackupconfigs/cluster';
+/** The one NonAdminBackupConfig tenantkit reads. */
+const policyPath = pathOf(resources.NonAdminBackupConfig, undefined, 'cluster');
 
 type Enforced = 'loading' | { values: Record<string, unknown> } | { unreadable: string };
 
@@ -32,8 +40,7 @@ type Enforced = 'loading' | { values: Record<string, unknown> } | { unreadable: 
 function useEnforced(api: Api, restore: boolean): Enforced {
   const [enforced, setEnforced] = useState<Enforced>('loading');
   useEffect(() => {
-    type Policy = Record<string, Record<string, unknown> | undefined>;
-    api.kube<{ spec?: { nonAdmin?: Policy } }>('GET', policyPath).then(
+    api.kube<MaybeSpec<NonAdminBackupConfig>>('GET', policyPath).then(
       (config) =>
         setEnforced({
           values: config.spec?.nonAdmin?.[restore ? 'enforceRestoreSpec' : 'enforceBackupSpec'] ?? {},
@@ -88,39 +95,39 @@ const listOf = (text: string) =>
     .map((r) => r.trim())
     .filter(Boolean);
 
-/** The object the user asks for, from the form. */
+/** The object the user asks for, from the form, and its kind's resource. */
 function requestOf(
   mode: DialogMode,
   form: { name: string; cron: string; ttl: string; resources: string; volumes: boolean; location: string },
-) {
+): { resource: Resource; body: NonAdminBackup | NonAdminSchedule | NonAdminRestore } {
   const metadata = form.name.trim() ? { name: form.name.trim() } : { generateName: 'console-' };
-  const apiVersion = 'oadp.openshift.io/v1alpha1';
+  const object = (resource: Resource) => ({
+    apiVersion: apiVersionOf(resource),
+    kind: resource.kind,
+    metadata,
+  });
   if (mode.kind === 'restore') {
     const list = listOf(form.resources);
     const restoreSpec = { backupName: mode.backup, ...(list.length ? { includedResources: list } : {}) };
-    return {
-      plural: 'nonadminrestores',
-      body: { apiVersion, kind: 'NonAdminRestore', metadata, spec: { restoreSpec } },
-    };
+    const resource = resources.NonAdminRestore;
+    return { resource, body: { ...object(resource), spec: { restoreSpec } } };
   }
   const backupSpec = backupSpecOf(form);
-  return mode.kind === 'schedule'
-    ? {
-        plural: 'nonadminschedules',
-        body: {
-          apiVersion,
-          kind: 'NonAdminSchedule',
-          metadata,
-          spec: { schedule: form.cron.trim(), template: { backupSpec } },
-        },
-      }
-    : {
-        plural: 'nonadminbackups',
-        body: { apiVersion, kind: 'NonAdminBackup', metadata, spec: { backupSpec } },
-      };
+  if (mode.kind === 'schedule') {
+    const resource = resources.NonAdminSchedule;
+    const spec = { schedule: form.cron.trim(), template: { backupSpec } };
+    return { resource, body: { ...object(resource), spec } };
+  }
+  const resource = resources.NonAdminBackup;
+  return { resource, body: { ...object(resource), spec: { backupSpec } } };
 }
 
-function backupSpecOf(form: { ttl: string; resources: string; volumes: boolean; location: string }) {
+function backupSpecOf(form: {
+  ttl: string;
+  resources: string;
+  volumes: boolean;
+  location: string;
+}): NonAdminBackup['spec']['backupSpec'] {
   const list = listOf(form.resources);
   return {
     ...(form.ttl.trim() ? { ttl: form.ttl.trim() } : {}),
@@ -170,13 +177,9 @@ export function BackupDialog({
   const submit = async () => {
     setBusy(true);
     setRefusal(undefined);
-    const { plural, body } = requestOf(mode, form);
+    const { resource, body } = requestOf(mode, form);
     try {
-      const created = await api.kube<{ metadata: { name: string } }>(
-        'POST',
-        `${oadp}/namespaces/${namespace}/${plural}`,
-        body,
-      );
+      const created = await api.kube<typeof body>('POST', pathOf(resource, namespace), body);
       onCreated(`${body.kind} ${created.metadata.name} created`);
     } catch (err) {
       setRefusal((err as Error).message);

@@ -1,3 +1,4 @@
+// The "My organization" tab: the user's organizations, their namespaces and quota, and who may do what there.
 import {
   Alert,
   Button,
@@ -11,22 +12,15 @@ import {
   Spinner,
 } from '@patternfly/react-core';
 import { useEffect, useState } from 'react';
-import { type Api, ApiFailure, type KubeList, type KubeObject } from './api.ts';
-import { InputForm } from './InputForm.tsx';
-import { ResourceTable } from './ResourceTable.tsx';
+import type { Organization } from '../../../../api/tenancy.ts';
+import { apiVersionOf, pathOf, resources } from '../generated/resources.ts';
+import { type Api, ApiFailure, type KubeList, type KubeObject } from '../shell/http.ts';
+import { InputForm } from '../shell/InputForm.tsx';
+import { ResourceTable } from '../shell/ResourceTable.tsx';
 
-const tenancy = '/apis/tenancy.tenantkit.io/v1alpha1';
 const RefreshMs = 3000;
-
-interface Organization extends KubeObject {
-  spec?: { displayName?: string };
-  status?: {
-    namespaceCount?: number;
-    namespaceQuota?: number;
-    namespaces?: string[];
-    namespaceLabel?: string;
-  };
-}
+const organizations = resources.Organization;
+const rulesReviews = resources.SelfSubjectRulesReview;
 
 interface ResourceRule {
   apiGroups?: string[];
@@ -35,8 +29,8 @@ interface ResourceRule {
   verbs: string[];
 }
 
+/** The fields of an rbac.authorization.k8s.io/v1 RoleBinding the page shows. */
 interface RoleBinding extends KubeObject {
-  metadata: KubeObject['metadata'] & { annotations?: Record<string, string> };
   roleRef: { kind: string; name: string };
   subjects?: { kind: string; name: string }[];
 }
@@ -51,18 +45,18 @@ const covers = (list: string[] | undefined, value: string) =>
 async function myOrganizations(api: Api): Promise<Organization[]> {
   const review = await api.kube<{ status?: { resourceRules?: ResourceRule[] } }>(
     'POST',
-    '/apis/authorization.k8s.io/v1/selfsubjectrulesreviews',
+    pathOf(rulesReviews),
     {
-      apiVersion: 'authorization.k8s.io/v1',
-      kind: 'SelfSubjectRulesReview',
+      apiVersion: apiVersionOf(rulesReviews),
+      kind: rulesReviews.kind,
       spec: { namespace: 'default' },
     },
   );
   const rules = (review.status?.resourceRules ?? []).filter(
-    (r) => covers(r.apiGroups, 'tenancy.tenantkit.io') && covers(r.resources, 'organizations'),
+    (r) => covers(r.apiGroups, organizations.group) && covers(r.resources, organizations.plural),
   );
   if (rules.some((r) => !r.resourceNames?.length && covers(r.verbs, 'list'))) {
-    return (await api.kube<KubeList<Organization>>('GET', `${tenancy}/organizations`)).items;
+    return (await api.kube<KubeList<Organization>>('GET', pathOf(organizations))).items;
   }
   const names = [
     ...new Set(rules.filter((r) => covers(r.verbs, 'get')).flatMap((r) => r.resourceNames ?? [])),
@@ -71,7 +65,7 @@ async function myOrganizations(api: Api): Promise<Organization[]> {
     names
       .sort()
       .map((name) =>
-        api.kube<Organization>('GET', `${tenancy}/organizations/${name}`).catch(() => undefined),
+        api.kube<Organization>('GET', pathOf(organizations, undefined, name)).catch(() => undefined),
       ),
   );
   return read.filter((o): o is Organization => o !== undefined);
@@ -151,9 +145,9 @@ function OrganizationCard({
   const create = async () => {
     const wanted = name.trim();
     try {
-      await api.kube('POST', '/api/v1/namespaces', {
-        apiVersion: 'v1',
-        kind: 'Namespace',
+      await api.kube('POST', pathOf(resources.Namespace), {
+        apiVersion: apiVersionOf(resources.Namespace),
+        kind: resources.Namespace.kind,
         metadata: { name: wanted, ...(label ? { labels: { [label]: org } } : {}) },
       });
       setNotice({ variant: 'success', text: `Namespace ${wanted} created in ${org}` });
@@ -231,22 +225,17 @@ function OrganizationCard({
 function NamespaceAccess({ api, namespace }: { api: Api; namespace: string }) {
   const [bindings, setBindings] = useState<Loaded<RoleBinding[]>>({ state: 'loading' });
   useEffect(() => {
-    api
-      .kube<KubeList<RoleBinding>>(
-        'GET',
-        `/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/rolebindings`,
-      )
-      .then(
-        (list) => setBindings({ state: 'done', value: list.items }),
-        (err: unknown) =>
-          setBindings({
-            state: 'error',
-            message:
-              err instanceof ApiFailure && err.status === 403
-                ? `You may not list RoleBindings in ${namespace}`
-                : (err as Error).message,
-          }),
-      );
+    api.kube<KubeList<RoleBinding>>('GET', pathOf(resources.RoleBinding, namespace)).then(
+      (list) => setBindings({ state: 'done', value: list.items }),
+      (err: unknown) =>
+        setBindings({
+          state: 'error',
+          message:
+            err instanceof ApiFailure && err.status === 403
+              ? `You may not list RoleBindings in ${namespace}`
+              : (err as Error).message,
+        }),
+    );
   }, [api, namespace]);
   const origin = (b: RoleBinding) => {
     const a = b.metadata.annotations ?? {};

@@ -1,8 +1,12 @@
+// A backup's or restore's log or results, fetched through a NonAdminDownloadRequest.
 import { Alert, Button, Spinner } from '@patternfly/react-core';
 import { useEffect, useState } from 'react';
-import { type Api, ApiFailure, type KubeObject } from './api.ts';
+import type { NonAdminDownloadRequest } from '../../../../api/backup.ts';
+import type { DownloadTarget } from '../../../../api/velero.ts';
+import { apiVersionOf, pathOf, resources } from '../generated/resources.ts';
+import { type Api, ApiFailure } from '../shell/http.ts';
 
-const oadp = '/apis/oadp.openshift.io/v1alpha1';
+const requests = resources.NonAdminDownloadRequest;
 const PollMs = 1000;
 const TimeoutMs = 60_000;
 
@@ -13,32 +17,27 @@ type State = { state: 'waiting' } | { state: 'ready'; url: string } | { state: '
  * the request is made as the user, and the presigned URL Velero answers with is offered as a link. The
  * browser fetches it from object storage itself; the console never fetches a URL on anyone's behalf.
  */
-export function useDownload(api: Api, namespace: string, kind: string, target: string): State {
+export function useDownload(
+  api: Api,
+  namespace: string,
+  kind: DownloadTarget['kind'],
+  target: string,
+): State {
   const [state, setState] = useState<State>({ state: 'waiting' });
   useEffect(() => {
     let live = true;
     const run = async () => {
-      const created = await api.kube<KubeObject>(
-        'POST',
-        `${oadp}/namespaces/${namespace}/nonadmindownloadrequests`,
-        {
-          apiVersion: 'oadp.openshift.io/v1alpha1',
-          kind: 'NonAdminDownloadRequest',
-          metadata: { generateName: `${target.slice(0, 40)}-${kind.toLowerCase()}-` },
-          spec: { target: { kind, name: target } },
-        },
-      );
-      const path = `${oadp}/namespaces/${namespace}/nonadmindownloadrequests/${created.metadata.name}`;
+      const request: NonAdminDownloadRequest = {
+        apiVersion: apiVersionOf(requests),
+        kind: requests.kind,
+        metadata: { generateName: `${target.slice(0, 40)}-${kind.toLowerCase()}-` },
+        spec: { target: { kind, name: target } },
+      };
+      const created = await api.kube<NonAdminDownloadRequest>('POST', pathOf(requests, namespace), request);
+      const path = pathOf(requests, namespace, created.metadata.name);
       const deadline = Date.now() + TimeoutMs;
       while (live) {
-        const request = await api.kube<KubeObject>('GET', path);
-        const status = request.status as
-          | {
-              phase?: string;
-              velero?: { status?: { downloadURL?: string } };
-              conditions?: { type: string; message?: string }[];
-            }
-          | undefined;
+        const { status } = await api.kube<NonAdminDownloadRequest>('GET', path);
         const url = status?.velero?.status?.downloadURL;
         if (url) return setState({ state: 'ready', url });
         if (status?.phase === 'BackingOff') {
@@ -70,7 +69,7 @@ export function Download({
 }: {
   api: Api;
   namespace: string;
-  kind: string;
+  kind: DownloadTarget['kind'];
   target: string;
   onClose(): void;
 }) {

@@ -1,3 +1,4 @@
+// One labelled text input with its button, the form most tabs open with.
 import { Button, Form, FormGroup, InputGroup, InputGroupItem, TextInput } from '@patternfly/react-core';
 import type { ReactNode } from 'react';
 

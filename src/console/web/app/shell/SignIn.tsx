@@ -1,3 +1,4 @@
+// The sign-in card: a bearer token, or none behind an authenticating proxy.
 import {
   ActionGroup,
   Alert,
@@ -14,7 +15,7 @@ import {
   TextInput,
 } from '@patternfly/react-core';
 import { useEffect, useState } from 'react';
-import { Api, proxied, whoAmI } from './api.ts';
+import { Api, proxied, whoAmI } from './http.ts';
 
 /**
  * Sign-in with a bearer token (what kubectl uses); the token stays in this tab's memory only. Behind an

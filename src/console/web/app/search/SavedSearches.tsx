@@ -1,8 +1,10 @@
+// Searches a user keeps, in a ConfigMap of a namespace they pick.
 import { Alert, Button, Card, CardBody, CardTitle, List, ListItem } from '@patternfly/react-core';
 import { useCallback, useEffect, useState } from 'react';
-import { SavedSearchesConfigMap } from '../../model.ts';
-import { type Api, ApiFailure, type KubeObject } from './api.ts';
-import { InputForm } from './InputForm.tsx';
+import { SavedSearchesConfigMap } from '../../../model.ts';
+import { apiVersionOf, pathOf, resources } from '../generated/resources.ts';
+import { type Api, ApiFailure, type KubeObject } from '../shell/http.ts';
+import { InputForm } from '../shell/InputForm.tsx';
 
 type Saved = { name: string; query: string };
 type ConfigMap = KubeObject & { data?: Record<string, string> };
@@ -14,8 +16,7 @@ function keyOf(username: string): string {
   return `user-${text.replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')}`;
 }
 
-const pathOf = (namespace: string, name = '') =>
-  `/api/v1/namespaces/${namespace}/configmaps${name ? `/${name}` : ''}`;
+const configMaps = resources.ConfigMap;
 
 function parse(text: string | undefined): Saved[] {
   try {
@@ -55,7 +56,7 @@ export function SavedSearches({
 
   const load = useCallback(async (): Promise<ConfigMap | undefined> => {
     try {
-      return await api.kube<ConfigMap>('GET', pathOf(namespace, SavedSearchesConfigMap));
+      return await api.kube<ConfigMap>('GET', pathOf(configMaps, namespace, SavedSearchesConfigMap));
     } catch (err) {
       if (err instanceof ApiFailure && err.status === 404) return undefined;
       throw err;
@@ -84,11 +85,11 @@ export function SavedSearches({
         const cm = await load();
         const list = [...parse(cm?.data?.[key]).filter((s) => s.name !== name), { name, query }];
         const data = { ...cm?.data, [key]: JSON.stringify(list) };
-        if (cm) await api.kube('PUT', pathOf(namespace, SavedSearchesConfigMap), { ...cm, data });
+        if (cm) await api.kube('PUT', pathOf(configMaps, namespace, SavedSearchesConfigMap), { ...cm, data });
         else {
-          await api.kube('POST', pathOf(namespace), {
-            apiVersion: 'v1',
-            kind: 'ConfigMap',
+          await api.kube('POST', pathOf(configMaps, namespace), {
+            apiVersion: apiVersionOf(configMaps),
+            kind: configMaps.kind,
             metadata: { name: SavedSearchesConfigMap },
             data,
           });
