@@ -146,7 +146,7 @@ if (folder === src) {
   const where = (path: string): { layer: number; capability?: string; part?: string } => {
     const [top, second] = relative(src, path).split('/');
     if (top && capabilities.includes(top)) {
-      const part = second && second.endsWith('.ts') ? second.replace(/\.ts$/, '') : second;
+      const part = second?.replace(/\.tsx?$/, '');
       return { layer: 1, capability: top, ...(part ? { part } : {}) };
     }
     if (top === 'console' || top === 'cli' || top === 'registry.ts') return { layer: 2 };
