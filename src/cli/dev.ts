@@ -26,7 +26,7 @@ import { portIsFree } from '../ports.ts';
 import { publishEndpoint } from '../search/client/publish.ts';
 import { searchUserClusterRoles } from '../search/index.ts';
 import { startSearchService } from '../search/service.ts';
-import { namespaceCreatorRole, tenancyUserClusterRoles } from '../tenancy/tenant-roles.ts';
+import { namespaceCreatorRole, tenancyUserClusterRoles } from '../tenancy/policy/tenant-roles.ts';
 import { registerWebhooks } from '../webhook/registration.ts';
 import { WebhookServer } from '../webhook/server.ts';
 import { type CapabilityContext, capabilities } from './capabilities.ts';

@@ -5,27 +5,29 @@ import type { Capability } from '../capability.ts';
 import { type KubeObject, Resources } from '../kube/resources.ts';
 import { allow, deny } from '../webhook/admission.ts';
 import type { WebhookDefinition } from '../webhook/registration.ts';
-import { decidesVolume, validateClaimVolume } from './claim-volume.ts';
-import { configSource, notForTenantsLabel, policiesOn, unknownConfigKeys } from './config.ts';
-import { directory } from './directory.ts';
+import { decidesVolume, validateClaimVolume } from './admission/claim-volume.ts';
 import {
   admitClaimGuardrails,
   admitIngressGuardrails,
   imageChanges,
   setsStorageClass,
   validatePodGuardrails,
-} from './guardrail-admission.ts';
-import { privilegeChecker } from './identity.ts';
-import { registerNamespaceMetadataController } from './namespace-metadata-controller.ts';
-import { admitNewNamespace, validateNamespace } from './namespace-policy.ts';
-import { registerOrgRbacController } from './org-rbac-controller.ts';
-import { registerOrganizationController } from './organization-controller.ts';
-import { admitPod } from './pod-policy.ts';
-import { mutateProject, validateProjectRequest } from './project-policy.ts';
-import { QuotaLedger } from './quota.ts';
-import { reservedLabel, validateReservedObject } from './reserved-objects.ts';
-import { tenancyUserClusterRoles } from './tenant-roles.ts';
-import { registerUsageProfileController } from './usage-profile-controller.ts';
+} from './admission/guardrails.ts';
+import { privilegeChecker } from './admission/identity.ts';
+import { admitNewNamespace, validateNamespace } from './admission/namespace-policy.ts';
+import { admitPod } from './admission/pod-policy.ts';
+import { mutateProject, validateProjectRequest } from './admission/project-policy.ts';
+import { validateReservedObject } from './admission/reserved-objects.ts';
+import { configSource } from './caches/config.ts';
+import { directory } from './caches/directory.ts';
+import { registerNamespaceMetadataController } from './controllers/namespace-metadata.ts';
+import { registerOrgRbacController } from './controllers/org-rbac.ts';
+import { registerOrganizationController } from './controllers/organization.ts';
+import { registerUsageProfileController } from './controllers/usage-profile.ts';
+import { notForTenantsLabel, reservedLabel } from './model.ts';
+import { policiesOn, unknownConfigKeys } from './policy/config.ts';
+import { tenancyUserClusterRoles } from './policy/tenant-roles.ts';
+import { QuotaLedger } from './quota/ledger.ts';
 
 const group = 'tenancy.tenantkit.io';
 

@@ -10,16 +10,13 @@ import {
   TenancyConfigCrd,
   type UsageProfile,
   UsageProfileCrd,
-} from '../api/tenancy.ts';
-import { generationChanged } from '../kube/controller.ts';
-import { semanticEqual } from '../kube/equality.ts';
-import { ByNamespace } from '../kube/informer.ts';
-import type { Manager } from '../kube/manager.ts';
-import { type KubeObject, Resources, type ResourceType } from '../kube/resources.ts';
-import type { ConfigSource } from './config.ts';
-import type { Directory, Namespace } from './directory.ts';
-import { isTerminating } from './directory.ts';
-import { reservedLabel } from './reserved-objects.ts';
+} from '../../api/tenancy.ts';
+import { generationChanged } from '../../kube/controller.ts';
+import { semanticEqual } from '../../kube/equality.ts';
+import { ByNamespace } from '../../kube/informer.ts';
+import type { Manager } from '../../kube/manager.ts';
+import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
+import { type ConfigSource, type Directory, isTerminating, type Namespace, reservedLabel } from '../model.ts';
 
 const managedBy = 'tenantkit-usage-profile';
 const selector = `app.kubernetes.io/managed-by=${managedBy}`;

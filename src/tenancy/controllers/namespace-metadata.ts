@@ -3,16 +3,16 @@
 // tenant's change to them; this controller puts them on namespaces that were there before the admin set
 // them, that moved into the organization, or whose policy was switched off for a while. It writes only
 // the required keys (server-side apply under its own field manager) and only when one differs.
-import { type Organization, OrganizationCrd, TenancyConfigCrd } from '../api/tenancy.ts';
-import { isInvalid } from '../kube/client.ts';
-import type { ReconcileContext, ReconcileResult } from '../kube/controller.ts';
-import { generationChanged, ReconcilerOf } from '../kube/controller.ts';
-import type { Informer } from '../kube/informer.ts';
-import type { Manager } from '../kube/manager.ts';
-import { type KubeObject, Resources } from '../kube/resources.ts';
-import { type ConfigSource, reservedFor } from './config.ts';
-import { type Directory, isTerminating } from './directory.ts';
-import { guardrailsOf, missingMetadata } from './guardrails.ts';
+import { type Organization, OrganizationCrd, TenancyConfigCrd } from '../../api/tenancy.ts';
+import { isInvalid } from '../../kube/client.ts';
+import type { ReconcileContext, ReconcileResult } from '../../kube/controller.ts';
+import { generationChanged, ReconcilerOf } from '../../kube/controller.ts';
+import type { Informer } from '../../kube/informer.ts';
+import type { Manager } from '../../kube/manager.ts';
+import { type KubeObject, Resources } from '../../kube/resources.ts';
+import { type ConfigSource, type Directory, isTerminating } from '../model.ts';
+import { reservedFor } from '../policy/config.ts';
+import { guardrailsOf, missingMetadata } from '../policy/guardrails.ts';
 
 const fieldManager = 'tenantkit-guardrails';
 

@@ -1,11 +1,8 @@
 // ResourceQuotas and LimitRanges that tenantkit manages (labelled as reserved) are the cluster's
 // guardrails inside a tenant's namespace: the namespace's admins may not change or delete them.
-import type { KubeObject } from '../kube/resources.ts';
-import { type AdmissionRequest, allow, deny, type Verdict } from '../webhook/admission.ts';
-import type { ConfigSource } from './config.ts';
-import type { PrivilegeCheck } from './identity.ts';
-
-export const reservedLabel = 'tenancy.tenantkit.io/reserved';
+import type { KubeObject } from '../../kube/resources.ts';
+import { type AdmissionRequest, allow, deny, type Verdict } from '../../webhook/admission.ts';
+import { type ConfigSource, type PrivilegeCheck, reservedLabel } from '../model.ts';
 
 export function validateReservedObject(
   config: ConfigSource,

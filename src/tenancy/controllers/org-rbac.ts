@@ -7,16 +7,17 @@
 // whatever its organization label says (an admin's slip or a disabled webhook must not make a tenant admin
 // of kube-system), and loses the bindings tenantkit made there before.
 import { createHash } from 'node:crypto';
-import { type Organization, OrganizationCrd, TenancyConfigCrd } from '../api/tenancy.ts';
-import { isAlreadyExists, type KubeClient } from '../kube/client.ts';
-import { generationChanged } from '../kube/controller.ts';
-import { semanticEqual } from '../kube/equality.ts';
-import type { EventRecorder } from '../kube/events.ts';
-import { ByNamespace } from '../kube/informer.ts';
-import type { Manager } from '../kube/manager.ts';
-import { type KubeObject, Resources } from '../kube/resources.ts';
-import { type ConfigSource, reservedFor } from './config.ts';
-import { type Directory, isTerminating, memberSubjects } from './directory.ts';
+import { type Organization, OrganizationCrd, TenancyConfigCrd } from '../../api/tenancy.ts';
+import { isAlreadyExists, type KubeClient } from '../../kube/client.ts';
+import { generationChanged } from '../../kube/controller.ts';
+import { semanticEqual } from '../../kube/equality.ts';
+import type { EventRecorder } from '../../kube/events.ts';
+import { ByNamespace } from '../../kube/informer.ts';
+import type { Manager } from '../../kube/manager.ts';
+import { type KubeObject, Resources } from '../../kube/resources.ts';
+import { type ConfigSource, type Directory, isTerminating } from '../model.ts';
+import { reservedFor } from '../policy/config.ts';
+import { memberSubjects } from '../policy/members.ts';
 
 export const skipLabel = 'tenancy.tenantkit.io/skip-organization-rbac';
 export const uninitializedAnnotation = 'tenancy.tenantkit.io/uninitialized';

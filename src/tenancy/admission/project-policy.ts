@@ -5,11 +5,9 @@
 // - a Project created by the (privileged) control plane gets the requester's default organization.
 //   The annotation is trusted only from a privileged creator: anyone else who may create Projects
 //   directly is treated as the requester themself, so a forged annotation gains nothing.
-import type { KubeObject } from '../kube/resources.ts';
-import { type AdmissionRequest, allow, deny, mutate, type Verdict } from '../webhook/admission.ts';
-import type { ConfigSource } from './config.ts';
-import type { Directory } from './directory.ts';
-import type { PrivilegeCheck } from './identity.ts';
+import type { KubeObject } from '../../kube/resources.ts';
+import { type AdmissionRequest, allow, deny, mutate, type Verdict } from '../../webhook/admission.ts';
+import type { ConfigSource, Directory, PrivilegeCheck } from '../model.ts';
 
 export const requesterAnnotation = 'openshift.io/requester';
 

@@ -7,11 +7,8 @@
 // changes: it lowers a namespace's part only with a write conditioned on the quota object not having
 // changed since it was read (Kubernetes counts each admitted object on that same object), and raises
 // parts only after every lowering has landed, so the sum of the parts is within the total at every
-// moment. The rules here are pure; organization-quota-controller.ts applies them.
-import { parseQuantity } from '../kube/quantity.ts';
-
-/** The ResourceQuota that holds a namespace's part of its organization's quota. */
-export const organizationQuotaName = 'organization-quota';
+// moment. The rules here are pure; the organization reconciler applies them (controllers/quota-sharing.ts).
+import { parseQuantity } from '../../kube/quantity.ts';
 
 export interface NamespacePart {
   namespace: string;

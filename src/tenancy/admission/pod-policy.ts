@@ -4,13 +4,11 @@
 // - missing nodeSelector keys come from the namespace annotation (key=value,...) or the default;
 // - a warning (never a denial) when the namespace's memory per requested CPU on a node class falls
 //   below the fair-use ratio, counting what its ResourceQuotas already report as used.
-import { ByNamespace, type Informer } from '../kube/informer.ts';
-import { parseQuantity } from '../kube/quantity.ts';
-import type { KubeObject } from '../kube/resources.ts';
-import { type AdmissionRequest, allow, deny, mutate, type Verdict } from '../webhook/admission.ts';
-import type { ConfigSource, EffectiveConfig } from './config.ts';
-import type { Directory, Namespace } from './directory.ts';
-import type { PrivilegeCheck } from './identity.ts';
+import { ByNamespace, type Informer } from '../../kube/informer.ts';
+import { parseQuantity } from '../../kube/quantity.ts';
+import type { KubeObject } from '../../kube/resources.ts';
+import { type AdmissionRequest, allow, deny, mutate, type Verdict } from '../../webhook/admission.ts';
+import type { ConfigSource, Directory, EffectiveConfig, Namespace, PrivilegeCheck } from '../model.ts';
 
 interface Container {
   name: string;

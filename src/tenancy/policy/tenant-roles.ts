@@ -7,7 +7,7 @@
 //   namespace policy assigns the new namespace to the creator's organization), get, list and watch.
 // Neither grants update or patch on every namespace. An admin who grants more is still held by the
 // namespace policy (no adopting unowned namespaces, no change to reserved ones).
-import type { KubeObject } from '../kube/resources.ts';
+import type { KubeObject } from '../../kube/resources.ts';
 
 export const namespaceOwnerRole = 'tenantkit:tenancy:namespace-owner';
 export const namespaceCreatorRole = 'tenantkit:tenancy:namespace-creator';

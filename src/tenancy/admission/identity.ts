@@ -2,11 +2,11 @@
 // through a ClusterRoleBinding: a tenant who may create RoleBindings in their namespace must not gain
 // bypass by binding a privileged role to themself there. Answered from caches, never an API call.
 
-import type { UserInfo } from '../kube/access.ts';
-import type { Informer } from '../kube/informer.ts';
-import type { Manager } from '../kube/manager.ts';
-import { type KubeObject, Resources } from '../kube/resources.ts';
-import { type EffectiveConfig, matchesAny } from './config.ts';
+import type { Informer } from '../../kube/informer.ts';
+import type { Manager } from '../../kube/manager.ts';
+import { type KubeObject, Resources } from '../../kube/resources.ts';
+import type { PrivilegeCheck } from '../model.ts';
+import { matchesAny } from '../policy/config.ts';
 
 interface ClusterRoleBinding extends KubeObject {
   roleRef: { kind: string; name: string };
@@ -15,8 +15,6 @@ interface ClusterRoleBinding extends KubeObject {
 
 const BySubject = 'tenancy.subject';
 const serviceAccountPrefix = 'system:serviceaccount:';
-
-export type PrivilegeCheck = (user: UserInfo, config: EffectiveConfig) => boolean;
 
 const subjectKeys = (b: ClusterRoleBinding) =>
   (b.subjects ?? []).map((s) =>

@@ -1,24 +1,22 @@
 // The organization reconciler's quota step: writes each namespace's part of its organization's quota
-// (organization-quota.ts decides the split). Parts are lowered first, each with a write conditioned on
+// (policy/organization-quota.ts decides the split). Parts are lowered first, each with a write conditioned on
 // the ResourceQuota's resourceVersion (a Pod admitted meanwhile changes it: then the step starts over),
 // and raised or created only after, so their sum never passes the organization's total.
-import type { Organization } from '../api/tenancy.ts';
-import { isAlreadyExists, isConflict, type KubeClient } from '../kube/client.ts';
-import { semanticEqual } from '../kube/equality.ts';
-import type { Informer } from '../kube/informer.ts';
-import { parseQuantity } from '../kube/quantity.ts';
-import { type KubeObject, Resources } from '../kube/resources.ts';
+import type { Organization } from '../../api/tenancy.ts';
+import { isAlreadyExists, isConflict, type KubeClient } from '../../kube/client.ts';
+import { semanticEqual } from '../../kube/equality.ts';
+import type { Informer } from '../../kube/informer.ts';
+import { parseQuantity } from '../../kube/quantity.ts';
+import { type KubeObject, Resources } from '../../kube/resources.ts';
+import { organizationQuotaName, quotaManagedBy, reservedLabel } from '../model.ts';
 import {
   lowers,
   type NamespacePart,
-  organizationQuotaName,
   planQuota,
   type QuotaPlan,
   worthSharing,
-} from './organization-quota.ts';
-import { reservedLabel } from './reserved-objects.ts';
+} from '../policy/organization-quota.ts';
 
-export const quotaManagedBy = 'tenantkit-organization-quota';
 const organizationAnnotation = 'tenancy.tenantkit.io/organization';
 
 export interface ResourceQuota extends KubeObject {

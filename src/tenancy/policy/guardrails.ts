@@ -2,10 +2,10 @@
 // RuntimeClasses and image registries its namespaces may use, and the labels and annotations every one of
 // its namespaces carries. The TenancyConfig holds every organization's defaults; an Organization's own
 // spec.guardrails replaces them field by field. Only admins write either object. The rules here need no
-// cluster: admission (guardrail-admission.ts), the namespace policy and the namespace metadata controller
+// cluster: admission (admission/guardrails.ts), the namespace policy and the namespace metadata controller
 // apply them.
-import type { Guardrails, Organization } from '../api/tenancy.ts';
-import type { EffectiveConfig } from './config.ts';
+import type { Guardrails, Organization } from '../../api/tenancy.ts';
+import type { EffectiveConfig } from '../model.ts';
 import { matchesAny, wildcard } from './config.ts';
 
 export type GuardrailField = keyof Guardrails;

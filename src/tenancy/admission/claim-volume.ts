@@ -9,11 +9,10 @@
 // Volumes and classes are read live (not from a cache, which could miss a volume made a moment ago), and
 // a missing volume gets the same answer as someone else's, so that a tenant learns nothing about volumes
 // that are not theirs.
-import type { KubeClient } from '../kube/client.ts';
-import { type KubeObject, Resources } from '../kube/resources.ts';
-import { type AdmissionRequest, allow, deny, type Verdict } from '../webhook/admission.ts';
-import type { ConfigSource } from './config.ts';
-import type { PrivilegeCheck } from './identity.ts';
+import type { KubeClient } from '../../kube/client.ts';
+import { type KubeObject, Resources } from '../../kube/resources.ts';
+import { type AdmissionRequest, allow, deny, type Verdict } from '../../webhook/admission.ts';
+import type { ConfigSource, PrivilegeCheck } from '../model.ts';
 
 export interface Claim extends KubeObject {
   spec?: { volumeName?: string; storageClassName?: string; selector?: unknown };

@@ -1,4 +1,4 @@
-// The namespace-quota ledger's format and arithmetic (pure; `quota.ts` reads and writes it).
+// The namespace-quota ledger's format and arithmetic (pure; `ledger.ts` reads and writes it).
 //
 // One ConfigMap per organization holds `reservations`: a JSON object from a key to the time (ms) until
 // which that key counts against the quota. A key is either

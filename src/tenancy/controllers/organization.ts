@@ -4,27 +4,27 @@
 // limited to that one object by resourceNames, bound to exactly the members. Both RBAC objects are owned
 // by the Organization, so deleting it removes them; a member removed from spec.members loses read access
 // with the next reconcile.
-import { type Organization, OrganizationCrd, TenancyConfigCrd, UsageProfileCrd } from '../api/tenancy.ts';
-import { isNotFound } from '../kube/client.ts';
-import type { ReconcileContext, ReconcileResult } from '../kube/controller.ts';
-import { generationChanged, ReconcilerOf } from '../kube/controller.ts';
-import { ensureOwned } from '../kube/ensure.ts';
-import { semanticEqual } from '../kube/equality.ts';
-import type { Informer } from '../kube/informer.ts';
-import type { Manager } from '../kube/manager.ts';
-import { type KubeObject, Resources, type ResourceType } from '../kube/resources.ts';
-import { StatusWriter } from '../kube/status.ts';
-import type { ConfigSource } from './config.ts';
-import { type Directory, isTerminating, memberSubjects, type Namespace } from './directory.ts';
-import { type ClassKind, classKinds, guardrailsOf, usableClasses } from './guardrails.ts';
+import { type Organization, OrganizationCrd, TenancyConfigCrd, UsageProfileCrd } from '../../api/tenancy.ts';
+import { isNotFound } from '../../kube/client.ts';
+import type { ReconcileContext, ReconcileResult } from '../../kube/controller.ts';
+import { generationChanged, ReconcilerOf } from '../../kube/controller.ts';
+import { ensureOwned } from '../../kube/ensure.ts';
+import { semanticEqual } from '../../kube/equality.ts';
+import type { Informer } from '../../kube/informer.ts';
+import type { Manager } from '../../kube/manager.ts';
+import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
+import { StatusWriter } from '../../kube/status.ts';
+import { type ConfigSource, type Directory, isTerminating, type Namespace } from '../model.ts';
+import { type ClassKind, classKinds, guardrailsOf, usableClasses } from '../policy/guardrails.ts';
+import { memberSubjects } from '../policy/members.ts';
+import { namespaceQuotaOf } from '../policy/namespace-quota.ts';
 import {
   type AdminNetworkPolicy,
   adminNetworkPolicies,
   isolationOf,
   isolationPolicy,
   isolationPolicyName,
-} from './network-isolation.ts';
-import { namespaceQuotaOf } from './quota.ts';
+} from '../policy/network-isolation.ts';
 import {
   organizationQuotas,
   type QuotaOutcome,

@@ -6,20 +6,14 @@ import {
   TenantUserCrd,
   type UsageProfile,
   UsageProfileCrd,
-} from '../api/tenancy.ts';
-import type { UserInfo } from '../kube/access.ts';
-import { ByLabel, type Informer } from '../kube/informer.ts';
-import type { Manager } from '../kube/manager.ts';
-import { type KubeObject, Resources, type ResourceType } from '../kube/resources.ts';
-
-export interface Namespace extends KubeObject {
-  status?: { phase?: string };
-}
+} from '../../api/tenancy.ts';
+import { ByLabel, type Informer } from '../../kube/informer.ts';
+import type { Manager } from '../../kube/manager.ts';
+import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
+import { type Directory, type Namespace, openshiftDefaultOrganizationAnnotation } from '../model.ts';
 
 const ByUsername = 'tenancy.username';
 
-/** On OpenShift a user's default organization can also live on their User object, as this annotation. */
-export const openshiftDefaultOrganizationAnnotation = 'appuio.io/default-organization';
 const openshiftUsers: ResourceType = {
   group: 'user.openshift.io',
   version: 'v1',
@@ -27,23 +21,6 @@ const openshiftUsers: ResourceType = {
   kind: 'User',
   namespaced: false,
 };
-
-export interface Directory {
-  organization(name: string): Organization | undefined;
-  /**
-   * The organization from the cache, or from the API server when the cache has not seen it (one made a
-   * moment ago): admission must not refuse a namespace for an organization that exists.
-   */
-  currentOrganization(name: string): Promise<Organization | undefined>;
-  isMember(organization: Organization, user: UserInfo): boolean;
-  defaultOrganization(username: string): string | undefined;
-  namespace(name: string): Namespace | undefined;
-  namespaces: Informer<Namespace>;
-  /** Names of the namespaces labelled as belonging to `organization` (terminating ones included). */
-  organizationNamespaces(organization: string, label: string): string[];
-  /** The UsageProfile that applies to an organization: its own choice, else the active one. */
-  profileFor(organization: Organization, active: string): UsageProfile | undefined;
-}
 
 const usernameOf = (u: TenantUser) => [u.spec.username];
 
@@ -95,16 +72,4 @@ export function directory(manager: Manager): Directory {
       return name ? profiles.get(name) : undefined;
     },
   };
-}
-
-export const isTerminating = (ns: Namespace) =>
-  Boolean(ns.metadata.deletionTimestamp) || ns.status?.phase === 'Terminating';
-
-/** An organization's members as RBAC subjects (users, then groups). */
-export function memberSubjects(
-  organization: Organization,
-): { apiGroup: string; kind: string; name: string }[] {
-  const members = organization.spec.members ?? {};
-  const subject = (kind: string) => (name: string) => ({ apiGroup: 'rbac.authorization.k8s.io', kind, name });
-  return [...(members.users ?? []).map(subject('User')), ...(members.groups ?? []).map(subject('Group'))];
 }

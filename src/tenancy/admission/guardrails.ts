@@ -1,4 +1,4 @@
-// Admission for the organization guardrails (rules in guardrails.ts), in the namespaces of organizations:
+// Admission for the organization guardrails (rules in policy/guardrails.ts), in the namespaces of organizations:
 // - Pods: every container's image from an allowed registry (on create, on an image change, and for
 //   ephemeral containers), and their PriorityClass and RuntimeClass allowed. Pods a workload controller
 //   creates are checked like a tenant's own: a Deployment cannot carry an image past the rule;
@@ -6,12 +6,19 @@
 // - Ingresses: an allowed IngressClass (the default filled in) and only allowed host names.
 // Privileged users (admins, tenantkit) pass. A namespace or Organization the caches have not seen yet is
 // read from the API server: a cache behind a tenant's fresh namespace must not let a Pod slip past.
-import type { KubeClient } from '../kube/client.ts';
-import type { Informer } from '../kube/informer.ts';
-import { type KubeObject, Resources } from '../kube/resources.ts';
-import { type AdmissionRequest, allow, deny, mutate, type Verdict } from '../webhook/admission.ts';
-import { type ConfigSource, reservedFor } from './config.ts';
-import type { Directory, Namespace } from './directory.ts';
+import type { KubeClient } from '../../kube/client.ts';
+import type { Informer } from '../../kube/informer.ts';
+import { type KubeObject, Resources } from '../../kube/resources.ts';
+import { type AdmissionRequest, allow, deny, mutate, type Verdict } from '../../webhook/admission.ts';
+import {
+  type ConfigSource,
+  type Directory,
+  type Namespace,
+  organizationQuotaName,
+  type PrivilegeCheck,
+  quotaManagedBy,
+} from '../model.ts';
+import { reservedFor } from '../policy/config.ts';
 import {
   classProblem,
   defaultedClass,
@@ -19,10 +26,7 @@ import {
   hostProblem,
   imageProblem,
   type OrganizationGuardrails,
-} from './guardrails.ts';
-import type { PrivilegeCheck } from './identity.ts';
-import { organizationQuotaName } from './organization-quota.ts';
-import { quotaManagedBy } from './quota-sharing.ts';
+} from '../policy/guardrails.ts';
 
 export interface GuardrailDeps {
   client: KubeClient;

@@ -1,48 +1,8 @@
-// The effective tenancy configuration: the TenancyConfig named "cluster" with defaults filled in.
-// Read from the informer on every request, so an edit takes effect without a restart.
-import {
-  type Guardrails,
-  type switchablePolicies,
-  type TenancyConfig,
-  TenancyConfigCrd,
-  tenancyConfigKeys,
-} from '../api/tenancy.ts';
-import type { Informer } from '../kube/informer.ts';
-import type { Manager } from '../kube/manager.ts';
-
-export interface EffectiveConfig {
-  organizationLabel: string;
-  privilegedUsers: string[];
-  privilegedGroups: string[];
-  privilegedClusterRoles: string[];
-  reservedNamespaces: string[];
-  allowedLabels: string[];
-  allowedAnnotations: string[];
-  defaultOrganizationClusterRoles: string[];
-  defaultNamespaceQuota: number;
-  quotaNamespace: string;
-  namespaceQuotaHoldSeconds: number;
-  runOnceActiveDeadlineSeconds: number;
-  runOnceActiveDeadlineMaxSeconds: number;
-  runOnceActiveDeadlineAnnotation: string;
-  defaultNodeSelector: Record<string, string>;
-  nodeSelectorAnnotation: string;
-  fairUseRatios: { nodeSelector?: Record<string, string>; memoryPerCpu: string }[];
-  activeUsageProfile: string;
-  disabledPolicies: string[];
-  networkIsolation: NetworkIsolation;
-  /** Every organization's guardrails unless its Organization sets the field (see guardrails.ts). */
-  guardrails: Guardrails;
-}
-
-type Selector = NonNullable<NonNullable<TenancyConfig['spec']['networkIsolation']>['allowFrom']>[number];
-
-export interface NetworkIsolation {
-  enabled: boolean;
-  priority: number;
-  allowFrom: Selector[];
-  organizations: { name: string; isolated?: boolean; allowFrom?: Selector[] }[];
-}
+// The effective tenancy configuration, worked out from the TenancyConfig named "cluster" with defaults
+// filled in, and the pure rules read from it (wildcards, reserved namespaces, policy switches). The
+// live source of it is caches/config.ts.
+import { type switchablePolicies, type TenancyConfig, tenancyConfigKeys } from '../../api/tenancy.ts';
+import { type ConfigSource, type EffectiveConfig, notForTenantsLabel } from '../model.ts';
 
 export const defaults: EffectiveConfig = {
   organizationLabel: 'appuio.io/organization',
@@ -91,8 +51,6 @@ export function effective(
   return out;
 }
 
-export type ConfigSource = () => EffectiveConfig;
-
 /**
  * Which of several policies are on now, by the names an admin switches them off with
  * (TenancyConfig.spec.disabledPolicies): for a webhook that answers for more than one policy in one call.
@@ -105,18 +63,6 @@ export function policiesOn<K extends string>(
   const on = {} as Record<K, boolean>;
   for (const key of Object.keys(names) as K[]) on[key] = !disabled.includes(names[key]);
   return on;
-}
-
-export function configSource(manager: Manager, namespace: string): ConfigSource {
-  const informer: Informer<TenancyConfig> = manager.informer(TenancyConfigCrd.type);
-  // Worked out once per version of the object (the cache replaces it on every change), not per request.
-  let last: { source: TenancyConfig | undefined; config: EffectiveConfig } | undefined;
-  return () => {
-    const source = informer.get('cluster');
-    if (last?.source !== source || !last)
-      last = { source, config: Object.freeze(effective(source, namespace)) };
-    return last.config;
-  };
 }
 
 const compiled = new Map<string, RegExp>();
@@ -137,13 +83,6 @@ export function wildcard(pattern: string, value: string): boolean {
 
 export const matchesAny = (patterns: readonly string[], value: string) =>
   patterns.some((p) => wildcard(p, value));
-
-/**
- * Marks a namespace as the cluster's, not for tenants, whatever its name: tenants may not change it and
- * the organization RBAC controller never binds tenants there. Only privileged users may set or remove it
- * (tenantkit's own labels are never in a tenant's allowed labels).
- */
-export const notForTenantsLabel = 'tenancy.tenantkit.io/not-for-tenants';
 
 /**
  * Why a namespace is reserved for the cluster (a reserved name, or the not-for-tenants label), or

@@ -11,15 +11,16 @@
 // - an organization owns at most its quota of namespaces, checked on create and on transfer;
 // - the labels and annotations its organization's guardrails enforce are filled in on create, and tenants
 //   may not change or remove them (the namespace metadata controller puts them on existing namespaces).
-import type { Organization } from '../api/tenancy.ts';
-import type { UserInfo } from '../kube/access.ts';
-import type { KubeObject } from '../kube/resources.ts';
-import { type AdmissionRequest, allow, deny, mutate, type Verdict } from '../webhook/admission.ts';
-import { type ConfigSource, type EffectiveConfig, matchesAny, reservedFor } from './config.ts';
-import type { Directory } from './directory.ts';
-import { enforcedChanges, guardrailsOf, type OrganizationGuardrails } from './guardrails.ts';
-import { type PrivilegeCheck, serviceAccountNamespace } from './identity.ts';
-import { namespaceQuotaOf, type QuotaLedger } from './quota.ts';
+import type { Organization } from '../../api/tenancy.ts';
+import type { UserInfo } from '../../kube/access.ts';
+import type { KubeObject } from '../../kube/resources.ts';
+import { type AdmissionRequest, allow, deny, mutate, type Verdict } from '../../webhook/admission.ts';
+import type { ConfigSource, Directory, EffectiveConfig, PrivilegeCheck } from '../model.ts';
+import { matchesAny, reservedFor } from '../policy/config.ts';
+import { enforcedChanges, guardrailsOf, type OrganizationGuardrails } from '../policy/guardrails.ts';
+import { namespaceQuotaOf } from '../policy/namespace-quota.ts';
+import type { QuotaLedger } from '../quota/ledger.ts';
+import { serviceAccountNamespace } from './identity.ts';
 
 export interface NamespacePolicyDeps {
   config: ConfigSource;

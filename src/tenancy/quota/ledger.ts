@@ -1,7 +1,7 @@
 // Namespace quota per organization, safe under concurrency and across webhook replicas. Counting the
 // cache alone would let 20 parallel creates at quota-1 all pass; instead decisions go through a
 // per-organization ledger ConfigMap written with a compare-and-swap on resourceVersion, so the API
-// server orders them (format and arithmetic: `quota-ledger.ts`).
+// server orders them (format and arithmetic: `ledger-format.ts`).
 //
 // A write per namespace would cost every tenant's create a second API round trip (measured: 5 of the
 // 7 ms the policy took). So while an organization is far from its quota, a replica takes a block of
@@ -19,15 +19,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter } from 'prom-client';
-import type { Organization } from '../api/tenancy.ts';
-import { isAlreadyExists, isConflict, type KubeClient } from '../kube/client.ts';
-import type { Informer } from '../kube/informer.ts';
-import type { Logger } from '../kube/log.ts';
-import type { Manager } from '../kube/manager.ts';
-import { registry } from '../kube/metrics.ts';
-import { type KubeObject, Resources } from '../kube/resources.ts';
-import type { EffectiveConfig } from './config.ts';
-import { type Directory, isTerminating } from './directory.ts';
+import { isAlreadyExists, isConflict, type KubeClient } from '../../kube/client.ts';
+import type { Informer } from '../../kube/informer.ts';
+import type { Logger } from '../../kube/log.ts';
+import type { Manager } from '../../kube/manager.ts';
+import { registry } from '../../kube/metrics.ts';
+import { type KubeObject, Resources } from '../../kube/resources.ts';
+import { type Directory, isTerminating } from '../model.ts';
 import {
   grantSize,
   type Ledger,
@@ -37,7 +35,7 @@ import {
   serializeLedger,
   slotKey,
   usage,
-} from './quota-ledger.ts';
+} from './ledger-format.ts';
 
 interface ConfigMap extends KubeObject {
   data?: Record<string, string>;
@@ -81,19 +79,6 @@ const defaultTuning: QuotaTuning = {
   settleMs: 5_000,
   returnGraceMs: 1_000,
 };
-
-/** How many namespaces an organization may own: its own number, else its usage profile's, else the default. */
-export function namespaceQuotaOf(
-  directory: Directory,
-  organization: Organization,
-  config: EffectiveConfig,
-): number {
-  return (
-    organization.spec.namespaceQuota ??
-    directory.profileFor(organization, config.activeUsageProfile)?.spec.namespaceCount ??
-    config.defaultNamespaceQuota
-  );
-}
 
 export type QuotaDecision =
   | { ok: true }
