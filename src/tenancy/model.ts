@@ -6,6 +6,9 @@ import type { UserInfo } from '../kube/access.ts';
 import type { Informer } from '../kube/informer.ts';
 import type { KubeObject } from '../kube/resources.ts';
 
+/** The API group of tenancy's kinds (Organization, TenancyConfig, UsageProfile, TenantUser). */
+export const tenancyGroup = 'tenancy.tenantkit.io';
+
 // --- Configuration ---
 
 export interface EffectiveConfig {
