@@ -90,6 +90,9 @@ export interface Directory {
  */
 export const notForTenantsLabel = 'tenancy.tenantkit.io/not-for-tenants';
 
+/** On what tenantkit makes for an organization (bindings, quota parts, ledgers, its policy): whose it is. */
+export const organizationAnnotation = 'tenancy.tenantkit.io/organization';
+
 /** On ResourceQuotas and LimitRanges tenantkit manages in tenants' namespaces: tenants may not change them. */
 export const reservedLabel = 'tenancy.tenantkit.io/reserved';
 

@@ -12,7 +12,7 @@ import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, Resources } from '../../kube/resources.ts';
 import { type ConfigSource, type Directory, isTerminating } from '../model.ts';
 import { reservedFor } from '../policy/config.ts';
-import { guardrailsOf, missingMetadata } from '../policy/guardrails.ts';
+import { guardrailsOf, missingMetadata, type OrganizationGuardrails } from '../policy/guardrails.ts';
 
 const fieldManager = 'tenantkit-guardrails';
 
@@ -41,6 +41,7 @@ export function registerNamespaceMetadataController(
     .complete(new NamespaceMetadataReconciler({ organizations, directory, config }));
 }
 
+/** One namespace: the labels and annotations its organization's guardrails require, where one is missing. */
 export class NamespaceMetadataReconciler extends ReconcilerOf<Sources> {
   override async reconcile(name: string, ctx: ReconcileContext): Promise<ReconcileResult | undefined> {
     const config = this.from.config();
@@ -55,6 +56,21 @@ export class NamespaceMetadataReconciler extends ReconcilerOf<Sources> {
       ...Object.entries(missing.labels).map(([k, v]) => `label ${k}=${v}`),
       ...Object.entries(missing.annotations).map(([k, v]) => `annotation ${k}=${v}`),
     ].join(', ');
+    await this.applyRequired(ctx, ns, organization, g, keys);
+    return undefined;
+  }
+
+  /**
+   * Writes every required key (server-side apply, under its own field manager), with an Event; a value
+   * the API server refuses (not a valid label value, say) waits for the admin's fix, with a warning.
+   */
+  private async applyRequired(
+    ctx: ReconcileContext,
+    ns: KubeObject,
+    organization: string,
+    g: OrganizationGuardrails,
+    keys: string,
+  ): Promise<void> {
     try {
       await ctx.client.apply(
         Resources.namespaces,
@@ -62,7 +78,7 @@ export class NamespaceMetadataReconciler extends ReconcilerOf<Sources> {
           apiVersion: 'v1',
           kind: 'Namespace',
           metadata: {
-            name,
+            name: ns.metadata.name,
             labels: { ...g.rules.namespaceLabels },
             annotations: { ...g.rules.namespaceAnnotations },
           },
@@ -70,7 +86,6 @@ export class NamespaceMetadataReconciler extends ReconcilerOf<Sources> {
         { fieldManager, force: true },
       );
     } catch (err) {
-      // A value the API server refuses (not a valid label value, say) waits for the admin's fix.
       if (!isInvalid(err)) throw err;
       ctx.events.record(
         ns,
@@ -79,7 +94,7 @@ export class NamespaceMetadataReconciler extends ReconcilerOf<Sources> {
         'Reconcile',
         `organization "${organization}" requires ${keys} here, which the API server refuses: ${(err as Error).message}; a cluster admin corrects the organization's guardrails`,
       );
-      return undefined;
+      return;
     }
     ctx.events.record(
       ns,
@@ -88,6 +103,5 @@ export class NamespaceMetadataReconciler extends ReconcilerOf<Sources> {
       'Reconcile',
       `set ${keys}, as organization "${organization}" requires`,
     );
-    return undefined;
   }
 }

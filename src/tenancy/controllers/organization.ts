@@ -14,7 +14,13 @@ import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
 import { StatusWriter } from '../../kube/status.ts';
-import { type ConfigSource, type Directory, isTerminating, type Namespace } from '../model.ts';
+import {
+  type ConfigSource,
+  type Directory,
+  isTerminating,
+  type Namespace,
+  organizationAnnotation,
+} from '../model.ts';
 import { type ClassKind, classKinds, guardrailsOf, usableClasses } from '../policy/guardrails.ts';
 import { memberSubjects } from '../policy/members.ts';
 import { namespaceQuotaOf } from '../policy/namespace-quota.ts';
@@ -322,7 +328,7 @@ export class OrganizationReconciler extends ReconcilerOf<Sources> {
 function ownedBy(organization: Organization) {
   return {
     labels: { 'app.kubernetes.io/managed-by': managedBy },
-    annotations: { 'tenancy.tenantkit.io/organization': organization.metadata.name! },
+    annotations: { [organizationAnnotation]: organization.metadata.name! },
     ownerReferences: [
       {
         apiVersion: `${OrganizationCrd.type.group}/${OrganizationCrd.type.version}`,

@@ -8,7 +8,7 @@ import { semanticEqual } from '../../kube/equality.ts';
 import type { Informer } from '../../kube/informer.ts';
 import { parseQuantity } from '../../kube/quantity.ts';
 import { type KubeObject, Resources } from '../../kube/resources.ts';
-import { organizationQuotaName, quotaManagedBy, reservedLabel } from '../model.ts';
+import { organizationAnnotation, organizationQuotaName, quotaManagedBy, reservedLabel } from '../model.ts';
 import {
   lowers,
   type NamespacePart,
@@ -16,8 +16,6 @@ import {
   type QuotaPlan,
   worthSharing,
 } from '../policy/organization-quota.ts';
-
-const organizationAnnotation = 'tenancy.tenantkit.io/organization';
 
 export interface ResourceQuota extends KubeObject {
   spec?: { hard?: Record<string, string> };

@@ -11,9 +11,14 @@ import {
   type UsageProfile,
   UsageProfileCrd,
 } from '../../api/tenancy.ts';
-import { generationChanged } from '../../kube/controller.ts';
+import {
+  generationChanged,
+  type ReconcileContext,
+  type ReconcileResult,
+  ReconcilerOf,
+} from '../../kube/controller.ts';
 import { semanticEqual } from '../../kube/equality.ts';
-import { ByNamespace } from '../../kube/informer.ts';
+import { ByNamespace, type Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
 import { type ConfigSource, type Directory, isTerminating, type Namespace, reservedLabel } from '../model.ts';
@@ -71,6 +76,15 @@ export function desiredObjects(
   return { objects, problems };
 }
 
+interface Sources {
+  organizations: Informer<Organization>;
+  profiles: Informer<UsageProfile>;
+  /** The objects of ours, by kind (ResourceQuota, LimitRange). */
+  informers: Record<string, Informer<SpecObject>>;
+  directory: Directory;
+  config: ConfigSource;
+}
+
 export function registerUsageProfileController(
   manager: Manager,
   config: ConfigSource,
@@ -102,54 +116,70 @@ export function registerUsageProfileController(
       { predicate: generationChanged },
     );
   for (const type of Object.values(kinds)) builder.watches(type, inNamespace);
-  builder.complete(async (name, { client, events }) => {
-    const ns = directory.namespace(name);
-    const cfg = config();
-    const orgName = ns?.metadata.labels?.[cfg.organizationLabel];
+  builder.complete(new UsageProfileReconciler({ organizations, profiles, informers, directory, config }));
+}
+
+/** One organization namespace: its profile's objects applied, and ours the profile no longer lists gone. */
+export class UsageProfileReconciler extends ReconcilerOf<Sources> {
+  override async reconcile(name: string, ctx: ReconcileContext): Promise<ReconcileResult | undefined> {
+    const ns = this.from.directory.namespace(name);
+    const config = this.from.config();
+    const orgName = ns?.metadata.labels?.[config.organizationLabel];
     if (!ns || isTerminating(ns) || !orgName) return undefined;
-    const organization = organizations.get(orgName);
-    const profileName = organization?.spec.usageProfile ?? cfg.activeUsageProfile;
-    const profile = profileName ? profiles.get(profileName) : undefined;
+    const organization = this.from.organizations.get(orgName);
+    const profileName = organization?.spec.usageProfile ?? config.activeUsageProfile;
+    const profile = profileName ? this.from.profiles.get(profileName) : undefined;
     const { objects, problems } = profile ? desiredObjects(profile, ns) : { objects: [], problems: [] };
     for (const problem of problems)
-      events.record(profile!, 'Warning', 'InvalidResource', 'Reconcile', problem);
+      ctx.events.record(profile!, 'Warning', 'InvalidResource', 'Reconcile', problem);
+    for (const object of objects) await this.applyObject(ctx, ns, object, profileName);
+    await this.prune(ctx, name, new Set(objects.map((o) => `${o.kind}/${o.metadata.name}`)));
+    return undefined;
+  }
 
-    const wanted = new Set(objects.map((o) => `${o.kind}/${o.metadata.name}`));
-    for (const object of objects) {
-      const type = kinds[object.kind!]!;
-      const cached = informers[object.kind!]!.get(`${name}/${object.metadata.name}`);
-      if (
-        cached &&
-        semanticEqual(cached.spec, object.spec) &&
-        cached.metadata.labels?.[reservedLabel] === 'true'
-      )
-        continue;
-      if (!cached) {
-        // Not in our label-filtered cache: it may exist without our label (someone else's object).
-        const existing = await client.get<SpecObject>(type, object.metadata.name!, name);
-        if (existing && existing.metadata.labels?.['app.kubernetes.io/managed-by'] !== managedBy) {
-          events.record(
-            ns,
-            'Warning',
-            'UsageProfileConflict',
-            'Reconcile',
-            `${object.kind} ${object.metadata.name} exists and was not created by tenantkit; it is left as it is, so usage profile ${profileName} is not fully applied here. Delete or rename it to let tenantkit manage it.`,
-          );
-          continue;
-        }
+  /** One of the profile's objects, written unless up to date; an object of that name not ours is reported. */
+  private async applyObject(
+    ctx: ReconcileContext,
+    ns: Namespace,
+    object: SpecObject,
+    profileName: string,
+  ): Promise<void> {
+    const name = ns.metadata.name!;
+    const type = kinds[object.kind!]!;
+    const cached = this.from.informers[object.kind!]!.get(`${name}/${object.metadata.name}`);
+    if (
+      cached &&
+      semanticEqual(cached.spec, object.spec) &&
+      cached.metadata.labels?.[reservedLabel] === 'true'
+    )
+      return;
+    if (!cached) {
+      // Not in our label-filtered cache: it may exist without our label (someone else's object).
+      const existing = await ctx.client.get<SpecObject>(type, object.metadata.name!, name);
+      if (existing && existing.metadata.labels?.['app.kubernetes.io/managed-by'] !== managedBy) {
+        ctx.events.record(
+          ns,
+          'Warning',
+          'UsageProfileConflict',
+          'Reconcile',
+          `${object.kind} ${object.metadata.name} exists and was not created by tenantkit; it is left as it is, so usage profile ${profileName} is not fully applied here. Delete or rename it to let tenantkit manage it.`,
+        );
+        return;
       }
-      await client.apply(type, object, { fieldManager, force: true });
     }
-    // Objects of ours that the profile no longer lists (or no profile applies any more).
-    for (const [kind, informer] of Object.entries(informers)) {
+    await ctx.client.apply(type, object, { fieldManager, force: true });
+  }
+
+  /** Objects of ours that the profile no longer lists (or no profile applies any more). */
+  private async prune(ctx: ReconcileContext, name: string, wanted: Set<string>): Promise<void> {
+    for (const [kind, informer] of Object.entries(this.from.informers)) {
       for (const object of informer.byIndex(ByNamespace, name)) {
         if (!wanted.has(`${kind}/${object.metadata.name}`)) {
-          await client.delete(kinds[kind]!, object.metadata.name!, name, {
+          await ctx.client.delete(kinds[kind]!, object.metadata.name!, name, {
             preconditions: { uid: object.metadata.uid! },
           });
         }
       }
     }
-    return undefined;
-  });
+  }
 }

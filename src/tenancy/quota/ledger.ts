@@ -25,7 +25,7 @@ import type { Logger } from '../../kube/log.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { registry } from '../../kube/metrics.ts';
 import { type KubeObject, Resources } from '../../kube/resources.ts';
-import { type Directory, isTerminating } from '../model.ts';
+import { type Directory, isTerminating, organizationAnnotation } from '../model.ts';
 import {
   grantSize,
   type Ledger,
@@ -360,7 +360,7 @@ export class QuotaLedger {
         name: state.name,
         namespace: state.namespace,
         labels: { [ledgerLabel]: ledgerValue },
-        annotations: { 'tenancy.tenantkit.io/organization': state.organization },
+        annotations: { [organizationAnnotation]: state.organization },
         ...(current ? { resourceVersion: current.metadata.resourceVersion } : {}),
       },
       data,
