@@ -1,14 +1,7 @@
 // Deterministic names for everything the scopes controllers create. A name is a function of what the
 // object is for (template, instance, role), never of time or a counter, so a stale cache or a crash can
-// never produce a second copy, and a hash of the full identity keeps two templates from colliding.
+// never produce a second copy, and a hash of the full identity keeps two templates from colliding. The labels and annotations on them are in model.ts.
 import { createHash } from 'node:crypto';
-
-export const managedByLabel = 'app.kubernetes.io/managed-by';
-export const managedBy = 'tenantkit-scopes';
-export const templateAnnotation = 'scopes.tenantkit.io/template';
-export const instanceAnnotation = 'scopes.tenantkit.io/instance';
-export const roleAnnotation = 'scopes.tenantkit.io/role';
-export const fieldManager = 'tenantkit-scopes';
 
 function shortHash(...parts: string[]): string {
   return createHash('sha256').update(parts.join('\u0000')).digest('hex').slice(0, 10);

@@ -7,15 +7,15 @@
 //   there or holds all its rules there. A namespaceSelector (which can match namespaces created later)
 //   and a cluster-wide instance are checked at cluster scope;
 // - rules granting escalate/bind/impersonate or `*` on RBAC resources need a cluster admin.
-import { type ScopeInstance, type ScopeTemplate, ScopeTemplateCrd } from '../api/scopes.ts';
-import type { UserInfo } from '../kube/access.ts';
-import { type AccessQuery, mapLimit, subjectCan } from '../kube/access.ts';
-import type { KubeClient } from '../kube/client.ts';
-import type { Informer } from '../kube/informer.ts';
-import { isEmptySelector } from '../kube/selectors.ts';
-import { type AdmissionRequest, allow, deny, type Verdict } from '../webhook/admission.ts';
-import type { PolicyRule, TemplateRole } from './desired.ts';
-import { clusterRoleName } from './names.ts';
+import { type ScopeInstance, type ScopeTemplate, ScopeTemplateCrd } from '../../api/scopes.ts';
+import type { UserInfo } from '../../kube/access.ts';
+import { type AccessQuery, mapLimit, subjectCan } from '../../kube/access.ts';
+import type { KubeClient } from '../../kube/client.ts';
+import type { Informer } from '../../kube/informer.ts';
+import { isEmptySelector } from '../../kube/selectors.ts';
+import { type AdmissionRequest, allow, deny, type Verdict } from '../../webhook/admission.ts';
+import type { PolicyRule, TemplateRole } from '../model.ts';
+import { clusterRoleName } from '../policy/names.ts';
 
 const rbacGroup = 'rbac.authorization.k8s.io';
 const rbacResources = ['roles', 'clusterroles', 'rolebindings', 'clusterrolebindings', '*'];

@@ -1,35 +1,20 @@
 // The objects a template or instance should produce, as pure functions of the specs.
-import type { ScopeInstance, ScopeTemplate } from '../api/scopes.ts';
-import { stableJson } from '../kube/equality.ts';
-import type { KubeObject, OwnerReference } from '../kube/resources.ts';
+import type { ScopeInstance, ScopeTemplate } from '../../api/scopes.ts';
+import { stableJson } from '../../kube/equality.ts';
+import type { KubeObject, OwnerReference } from '../../kube/resources.ts';
 import {
-  bindingName,
-  clusterRoleName,
+  type Binding,
+  type ClusterRole,
   instanceAnnotation,
   managedBy,
   managedByLabel,
+  type PolicyRule,
+  type RbacSubject,
   roleAnnotation,
+  type TemplateRole,
   templateAnnotation,
-} from './names.ts';
-
-export type TemplateRole = ScopeTemplate['spec']['clusterRoles'][number];
-export type PolicyRule = TemplateRole['rules'][number];
-
-export interface RbacSubject {
-  kind: string;
-  name: string;
-  namespace?: string;
-  apiGroup?: string;
-}
-
-export interface ClusterRole extends KubeObject {
-  rules?: PolicyRule[];
-}
-
-export interface Binding extends KubeObject {
-  roleRef: { apiGroup: string; kind: string; name: string };
-  subjects?: RbacSubject[];
-}
+} from '../model.ts';
+import { bindingName, clusterRoleName } from './names.ts';
 
 function ownerOf(object: KubeObject, kind: string): OwnerReference {
   return {

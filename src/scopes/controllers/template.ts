@@ -1,16 +1,21 @@
 // ScopeTemplate controller: a template's ClusterRoles exist exactly while at least one ScopeInstance
 // references the template. A ClusterRole is removed only once no binding of ours points at it any more,
 // so a subject never loses access during a change (instances move their bindings first).
-import { type ScopeInstance, ScopeInstanceCrd, type ScopeTemplate, ScopeTemplateCrd } from '../api/scopes.ts';
-import type { ConditionInput } from '../kube/conditions.ts';
-import { type ReconcileContext, type ReconcileResult, ReconcilerOf } from '../kube/controller.ts';
-import { ensureOwned } from '../kube/ensure.ts';
-import { ByOwner, type Informer } from '../kube/informer.ts';
-import type { Manager } from '../kube/manager.ts';
-import { type KubeObject, Resources } from '../kube/resources.ts';
-import { StatusWriter } from '../kube/status.ts';
-import { type Binding, type ClusterRole, desiredClusterRole, roleUpToDate } from './desired.ts';
-import { fieldManager, templateAnnotation } from './names.ts';
+import {
+  type ScopeInstance,
+  ScopeInstanceCrd,
+  type ScopeTemplate,
+  ScopeTemplateCrd,
+} from '../../api/scopes.ts';
+import type { ConditionInput } from '../../kube/conditions.ts';
+import { type ReconcileContext, type ReconcileResult, ReconcilerOf } from '../../kube/controller.ts';
+import { ensureOwned } from '../../kube/ensure.ts';
+import { ByOwner, type Informer } from '../../kube/informer.ts';
+import type { Manager } from '../../kube/manager.ts';
+import { type KubeObject, Resources } from '../../kube/resources.ts';
+import { StatusWriter } from '../../kube/status.ts';
+import { type Binding, type ClusterRole, fieldManager, templateAnnotation } from '../model.ts';
+import { desiredClusterRole, roleUpToDate } from '../policy/desired.ts';
 import {
   ByRoleRef,
   ByTemplate,
@@ -19,7 +24,7 @@ import {
   scopedBindingTypes,
   scopedClusterRoles,
   templateOf,
-} from './types.ts';
+} from './caches.ts';
 
 /** What the template controller reads, wired by registerTemplateController. */
 export interface TemplateSources {

@@ -5,18 +5,30 @@
 // Namespace names are reused, so a listed namespace is bound only while its UID is the one pinned for
 // the admitted spec (see pinNamespaces): a namespace deleted and re-created by someone else is not.
 import { isDeepStrictEqual } from 'node:util';
-import { type ScopeInstance, ScopeInstanceCrd, type ScopeTemplate, ScopeTemplateCrd } from '../api/scopes.ts';
-import { mapLimit } from '../kube/access.ts';
-import type { ConditionInput } from '../kube/conditions.ts';
-import { type ReconcileContext, type ReconcileResult, ReconcilerOf } from '../kube/controller.ts';
-import { ensureOwned } from '../kube/ensure.ts';
-import { ByOwner, type Informer } from '../kube/informer.ts';
-import type { Manager } from '../kube/manager.ts';
-import { type KubeObject, Resources } from '../kube/resources.ts';
-import { compileSelector, isEmptySelector, type LabelSelector } from '../kube/selectors.ts';
-import { StatusWriter } from '../kube/status.ts';
-import { type Binding, bindingUpToDate, type ClusterRole, desiredBinding, ownedBy } from './desired.ts';
-import { clusterRoleName, fieldManager, templateAnnotation } from './names.ts';
+import {
+  type ScopeInstance,
+  ScopeInstanceCrd,
+  type ScopeTemplate,
+  ScopeTemplateCrd,
+} from '../../api/scopes.ts';
+import { mapLimit } from '../../kube/access.ts';
+import type { ConditionInput } from '../../kube/conditions.ts';
+import { type ReconcileContext, type ReconcileResult, ReconcilerOf } from '../../kube/controller.ts';
+import { ensureOwned } from '../../kube/ensure.ts';
+import { ByOwner, type Informer } from '../../kube/informer.ts';
+import type { Manager } from '../../kube/manager.ts';
+import { Resources } from '../../kube/resources.ts';
+import { compileSelector, isEmptySelector, type LabelSelector } from '../../kube/selectors.ts';
+import { StatusWriter } from '../../kube/status.ts';
+import {
+  type Binding,
+  type ClusterRole,
+  fieldManager,
+  type Namespace,
+  templateAnnotation,
+} from '../model.ts';
+import { bindingUpToDate, desiredBinding, ownedBy } from '../policy/desired.ts';
+import { clusterRoleName } from '../policy/names.ts';
 import {
   ByListedNamespace,
   BySelector,
@@ -25,11 +37,7 @@ import {
   scopedClusterRoleBindings,
   scopedClusterRoles,
   scopedRoleBindings,
-} from './types.ts';
-
-export interface Namespace extends KubeObject {
-  status?: { phase?: string };
-}
+} from './caches.ts';
 
 export interface Failure {
   namespace: string;

@@ -1,11 +1,10 @@
 // The cached views the scopes controllers share: only objects labelled as ours are cached, so memory
 // follows what tenantkit created, not the size of the cluster's RBAC.
-import type { ScopeInstance } from '../api/scopes.ts';
-import type { Informer } from '../kube/informer.ts';
-import { type KubeObject, Resources, type ResourceType } from '../kube/resources.ts';
-import { isEmptySelector } from '../kube/selectors.ts';
-import type { Binding } from './desired.ts';
-import { managedBy, managedByLabel } from './names.ts';
+import type { ScopeInstance } from '../../api/scopes.ts';
+import type { Informer } from '../../kube/informer.ts';
+import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
+import { isEmptySelector } from '../../kube/selectors.ts';
+import { type Binding, managedBy, managedByLabel } from '../model.ts';
 
 const ours = `${managedByLabel}=${managedBy}`;
 export const scopedClusterRoles: ResourceType = { ...Resources.clusterRoles, labelSelector: ours };
