@@ -22,65 +22,22 @@ import { ByNamespace, type Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
 import { type ConfigSource, type Directory, isTerminating, type Namespace, reservedLabel } from '../model.ts';
+import { desiredObjects, managedBy, type ProfileKind, type SpecObject } from '../policy/usage-profile.ts';
 
-const managedBy = 'tenantkit-usage-profile';
 const selector = `app.kubernetes.io/managed-by=${managedBy}`;
 const fieldManager = 'tenantkit-usage-profile';
-export const quotaOverridePrefix = 'resourcequota.tenantkit.io/';
 
-interface SpecObject extends KubeObject {
-  spec?: Record<string, unknown>;
-}
-
-const kinds: Record<string, ResourceType> = {
+/** The informer of each kind a profile may hold (only the objects of ours). */
+const kinds: Record<ProfileKind, ResourceType> = {
   ResourceQuota: { ...Resources.resourceQuotas, labelSelector: selector },
   LimitRange: { ...Resources.limitRanges, labelSelector: selector },
 };
-
-/** The profile's objects for one namespace, with the namespace's admin overrides applied. */
-export function desiredObjects(
-  profile: UsageProfile,
-  ns: Namespace,
-): { objects: SpecObject[]; problems: string[] } {
-  const problems: string[] = [];
-  const objects: SpecObject[] = [];
-  for (const [name, template] of Object.entries(profile.spec.resources ?? {})) {
-    const t = template as SpecObject;
-    if (!t.kind || !Object.hasOwn(kinds, t.kind)) {
-      problems.push(
-        `resources.${name}: kind ${t.kind ?? '(none)'} is not supported; use ResourceQuota or LimitRange`,
-      );
-      continue;
-    }
-    const spec = structuredClone(t.spec ?? {});
-    if (t.kind === 'ResourceQuota') {
-      const hard = { ...((spec.hard as Record<string, string>) ?? {}) };
-      for (const [key, value] of Object.entries(ns.metadata.annotations ?? {})) {
-        if (key.startsWith(`${quotaOverridePrefix}${name}.`))
-          hard[key.slice(quotaOverridePrefix.length + name.length + 1)] = value;
-      }
-      spec.hard = hard;
-    }
-    objects.push({
-      apiVersion: 'v1',
-      kind: t.kind,
-      metadata: {
-        name,
-        namespace: ns.metadata.name!,
-        labels: { [reservedLabel]: 'true', 'app.kubernetes.io/managed-by': managedBy },
-        annotations: { 'tenancy.tenantkit.io/usage-profile': profile.metadata.name! },
-      },
-      spec,
-    });
-  }
-  return { objects, problems };
-}
 
 interface Sources {
   organizations: Informer<Organization>;
   profiles: Informer<UsageProfile>;
   /** The objects of ours, by kind (ResourceQuota, LimitRange). */
-  informers: Record<string, Informer<SpecObject>>;
+  informers: Record<ProfileKind, Informer<SpecObject>>;
   directory: Directory;
   config: ConfigSource;
 }
@@ -94,7 +51,7 @@ export function registerUsageProfileController(
   const profiles = manager.informer<UsageProfile>(UsageProfileCrd.type);
   const informers = Object.fromEntries(
     Object.entries(kinds).map(([kind, type]) => [kind, manager.informer<SpecObject>(type)]),
-  );
+  ) as Record<ProfileKind, Informer<SpecObject>>;
   const orgNamespaces = () =>
     directory.namespaces
       .list()
@@ -145,8 +102,8 @@ export class UsageProfileReconciler extends ReconcilerOf<Sources> {
     profileName: string,
   ): Promise<void> {
     const name = ns.metadata.name!;
-    const type = kinds[object.kind!]!;
-    const cached = this.from.informers[object.kind!]!.get(`${name}/${object.metadata.name}`);
+    const type = kinds[object.kind as ProfileKind];
+    const cached = this.from.informers[object.kind as ProfileKind].get(`${name}/${object.metadata.name}`);
     if (
       cached &&
       semanticEqual(cached.spec, object.spec) &&
@@ -175,7 +132,7 @@ export class UsageProfileReconciler extends ReconcilerOf<Sources> {
     for (const [kind, informer] of Object.entries(this.from.informers)) {
       for (const object of informer.byIndex(ByNamespace, name)) {
         if (!wanted.has(`${kind}/${object.metadata.name}`)) {
-          await ctx.client.delete(kinds[kind]!, object.metadata.name!, name, {
+          await ctx.client.delete(kinds[kind as ProfileKind], object.metadata.name!, name, {
             preconditions: { uid: object.metadata.uid! },
           });
         }
