@@ -90,6 +90,12 @@ export interface Directory {
  */
 export const notForTenantsLabel = 'tenancy.tenantkit.io/not-for-tenants';
 
+/**
+ * The managed-by label value and field manager of what the organization controllers make: the members'
+ * RoleBindings in its namespaces, its reader ClusterRole and binding, its AdminNetworkPolicy.
+ */
+export const tenancyManagedBy = 'tenantkit-tenancy';
+
 /** On what tenantkit makes for an organization (bindings, quota parts, ledgers, its policy): whose it is. */
 export const organizationAnnotation = 'tenancy.tenantkit.io/organization';
 

@@ -19,14 +19,20 @@ import { semanticEqual } from '../../kube/equality.ts';
 import { ByNamespace, type Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, Resources } from '../../kube/resources.ts';
-import { type ConfigSource, type Directory, isTerminating, organizationAnnotation } from '../model.ts';
+import {
+  type ConfigSource,
+  type Directory,
+  isTerminating,
+  organizationAnnotation,
+  tenancyManagedBy,
+} from '../model.ts';
 import { reservedFor } from '../policy/config.ts';
 import { memberSubjects } from '../policy/members.ts';
 
 export const skipLabel = 'tenancy.tenantkit.io/skip-organization-rbac';
 export const uninitializedAnnotation = 'tenancy.tenantkit.io/uninitialized';
-const managedBy = 'tenantkit-tenancy';
-const fieldManager = 'tenantkit-tenancy';
+const managedBy = tenancyManagedBy;
+const fieldManager = tenancyManagedBy;
 
 interface RoleBinding extends KubeObject {
   roleRef: { apiGroup: string; kind: string; name: string };

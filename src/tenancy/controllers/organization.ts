@@ -20,6 +20,7 @@ import {
   isTerminating,
   type Namespace,
   organizationAnnotation,
+  tenancyManagedBy,
 } from '../model.ts';
 import { type ClassKind, classKinds, guardrailsOf, usableClasses } from '../policy/guardrails.ts';
 import { memberSubjects } from '../policy/members.ts';
@@ -39,8 +40,8 @@ import {
   shareQuota,
 } from './quota-sharing.ts';
 
-const managedBy = 'tenantkit-tenancy';
-const fieldManager = 'tenantkit-tenancy';
+const managedBy = tenancyManagedBy;
+const fieldManager = tenancyManagedBy;
 const selector = `app.kubernetes.io/managed-by=${managedBy}`;
 /** Namespaces listed in status (the count is always complete). */
 const maxListed = 1000;
