@@ -3,7 +3,7 @@
 import { OrganizationCrd, TenantUserCrd } from '../../src/api/tenancy.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { namespaceCreatorRole, tenancyUserClusterRoles } from '../../src/tenancy/tenant-roles.ts';
+import { namespaceCreatorRole, tenancyUserClusterRoles } from '../../src/tenancy/policy/tenant-roles.ts';
 
 /** Two example tenants: each owns one namespace through their group. */
 export const exampleTenants = [

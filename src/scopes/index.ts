@@ -1,11 +1,10 @@
-// Scoped RBAC: ScopeTemplate / ScopeInstance controllers and their escalation guard.
-import { ScopeInstanceCrd, type ScopeTemplate, ScopeTemplateCrd } from '../api/scopes.ts';
+// Scoped RBAC: the scopes capability's one entry point (ScopeTemplate / ScopeInstance controllers, and
+// the escalation guard declared in admission/webhooks.ts).
 import type { Capability } from '../capability.ts';
-import { reviewInstance, reviewTemplate } from './escalation.ts';
-import { registerInstanceController } from './instance-controller.ts';
-import { registerTemplateController } from './template-controller.ts';
-
-const group = 'operators.coreos.com';
+import { scopesWebhooks } from './admission/webhooks.ts';
+import { registerInstanceController } from './controllers/instance.ts';
+import { registerTemplateController } from './controllers/template.ts';
+import { scopesGroup as group } from './model.ts';
 
 export const scopes: Capability = {
   name: 'scopes',
@@ -44,36 +43,5 @@ export const scopes: Capability = {
     registerTemplateController(manager);
     registerInstanceController(manager);
   },
-  webhooks({ client, manager }) {
-    const templates = manager.informer<ScopeTemplate>(ScopeTemplateCrd.type);
-    const rule = (resource: string) => ({
-      operations: ['CREATE' as const, 'UPDATE' as const],
-      apiGroups: ['operators.coreos.com'],
-      apiVersions: ['v1alpha1'],
-      resources: [resource],
-    });
-    return [
-      {
-        name: 'scopetemplates-escalation',
-        type: 'validating',
-        // Fail closed: an outage must not let anyone grant what they do not hold.
-        failurePolicy: 'Fail',
-        timeoutSeconds: 10,
-        rules: [rule('scopetemplates')],
-        specSchema: ScopeTemplateCrd.spec,
-        specRequired: true,
-        handler: (req) => reviewTemplate(client, req),
-      },
-      {
-        name: 'scopeinstances-escalation',
-        type: 'validating',
-        failurePolicy: 'Fail',
-        timeoutSeconds: 10,
-        rules: [rule('scopeinstances')],
-        specSchema: ScopeInstanceCrd.spec,
-        specRequired: true,
-        handler: (req) => reviewInstance(client, templates, req),
-      },
-    ];
-  },
+  webhooks: (ctx) => scopesWebhooks(ctx),
 };

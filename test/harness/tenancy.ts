@@ -4,7 +4,7 @@
 import { OrganizationCrd, TenancyConfigCrd } from '../../src/api/tenancy.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { organizationBindingName } from '../../src/tenancy/org-rbac-controller.ts';
+import { organizationBindingName } from '../../src/tenancy/controllers/org-rbac.ts';
 import { eventually, type TestCluster } from './cluster.ts';
 
 export const organizationLabel = 'appuio.io/organization';

@@ -14,7 +14,7 @@ import {
   type AdminNetworkPolicy,
   adminNetworkPolicies,
   isolationPolicyName,
-} from '../../src/tenancy/network-isolation.ts';
+} from '../../src/tenancy/policy/network-isolation.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { runCapability } from '../harness/components.ts';
 import { nodeSkipReason, startTestNode, stopTestNode } from '../harness/node.ts';

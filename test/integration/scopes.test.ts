@@ -13,7 +13,8 @@ import {
 import { ApiError, type KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { scopes } from '../../src/scopes/index.ts';
-import { bindingName, clusterRoleName, managedBy, managedByLabel } from '../../src/scopes/names.ts';
+import { managedBy, managedByLabel } from '../../src/scopes/model.ts';
+import { bindingName, clusterRoleName } from '../../src/scopes/policy/names.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { type RunningCapability, runCapability } from '../harness/components.ts';
 

@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Organization, OrganizationCrd, TenancyConfigCrd } from '../../src/api/tenancy.ts';
 import { type ApiError, type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { type KubeObject, Resources, resourceType } from '../../src/kube/resources.ts';
+import { organizationBindingName } from '../../src/tenancy/controllers/org-rbac.ts';
 import { tenancy } from '../../src/tenancy/index.ts';
-import { organizationBindingName } from '../../src/tenancy/org-rbac-controller.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { runCapability } from '../harness/components.ts';
 

@@ -9,9 +9,9 @@ import { silentLogger } from '../../src/kube/log.ts';
 import { Manager } from '../../src/kube/manager.ts';
 import { registry } from '../../src/kube/metrics.ts';
 import { Resources } from '../../src/kube/resources.ts';
-import { directory } from '../../src/tenancy/directory.ts';
+import { directory } from '../../src/tenancy/caches/directory.ts';
 import { tenancy } from '../../src/tenancy/index.ts';
-import { type QuotaDecision, QuotaLedger } from '../../src/tenancy/quota.ts';
+import { type QuotaDecision, QuotaLedger } from '../../src/tenancy/quota/ledger.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { componentKubeconfig, componentUser } from '../harness/components.ts';
 

@@ -15,10 +15,10 @@ import { type ApiError, type KubeClient, PatchType } from '../../src/kube/client
 import { registry } from '../../src/kube/metrics.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { createCA } from '../../src/serving/certs.ts';
+import { organizationBindingName } from '../../src/tenancy/controllers/org-rbac.ts';
 import { tenancy } from '../../src/tenancy/index.ts';
-import { organizationBindingName } from '../../src/tenancy/org-rbac-controller.ts';
-import { reservedLabel } from '../../src/tenancy/reserved-objects.ts';
-import { namespaceCreatorRole, tenancyUserClusterRoles } from '../../src/tenancy/tenant-roles.ts';
+import { reservedLabel } from '../../src/tenancy/model.ts';
+import { namespaceCreatorRole, tenancyUserClusterRoles } from '../../src/tenancy/policy/tenant-roles.ts';
 import { type AdmissionReview, allow, mutate } from '../../src/webhook/admission.ts';
 import { ProjectRequestStandInCrd, ProjectStandInCrd, UserStandInCrd } from '../fixtures/openshift.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';

@@ -3,7 +3,7 @@
 // host names, and enforced namespace metadata.
 import { describe, expect, it } from 'vitest';
 import type { Organization } from '../../src/api/tenancy.ts';
-import { effective } from '../../src/tenancy/config.ts';
+import { effective } from '../../src/tenancy/policy/config.ts';
 import {
   classProblem,
   defaultedClass,
@@ -14,7 +14,7 @@ import {
   missingMetadata,
   registryCovers,
   repositoryOf,
-} from '../../src/tenancy/guardrails.ts';
+} from '../../src/tenancy/policy/guardrails.ts';
 
 const org = (guardrails: NonNullable<Organization['spec']['guardrails']>): Organization =>
   ({ metadata: { name: 'acme' }, spec: { guardrails } }) as Organization;

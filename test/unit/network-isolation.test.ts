@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Organization } from '../../src/api/tenancy.ts';
-import { effective } from '../../src/tenancy/config.ts';
-import { isolationOf, isolationPolicy } from '../../src/tenancy/network-isolation.ts';
+import { effective } from '../../src/tenancy/policy/config.ts';
+import { isolationOf, isolationPolicy } from '../../src/tenancy/policy/network-isolation.ts';
 
 const config = (networkIsolation?: Record<string, unknown>) =>
   effective({ metadata: { name: 'cluster' }, spec: networkIsolation ? { networkIsolation } : {} } as never);

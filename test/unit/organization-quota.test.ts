@@ -2,7 +2,12 @@
 // room goes to the namespaces with the least, and usage changes cost a write only when a namespace runs low.
 import { describe, expect, it } from 'vitest';
 import { parseQuantity } from '../../src/kube/quantity.ts';
-import { formatQuantity, lowers, planQuota, worthSharing } from '../../src/tenancy/organization-quota.ts';
+import {
+  formatQuantity,
+  lowers,
+  planQuota,
+  worthSharing,
+} from '../../src/tenancy/policy/organization-quota.ts';
 
 const sum = (parts: Map<string, Record<string, string>>, resource: string) =>
   [...parts.values()].reduce((s, p) => s + (parseQuantity(p[resource]) ?? 0), 0);

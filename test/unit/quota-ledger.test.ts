@@ -9,7 +9,7 @@ import {
   serializeLedger,
   slotKey,
   usage,
-} from '../../src/tenancy/quota-ledger.ts';
+} from '../../src/tenancy/quota/ledger-format.ts';
 
 const now = 1_000_000;
 const minute = 60_000;
@@ -125,7 +125,7 @@ describe('namespace quota ledger', () => {
 
 describe('grant size', () => {
   it('is a quarter of what is left, at most the block size, and none below two slots', async () => {
-    const { grantSize } = await import('../../src/tenancy/quota-ledger.ts');
+    const { grantSize } = await import('../../src/tenancy/quota/ledger-format.ts');
     expect(grantSize(1000, 0, 32)).toBe(32);
     expect(grantSize(100, 20, 32)).toBe(20);
     expect(grantSize(10, 0, 32)).toBe(2);

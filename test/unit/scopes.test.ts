@@ -1,14 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { ScopeInstance, ScopeTemplate } from '../../src/api/scopes.ts';
+import { permissionsOf, privilegedRules } from '../../src/scopes/admission/escalation.ts';
+import { planBindings } from '../../src/scopes/controllers/instance.ts';
+import type { Namespace } from '../../src/scopes/model.ts';
 import {
   bindingUpToDate,
   desiredBinding,
   desiredClusterRole,
   roleUpToDate,
-} from '../../src/scopes/desired.ts';
-import { permissionsOf, privilegedRules } from '../../src/scopes/escalation.ts';
-import { type Namespace, planBindings } from '../../src/scopes/instance-controller.ts';
-import { bindingName, clusterRoleName } from '../../src/scopes/names.ts';
+} from '../../src/scopes/policy/desired.ts';
+import { bindingName, clusterRoleName } from '../../src/scopes/policy/names.ts';
 
 const template = {
   metadata: { name: 'tpl', uid: 'uid-t' },

@@ -1,10 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import type { TenancyConfig } from '../../src/api/tenancy.ts';
 import { parseQuantity } from '../../src/kube/quantity.ts';
-import { claimVolumeVerdict } from '../../src/tenancy/claim-volume.ts';
-import { defaults, effective, matchesAny, unknownConfigKeys, wildcard } from '../../src/tenancy/config.ts';
-import { serviceAccountNamespace } from '../../src/tenancy/identity.ts';
-import { parseSelector } from '../../src/tenancy/pod-policy.ts';
+import { claimVolumeVerdict } from '../../src/tenancy/admission/claim-volume.ts';
+import { serviceAccountNamespace } from '../../src/tenancy/admission/identity.ts';
+import { parseSelector } from '../../src/tenancy/admission/pod-policy.ts';
+import {
+  defaults,
+  effective,
+  matchesAny,
+  unknownConfigKeys,
+  wildcard,
+} from '../../src/tenancy/policy/config.ts';
 
 describe('tenancy configuration', () => {
   it('matches wildcards against whole values only', () => {

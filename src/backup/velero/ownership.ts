@@ -16,7 +16,7 @@
 // (the UID recorded on the Backup) or belongs to the same organization (the organization recorded on it):
 // {@link ownerNow}. A Backup with neither record (made before tenantkit recorded them) belongs to nobody
 // until an admin annotates it (docs/backup.md, "Backups made before owners were recorded").
-import { defaults as tenancyDefaults } from '../../tenancy/config.ts';
+import { defaults as tenancyDefaults } from '../../tenancy/policy/config.ts';
 import { Annotations, Labels, ManagedByValue } from './names.ts';
 
 export interface OwnedBackup {
