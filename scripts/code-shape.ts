@@ -155,6 +155,9 @@ if (folder === src) {
   // Parts any part of a capability may import: its contract, its pure rules, its entry point, and a room
   // that itself imports nothing of the capability but those (a library of its own, e.g. backup's velero/).
   const base = new Set(['model', 'policy', 'index']);
+  // The wiring of a capability may import any of its parts: its entry point, its commands, and the
+  // components it starts as processes of their own (search's API and collector).
+  const composing = new Set(['index', 'cli', 'components']);
   const leaf = new Set<string>();
   const parts = new Map<string, Set<string>>();
   for (const [path, targets] of imports) {
@@ -188,7 +191,7 @@ if (folder === src) {
         from.capability &&
         from.capability === to.capability &&
         from.part !== to.part &&
-        from.part !== 'index' &&
+        !composing.has(from.part ?? '') &&
         !shared(to.capability, to.part)
       )
         internals.push(line);

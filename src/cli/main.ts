@@ -78,9 +78,9 @@ async function main(argv: string[]): Promise<void> {
     case 'webhooks':
       return (await import('./webhooks.ts')).webhooks(rest);
     case 'search':
-      return (await import('./search.ts')).searchCommand(rest, () => shutdownSignal().signal);
+      return (await import('../search/cli/search.ts')).searchCommand(rest, () => shutdownSignal().signal);
     case 'namespaces':
-      return (await import('../search/client/namespaces.ts')).namespacesCommand(rest);
+      return (await import('../search/cli/namespaces.ts')).namespacesCommand(rest);
     case 'backup':
       return (await import('../backup/client/backup.ts')).backupCommand(rest);
     case 'restore':

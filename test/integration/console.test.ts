@@ -12,7 +12,7 @@ import { DefaultSocketsPerUser, TokenProtocolPrefix } from '../../src/console/mo
 import type { ConsoleServer } from '../../src/console/server/server.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { type SearchService, startSearchService } from '../../src/search/service.ts';
+import { type SearchService, startSearchService } from '../../src/search/components/service.ts';
 import { createCA } from '../../src/serving/certs.ts';
 import { ProjectStandInCrd } from '../fixtures/openshift.ts';
 import { type BackupEnvironment, startBackupEnvironment } from '../harness/backup.ts';

@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { silentLogger } from '../../src/kube/log.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { type SearchService, startSearchService } from '../../src/search/components/service.ts';
 import { SearchUserClusterRoleName } from '../../src/search/index.ts';
 import { HubCluster, type IndexedResource, type ResourceData } from '../../src/search/model.ts';
-import { type SearchService, startSearchService } from '../../src/search/service.ts';
 import { createCA } from '../../src/serving/certs.ts';
 import {
   applyMutation,

@@ -5,7 +5,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/kube/log.ts';
 import type { Database } from '../../src/search/db/postgres.ts';
 import { Indexer } from '../../src/search/indexer/indexer.ts';
-import { InvalidBatchError } from '../../src/search/indexer/validate.ts';
 import {
   type AccessSet,
   BackPressureError,
@@ -16,6 +15,7 @@ import {
   type ResourceData,
   type SearchEvent,
 } from '../../src/search/model.ts';
+import { InvalidBatchError } from '../../src/search/policy/batch.ts';
 import { PostgresSearch } from '../../src/search/query/engine.ts';
 import { WatchHub } from '../../src/search/query/watch.ts';
 import { startTestDatabase } from '../harness/postgres.ts';

@@ -14,7 +14,7 @@ import type { ControlPlane } from '../../devenv/controlplane/launch.ts';
 import { nodeIP } from '../../devenv/node/network.ts';
 import { type ApiError, KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources, resourceType } from '../../src/kube/resources.ts';
-import type { SearchService } from '../../src/search/service.ts';
+import type { SearchService } from '../../src/search/components/service.ts';
 import { eventually } from '../harness/cluster.ts';
 import { nodeSkipReason } from '../harness/node.ts';
 import { type ProjectsCluster, startProjectsCluster } from '../harness/projects.ts';

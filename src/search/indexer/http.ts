@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { readBody } from '../../serving/https.ts';
 import { BackPressureError, type IndexBatch, type IndexSink, type SearchUser } from '../model.ts';
-import { InvalidBatchError } from './validate.ts';
+import { InvalidBatchError } from '../policy/batch.ts';
 
 export const indexerPathPrefix = '/searchindexer/clusters/';
 /** The RBAC attributes a collector needs on the hub to write one cluster's rows. */

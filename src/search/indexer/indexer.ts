@@ -7,8 +7,8 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { searchMetrics } from '../metrics.ts';
 import { BackPressureError, type IndexBatch, type IndexSink } from '../model.ts';
+import { validateBatch } from '../policy/batch.ts';
 import { deleteResources, pruneType, pruneTypesExcept, upsertResources } from './statements.ts';
-import { validateBatch } from './validate.ts';
 
 export interface IndexerOptions {
   pool: pg.Pool;

@@ -4,8 +4,8 @@
 // `edit` and `admin` roles bound in a namespace give), answered from the same local access sets the search
 // API uses, never from an API call per request. The rules here are pure; server.ts serves them.
 import type { KubeObject } from '../../kube/resources.ts';
-import { shortAge } from '../client/table.ts';
 import type { AccessSet, ResourceGrant } from '../model.ts';
+import { shortAge } from '../text/table.ts';
 
 export const ProjectGroup = 'project.openshift.io';
 export const ProjectVersion = 'v1';

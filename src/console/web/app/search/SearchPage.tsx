@@ -12,8 +12,8 @@ import {
   Spinner,
 } from '@patternfly/react-core';
 import { useEffect, useState } from 'react';
-import { parseSearchText } from '../../../../search/client/query-text.ts';
-import { shortAge } from '../../../../search/client/table.ts';
+import { parseSearchText } from '../../../../search/text/query-text.ts';
+import { shortAge } from '../../../../search/text/table.ts';
 import type { Api, SearchEvent } from '../shell/http.ts';
 import { InputForm } from '../shell/InputForm.tsx';
 import { ResourceTable, type Row } from '../shell/ResourceTable.tsx';

@@ -3,7 +3,7 @@
 import { parseArgs } from 'node:util';
 import { ApiError, KubeClient } from '../../kube/client.ts';
 import type { KubeObject } from '../../kube/resources.ts';
-import { shortAge } from './table.ts';
+import { shortAge } from '../text/table.ts';
 
 export const namespacesUsage = `Usage:
   tenantkit namespaces [-o table|name|json]

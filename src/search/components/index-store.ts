@@ -1,12 +1,12 @@
 // Opens the search index: the database (a URL, or the embedded server in a directory), its schema, and
 // the parts that use it (indexer, query engine, watch hub). Every search process starts here.
 import type { Logger } from 'pino';
-import { migrate } from './db/migrations.ts';
-import { connect, type Database, startEmbedded } from './db/postgres.ts';
-import { Indexer } from './indexer/indexer.ts';
-import { HubCluster } from './model.ts';
-import { PostgresSearch, type QueryLimits } from './query/engine.ts';
-import { WatchHub } from './query/watch.ts';
+import { migrate } from '../db/migrations.ts';
+import { connect, type Database, startEmbedded } from '../db/postgres.ts';
+import { Indexer } from '../indexer/indexer.ts';
+import { HubCluster } from '../model.ts';
+import { PostgresSearch, type QueryLimits } from '../query/engine.ts';
+import { WatchHub } from '../query/watch.ts';
 
 export interface IndexStoreOptions {
   /** A PostgreSQL URL (production); without one, the embedded server runs in `embeddedDir`. */

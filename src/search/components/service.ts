@@ -3,22 +3,23 @@
 // endpoint. `tenantkit search api|indexer` and `tenantkit dev` all start here; the hub's collector is
 // started beside it (see collector/).
 import type { Logger } from 'pino';
-import { subjectCan } from '../kube/access.ts';
-import type { KubeClient } from '../kube/client.ts';
-import { Informer } from '../kube/informer.ts';
-import { type KubeObject, Resources } from '../kube/resources.ts';
-import type { ServingCertificate } from '../serving/https.ts';
-import { RbacAccessProvider } from './access/provider.ts';
-import { TokenAuthenticator } from './api/authn.ts';
-import type { Message } from './api/resolvers.ts';
-import { type SearchApiLimits, SearchServer } from './api/server.ts';
-import { Collector } from './collector/collector.ts';
+import { subjectCan } from '../../kube/access.ts';
+import type { KubeClient } from '../../kube/client.ts';
+import { Informer } from '../../kube/informer.ts';
+import { type KubeObject, Resources } from '../../kube/resources.ts';
+import type { ServingCertificate } from '../../serving/https.ts';
+import { RbacAccessProvider } from '../access/provider.ts';
+import { Collector } from '../collector/collector.ts';
+import { TokenAuthenticator } from '../graphql/authn.ts';
+import type { Message } from '../graphql/resolvers.ts';
+import { type SearchApiLimits, SearchServer } from '../graphql/server.ts';
+import { clusterWriteAuthorizer } from '../indexer/authorize.ts';
+import { indexerEndpoint } from '../indexer/http.ts';
+import { frontProxyConfig } from '../projects/front-proxy.ts';
+import type { Namespace } from '../projects/projects.ts';
+import { ProjectsServer } from '../projects/server.ts';
+import type { QueryLimits } from '../query/engine.ts';
 import { type IndexStore, openIndexStore } from './index-store.ts';
-import { clusterWriteAuthorizer } from './indexer/authorize.ts';
-import { frontProxyConfig } from './projects/front-proxy.ts';
-import type { Namespace } from './projects/projects.ts';
-import { ProjectsServer } from './projects/server.ts';
-import type { QueryLimits } from './query/engine.ts';
 
 export interface SearchServiceOptions {
   client: KubeClient;
@@ -164,7 +165,14 @@ export async function startSearchService(
         }
       : {}),
     ...(options.indexer !== false
-      ? { indexer: { sink: store.indexer, mayWrite: clusterWriteAuthorizer(client) } }
+      ? {
+          indexer: indexerEndpoint({
+            sink: store.indexer,
+            logger,
+            authenticate: (token) => authenticator.authenticate(token),
+            mayWrite: clusterWriteAuthorizer(client),
+          }),
+        }
       : {}),
     ready: () => access.hasSynced(),
   });

@@ -35,9 +35,8 @@ import {
   SearchUserClusterRoleName,
   SearchVerb,
 } from '../access/search-api.ts';
-import { indexerEndpoint } from '../indexer/http.ts';
 import { searchMetrics } from '../metrics.ts';
-import type { AccessProvider, AccessSet, IndexSink, SearchBackend, SearchUser } from '../model.ts';
+import type { AccessProvider, AccessSet, SearchBackend, SearchUser } from '../model.ts';
 import { AcmTokenCookie, tokenFromHeaders } from './authn.ts';
 import { parseBounded } from './document-limits.ts';
 import { type Message, type SearchContext, searchRoot } from './resolvers.ts';
@@ -75,8 +74,11 @@ export interface SearchServerOptions {
     messages?: () => Message[];
     limits?: Partial<SearchApiLimits>;
   };
-  /** Serve the collectors' endpoint (managed clusters push here). */
-  indexer?: { sink: IndexSink; mayWrite(user: SearchUser, cluster: string): Promise<boolean> };
+  /**
+   * The collectors' endpoint (managed clusters push here), served beside the API when this process
+   * indexes: it answers the requests it takes (true) and leaves the others to the API.
+   */
+  indexer?: (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
   /** /readyz answers 503 until this returns true. */
   ready?: () => boolean;
   /**
@@ -173,7 +175,6 @@ export class SearchServer {
   private readonly limits: SearchApiLimits;
   private readonly contexts = new WeakMap<IncomingMessage, SearchContext>();
   private readonly handleGraphql: Handler<IncomingMessage, undefined>;
-  private readonly handleIndexer: ReturnType<typeof indexerEndpoint> | undefined;
   private readonly ws: WebSocketServer;
   private disposeWs?: () => Promise<void> | void;
 
@@ -197,14 +198,6 @@ export class SearchServer {
       parse: parseBounded,
       context: (req) => this.contexts.get(req.raw)!,
     });
-    this.handleIndexer = options.indexer
-      ? indexerEndpoint({
-          sink: options.indexer.sink,
-          logger: options.logger,
-          authenticate: options.authenticate,
-          mayWrite: options.indexer.mayWrite,
-        })
-      : undefined;
     this.ws = new WebSocketServer({ noServer: true, maxPayload: this.limits.maxBodyBytes });
     this.disposeWs = useServer<Record<string, unknown>, { user?: SearchUser }>(
       {
@@ -339,7 +332,7 @@ export class SearchServer {
       return void res.writeHead(ready ? 200 : 503).end(ready ? 'ok' : 'not ready');
     }
     if (req.method === 'GET' && path === '/metrics') return this.metrics(req, res);
-    if (this.handleIndexer && (await this.handleIndexer(req, res))) return;
+    if (this.options.indexer && (await this.options.indexer(req, res))) return;
     if (path !== graphqlPath || !this.options.api) return void res.writeHead(404).end('not found');
 
     const stop = searchMetrics.apiSeconds.startTimer();

@@ -3,19 +3,19 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { KubeClient } from '../kube/client.ts';
-import { createLogger } from '../kube/log.ts';
-import { RbacAccessProvider } from '../search/access/provider.ts';
-import { compareWithRulesReview } from '../search/access/verify.ts';
-import { discoverEndpoint, graphql, type SearchEndpoint } from '../search/client/client.ts';
-import { parseSearchText } from '../search/client/query-text.ts';
-import { renderTable } from '../search/client/table.ts';
-import { Collector } from '../search/collector/collector.ts';
-import { openIndexStore } from '../search/index-store.ts';
-import { RemoteSink } from '../search/indexer/remote-sink.ts';
-import type { Item } from '../search/model.ts';
-import { startSearchService } from '../search/service.ts';
-import { servingTls, servingTlsOptions } from '../serving/options.ts';
+import { KubeClient } from '../../kube/client.ts';
+import { createLogger } from '../../kube/log.ts';
+import { servingTls, servingTlsOptions } from '../../serving/options.ts';
+import { RbacAccessProvider } from '../access/provider.ts';
+import { compareWithRulesReview } from '../access/verify.ts';
+import { Collector } from '../collector/collector.ts';
+import { openIndexStore } from '../components/index-store.ts';
+import { startSearchService } from '../components/service.ts';
+import { RemoteSink } from '../indexer/remote-sink.ts';
+import type { Item } from '../model.ts';
+import { parseSearchText } from '../text/query-text.ts';
+import { renderTable } from '../text/table.ts';
+import { discoverEndpoint, graphql, type SearchEndpoint } from './client.ts';
 
 export const searchUsage = `Usage:
   tenantkit search QUERY [-o table|json|yaml|name] [--limit N] [--search-url URL] [--ca-file FILE]
