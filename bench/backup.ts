@@ -30,9 +30,9 @@ import {
   NonAdminRestoreCrd,
 } from '../src/api/backup.ts';
 import { type Backup, finishedPhases, type Restore, VeleroResources } from '../src/api/velero.ts';
-import { RequesterAnnotation, requesterValue } from '../src/backup/admission/requester.ts';
 import { registerNabController } from '../src/backup/controllers/nab.ts';
 import { registerNarController } from '../src/backup/controllers/nar.ts';
+import { RequesterAnnotation, requesterValue } from '../src/backup/model.ts';
 import type { LocalNode } from '../src/controlplane/node-launch.ts';
 import { startVelero } from '../src/controlplane/velero-launch.ts';
 import { mapLimit } from '../src/kube/access.ts';

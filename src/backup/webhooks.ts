@@ -24,7 +24,8 @@ import { reviewNonAdminDownloadRequest } from './admission/download.ts';
 import { reviewNonAdminBackupStorageLocation } from './admission/location.ts';
 import { recordRequester, requesterUnchanged } from './admission/requester.ts';
 import { reviewNonAdminSchedule } from './admission/schedule.ts';
-import { ownerships, reviewSyncedFrom } from './controllers/adopt.ts';
+import { reviewSyncedFrom } from './admission/synced-from.ts';
+import { ownerships } from './velero/ownerships.ts';
 
 type Kind = {
   type: { group: string; version: string; plural: string };

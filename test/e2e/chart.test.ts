@@ -7,7 +7,7 @@ import { request as httpsRequest } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/api/backup.ts';
 import { VeleroResources } from '../../src/api/velero.ts';
-import { Annotations } from '../../src/backup/velero/names.ts';
+import { Annotations } from '../../src/backup/model.ts';
 import type { LocalNode } from '../../src/controlplane/node-launch.ts';
 import { nodeIP } from '../../src/controlplane/node-network.ts';
 import type { KubeClient } from '../../src/kube/client.ts';

@@ -15,7 +15,7 @@ import {
   processedDeleteRequestMaxAgeMs,
 } from '../../src/backup/controllers/gc-rules.ts';
 import { backup } from '../../src/backup/index.ts';
-import { Labels, managedLabels } from '../../src/backup/velero/names.ts';
+import { Labels, managedLabels } from '../../src/backup/model.ts';
 import { baseControllerRules } from '../../src/cli/capabilities.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { silentLogger } from '../../src/kube/log.ts';

@@ -19,8 +19,8 @@ import {
 } from '../../src/backup/client/spec.ts';
 import { operationTable } from '../../src/backup/client/verbs.ts';
 import { type Caches, resolveTarget } from '../../src/backup/controllers/nadr-resolve.ts';
+import { Annotations, Labels } from '../../src/backup/model.ts';
 import { msUntilExpiry, targetOwner, targetProblems } from '../../src/backup/policy/nadr-target.ts';
-import { Annotations, Labels } from '../../src/backup/velero/names.ts';
 import { ApiError } from '../../src/kube/client.ts';
 import type { Informer } from '../../src/kube/informer.ts';
 import type { KubeObject } from '../../src/kube/resources.ts';

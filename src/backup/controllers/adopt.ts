@@ -2,7 +2,7 @@
 // found without a NonAdminBackup. Such a NAB carries the label `Labels.syncedFrom` (value: the Velero
 // Backup's name, which for a NonAdminBackup's own Backup is also its NACUUID) and no status; the NAB
 // controller then adopts that Backup instead of making one, but only when tenantkit's own records say the
-// Backup belongs to the NAB's namespace (src/backup/velero/ownership.ts). Tenants can write labels, so the label
+// Backup belongs to the NAB's namespace (velero/ownership.ts, velero/ownerships.ts). Tenants can write labels, so the label
 // is only a request: the admission webhook and the controller both check it, and a NAB carrying it never
 // makes a Velero Backup of its own (that would duplicate the one it names).
 import { type NonAdminBackup, NonAdminBackupCrd } from '../../api/backup.ts';
@@ -10,157 +10,17 @@ import { VeleroResources } from '../../api/velero.ts';
 import { isAlreadyExists, isForbidden, isNotFound } from '../../kube/client.ts';
 import type { ReconcileContext } from '../../kube/controller.ts';
 import { ensureFinalizer } from '../../kube/finalizers.ts';
-import { ByNamespace, type Informer } from '../../kube/informer.ts';
-import type { Manager } from '../../kube/manager.ts';
-import { type KubeObject, type OwnerReference, Resources } from '../../kube/resources.ts';
+import type { KubeObject, OwnerReference } from '../../kube/resources.ts';
 import type { StatusWriter } from '../../kube/status.ts';
-import { type AdmissionRequest, deny, type Verdict } from '../../webhook/admission.ts';
-import { type BackupPolicy, currentPolicy } from '../policy/config.ts';
-import type { JsonObject } from '../policy/enforce.ts';
-import { Annotations, Labels } from '../velero/names.ts';
-import {
-  backupOwner,
-  defaultLocationOf,
-  type Location,
-  type NamespaceLike,
-  type Ownership,
-  ownerNow,
-} from '../velero/ownership.ts';
+import { Annotations, Labels, NabFinalizer, syncedFromOf, type VeleroBackup } from '../model.ts';
+import type { BackupPolicy } from '../policy/config.ts';
+import { adoptionProblem, type Ownerships } from '../velero/ownerships.ts';
 import { backOff } from './back-off.ts';
-import { NabFinalizer } from './nab-delete.ts';
 
-export type VeleroBackup = KubeObject & { spec?: JsonObject; status?: JsonObject };
-type Bsl = KubeObject & Location;
 type Status = NonNullable<NonAdminBackup['status']>;
-
-/** NABs by `<namespace>/<Velero Backup name>`: the one their status names and the one their label asks for. */
-export const ByBackupRef = 'backup/nab-backup-ref';
-const refsOf = (nab: NonAdminBackup): string[] => {
-  const ns = nab.metadata.namespace;
-  const refs = new Set<string>();
-  const status = nab.status?.veleroBackup?.name;
-  if (status) refs.add(`${ns}/${status}`);
-  const label = nab.metadata.labels?.[Labels.syncedFrom];
-  if (label) refs.add(`${ns}/${label}`);
-  return [...refs];
-};
-
-export const syncedFromOf = (o: KubeObject): string | undefined => o.metadata.labels?.[Labels.syncedFrom];
 
 /** Label values are at most 63 characters; a longer Backup name cannot be named by the label. */
 const maxLabelValue = 63;
-
-export interface Ownerships {
-  /** Every Velero Backup (not only tenantkit's: a tenant's bucket may hold Backups without its labels). */
-  backups: Informer<VeleroBackup>;
-  nabs: Informer<NonAdminBackup>;
-  backup(veleroNamespace: string, name: string): VeleroBackup | undefined;
-  ownerOf(backup: VeleroBackup): Ownership;
-  /** NABs of `namespace` that name `backupName` in their status or their sync label. */
-  nabsFor(namespace: string, backupName: string): NonAdminBackup[];
-  /** The namespace of that name as it is now (cache), if it exists. */
-  namespace(name: string): (KubeObject & NamespaceLike) | undefined;
-  /** Why `namespace` may not restore from `backup`, or undefined when it may (see restoreProblem). */
-  restoreProblem(backup: VeleroBackup, namespace: string): string | undefined;
-}
-
-/**
- * The caches the ownership rules read, from `manager` (shared with every controller that asks). The
- * webhook passes `nabs: false`: it needs no NonAdminBackup cache (nor the right to list them).
- */
-export function ownerships(manager: Manager, options: { nabs?: boolean } = {}): Ownerships {
-  const backups = manager.informer<VeleroBackup>(VeleroResources.backups);
-  const bsls = manager.informer<Bsl>(VeleroResources.backupStorageLocations);
-  const namespaces = manager.informer<KubeObject & NamespaceLike>(Resources.namespaces);
-  const cache = options.nabs === false ? undefined : manager.informer<NonAdminBackup>(NonAdminBackupCrd.type);
-  cache?.addIndex(ByBackupRef, refsOf);
-  const nabs = () => {
-    if (!cache) throw new Error('ownerships() was made without the NonAdminBackup cache');
-    return cache;
-  };
-  return {
-    backups,
-    get nabs() {
-      return nabs();
-    },
-    backup: (ns, name) => backups.get(`${ns}/${name}`),
-    ownerOf(backup) {
-      const ns = backup.metadata.namespace!;
-      const claimed = backupOwner(
-        backup,
-        (name) => bsls.get(`${ns}/${name}`),
-        () => defaultLocationOf(bsls.byIndex(ByNamespace, ns)),
-      );
-      // The namespace of that name now, as an instance and an organization: never the name alone.
-      return ownerNow(claimed, backup, (name) => namespaces.get(name));
-    },
-    nabsFor: (namespace, backupName) => nabs().byIndex(ByBackupRef, `${namespace}/${backupName}`),
-    namespace: (name) => namespaces.get(name),
-    restoreProblem(backup, namespace) {
-      return restoreProblem(this, backup, namespace);
-    },
-  };
-}
-
-/**
- * Why `namespace` may not restore from Velero Backup `backup`, or undefined when it may: the backup must
- * be the namespace's now (velero/ownership.ts: its instance or its organization, never its name alone).
- */
-function restoreProblem(o: Ownerships, backup: VeleroBackup, namespace: string): string | undefined {
-  const owner = o.ownerOf(backup);
-  if (owner.namespace === namespace) return undefined;
-  const refused = `Velero Backup ${backup.metadata.name} does not belong to namespace ${namespace}`;
-  return owner.namespace !== undefined
-    ? `${refused} (it is namespace ${owner.namespace}'s)`
-    : `${refused}: ${owner.why}`;
-}
-
-/**
- * Why `namespace` may not have a NAB for Velero Backup `name`, or undefined when it may. The one check the
- * webhook and the controller share.
- */
-export function adoptionProblem(
-  o: Ownerships,
-  policy: BackupPolicy,
-  namespace: string,
-  name: string,
-): string | undefined {
-  const label = `label ${Labels.syncedFrom}=${name}`;
-  const fix = 'only tenantkit sets this label; remove it (or delete this NonAdminBackup)';
-  const backup = o.backup(policy.veleroNamespace, name);
-  // One message for "missing" and "someone else's": a tenant learns nothing about other tenants' backups.
-  if (!backup || o.ownerOf(backup).namespace !== namespace) {
-    return `${label} names a Velero Backup that does not exist or does not belong to namespace ${namespace}; ${fix}`;
-  }
-  return undefined;
-}
-
-/**
- * Admission: a tenant may not point the sync label at a backup that is not its namespace's, nor change or
- * remove it once set (tenantkit's own NABs always name their namespace's backups, so they pass).
- */
-export function reviewSyncedFrom(
-  o: Ownerships,
-  configs: Parameters<typeof currentPolicy>[0],
-  request: AdmissionRequest<NonAdminBackup>,
-): Verdict | undefined {
-  const nab = request.object;
-  if (!nab || request.operation === 'DELETE') return undefined;
-  const now = syncedFromOf(nab);
-  const before = request.oldObject ? syncedFromOf(request.oldObject) : undefined;
-  const invalid = (message: string): Verdict => deny(message, 422, 'Invalid');
-  if (request.operation === 'UPDATE' && request.oldObject && before !== now) {
-    if (before !== undefined || request.oldObject.status?.veleroBackup?.nacuuid) {
-      return invalid(
-        `label ${Labels.syncedFrom} cannot be added, changed or removed on an existing NonAdminBackup; create a new NonAdminBackup instead`,
-      );
-    }
-  }
-  if (now === undefined || now === before) return undefined;
-  const namespace = request.namespace ?? nab.metadata.namespace ?? '';
-  const problem = adoptionProblem(o, currentPolicy(configs), namespace, now);
-  return problem ? invalid(problem) : undefined;
-}
 
 /**
  * The Velero Backup an adopted NAB mirrors (by the name in its status), while it still belongs to the

@@ -9,11 +9,16 @@ import type { Informer } from '../../kube/informer.ts';
 import type { Logger } from '../../kube/log.ts';
 import { registry } from '../../kube/metrics.ts';
 import { type KubeObject, Resources } from '../../kube/resources.ts';
-import { Annotations, Labels, managedLabels, managedSelector } from '../velero/names.ts';
-import { backupOwner, defaultLocationOf, type Location, type OwnedBackup } from '../velero/ownership.ts';
-import { isManaged } from './caches.ts';
 import {
+  Annotations,
   GcReasonAnnotation,
+  isManaged,
+  Labels,
+  managedLabels,
+  managedSelector,
+} from '../model.ts';
+import { backupOwner, defaultLocationOf, type Location, type OwnedBackup } from '../velero/ownership.ts';
+import {
   identityOf,
   type Obj,
   type OriginKind,

@@ -13,14 +13,11 @@ import {
 import { VeleroResources } from '../../api/velero.ts';
 import type { ConditionInput } from '../../kube/conditions.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
-import { Annotations, Labels } from '../velero/names.ts';
-import { isManaged } from './caches.ts';
+import { Annotations, isManaged, Labels } from '../model.ts';
 
 /** Field manager of the config's GarbageCollected condition. */
 export const GcFieldManager = 'tenantkit-backup-gc';
 export const GarbageCollectedCondition = 'GarbageCollected';
-/** On a DeleteBackupRequest GC made: why. */
-export const GcReasonAnnotation = 'backup.tenantkit.io/garbage-collection';
 /** Velero removes processed DeleteBackupRequests after a day; GC does the same for tenantkit's. */
 export const processedDeleteRequestMaxAgeMs = 24 * 3600_000;
 export type Obj = KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };

@@ -4,8 +4,9 @@
 import { type NonAdminBackupStorageLocation, NonAdminBackupStorageLocationCrd } from '../../api/backup.ts';
 import type { Manager } from '../../kube/manager.ts';
 import type { KubeObject } from '../../kube/resources.ts';
-import { Annotations, Labels, managedLabels, nacObjectName } from '../velero/names.ts';
-import { Index, managedCache } from './caches.ts';
+import { Annotations, Index, Labels, managedLabels } from '../model.ts';
+import { nacObjectName } from '../velero/names.ts';
+import { managedCache } from './caches.ts';
 
 /** A v4 UUID as randomUUID() writes it. */
 const uuidV4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

@@ -7,8 +7,8 @@
 import { finishedPhases, VeleroResources } from '../../api/velero.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
-import { Labels } from '../velero/names.ts';
-import { managedCache, type VeleroObject } from './caches.ts';
+import { Labels, type VeleroObject } from '../model.ts';
+import { managedCache } from './caches.ts';
 
 const ByStorageLocation = 'backup/storage-location';
 const storageLocationOf = (b: VeleroObject) =>

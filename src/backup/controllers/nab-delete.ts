@@ -7,11 +7,9 @@ import type { ReconcileContext, ReconcileResult } from '../../kube/controller.ts
 import { removeFinalizer } from '../../kube/finalizers.ts';
 import type { KubeObject } from '../../kube/resources.ts';
 import type { StatusWriter } from '../../kube/status.ts';
-import { Annotations, Labels } from '../velero/names.ts';
-import type { VeleroObject } from './caches.ts';
+import { Annotations, Labels, NabFinalizer, type VeleroObject } from '../model.ts';
 import { createOnce, managedMeta } from './velero-objects.ts';
 
-export const NabFinalizer = 'tenantkit.io/nonadminbackup';
 type Status = NonNullable<NonAdminBackup['status']>;
 
 /** What the deletion reads of one reconcile of the NAB. */

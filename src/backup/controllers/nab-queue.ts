@@ -4,10 +4,8 @@ import type { NonAdminBackup } from '../../api/backup.ts';
 import { finishedPhases } from '../../api/velero.ts';
 import { type Condition, findCondition } from '../../kube/conditions.ts';
 import { objectKey } from '../../kube/resources.ts';
+import { Annotations, syncedFromOf, type VeleroObject } from '../model.ts';
 import type { BackupPolicy } from '../policy/config.ts';
-import { Annotations } from '../velero/names.ts';
-import { syncedFromOf } from './adopt.ts';
-import type { VeleroObject } from './caches.ts';
 
 /** Reasons a NAB with a NACUUID waits before its Velero Backup is made (see the gate in the reconcile). */
 const waitingReasons = new Set(['StorageLocationUnavailable', 'NamespaceQueueLimit']);

@@ -25,27 +25,30 @@ import { type BackupPolicy, configType, currentPolicy, NonAdminDisabled } from '
 import { type JsonObject, withEnforced } from '../policy/enforce.ts';
 import { backupSpecProblems } from '../policy/validate.ts';
 import { withForcedBackupFields } from '../policy/velero-filters.ts';
-import { Annotations, isNacObjectName, Labels, nacObjectName } from '../velero/names.ts';
-import {
-  adoptedBackup,
-  nabKeysFor,
-  type Ownerships,
-  ownerships,
-  reconcileAdoption,
-  syncedFromOf,
-} from './adopt.ts';
+import { isNacObjectName, nacObjectName } from '../velero/names.ts';
+import { adoptedBackup, nabKeysFor, reconcileAdoption } from './adopt.ts';
 import { backOff, type Refusal } from './back-off.ts';
-import { Index, ManagedTypes, managedCache, Origin, type VeleroObject } from './caches.ts';
-import { deleteBackup, NabFinalizer } from './nab-delete.ts';
+import { ManagedTypes, managedCache, Origin } from './caches.ts';
+import { deleteBackup } from './nab-delete.ts';
 import { inVeleroQueue, queueLimitReached, waiting } from './nab-queue.ts';
 
 export { NabFinalizer };
 
+import {
+  Annotations,
+  CreatedAtAnnotation,
+  Index,
+  Labels,
+  NabFinalizer,
+  syncedFromOf,
+  type VeleroObject,
+} from '../model.ts';
 import { originRecord } from '../velero/ownership.ts';
+import { type Ownerships, ownerships } from '../velero/ownerships.ts';
 import { type StorageLocationLookup, storageLocationLookup } from './location-lookup.ts';
 import { type LocationUse, locationUse } from './location-use.ts';
 import { backupProgress, type ProgressSource, withProgress } from './progress.ts';
-import { backupQueuePhases, CreatedAtAnnotation, type QueueTracker, trackQueue } from './queue.ts';
+import { backupQueuePhases, type QueueTracker, trackQueue } from './queue.ts';
 import { createOnce, managedMeta } from './velero-objects.ts';
 
 type Status = NonNullable<NonAdminBackup['status']>;

@@ -8,8 +8,8 @@ import type {
 import { NonAdminBackupStorageLocationRequestCrd } from '../../api/backup.ts';
 import { isAlreadyExists, isConflict, PatchType } from '../../kube/client.ts';
 import type { ReconcileContext } from '../../kube/controller.ts';
+import { Annotations, Labels, managedLabels } from '../model.ts';
 import { type Json, type JsonObject, jsonEqual } from '../policy/enforce.ts';
-import { Annotations, Labels, managedLabels } from '../velero/names.ts';
 import { isMadeFor } from './location-lookup.ts';
 
 const requestType = NonAdminBackupStorageLocationRequestCrd.type;

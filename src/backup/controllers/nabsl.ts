@@ -27,13 +27,14 @@ import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import type { KubeObject } from '../../kube/resources.ts';
 import { type StatusView, StatusWriter, type WriteOptions } from '../../kube/status.ts';
+import { Index, NabslFinalizer, type VeleroObject } from '../model.ts';
 import { bslSpecProblems, credentialProfile, veleroBslSpec } from '../policy/bsl-validate.ts';
 import { type BackupPolicy, configType, currentPolicy, NonAdminDisabled } from '../policy/config.ts';
 import { renderCredentials } from '../policy/credentials.ts';
 import { type JsonObject, jsonEqual } from '../policy/enforce.ts';
 import { nacObjectName } from '../velero/names.ts';
 import { EndpointProbeTimeoutMs, probeEndpoint } from './bsl-probe.ts';
-import { Index, ManagedTypes, managedCache, Origin, type VeleroObject } from './caches.ts';
+import { ManagedTypes, managedCache, Origin } from './caches.ts';
 import { isMadeFor, isNacuuidOf } from './location-lookup.ts';
 import { type LocationUse, locationUse } from './location-use.ts';
 import { approvalOf, ForeignObject } from './nabsl-approval.ts';
@@ -45,7 +46,6 @@ import {
   syncSecretCopy,
 } from './nabsl-objects.ts';
 
-export const NabslFinalizer = 'tenantkit.io/nonadminbackupstoragelocation';
 /**
  * How often an approved location's credential Secret is read again (tenantkit does not watch Secrets:
  * that would need list/watch on every Secret of the cluster). A change to the NABSL applies at once.

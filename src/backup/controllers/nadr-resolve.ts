@@ -3,10 +3,9 @@
 import type { NonAdminBackup, NonAdminRestore } from '../../api/backup.ts';
 import { finishedPhases } from '../../api/velero.ts';
 import type { Informer } from '../../kube/informer.ts';
+import { Annotations, Index, type VeleroObject } from '../model.ts';
 import type { TargetOwner } from '../policy/nadr-target.ts';
 import { targetOwner } from '../policy/nadr-target.ts';
-import { Annotations } from '../velero/names.ts';
-import { Index, type VeleroObject } from './caches.ts';
 
 /** Why a target cannot be downloaded (yet): a reason for the condition and a message for the tenant. */
 export interface Blocked {

@@ -31,15 +31,15 @@ import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, objectKey } from '../../kube/resources.ts';
 import { type StatusView, StatusWriter } from '../../kube/status.ts';
+import { Annotations, Index, Labels, NadrFinalizer } from '../model.ts';
 import { type BackupPolicy, configType, currentPolicy, NonAdminDisabled } from '../policy/config.ts';
 import { msUntilExpiry, type TargetOwner, targetOwner, targetProblems } from '../policy/nadr-target.ts';
-import { Annotations, Labels, nacObjectName } from '../velero/names.ts';
+import { nacObjectName } from '../velero/names.ts';
 import { backOff } from './back-off.ts';
-import { Index, ManagedTypes, managedCache, Origin } from './caches.ts';
+import { ManagedTypes, managedCache, Origin } from './caches.ts';
 import { type Blocked, type Caches, type Resolved, resolveTarget } from './nadr-resolve.ts';
 import { createOnce, managedMeta } from './velero-objects.ts';
 
-export const NadrFinalizer = 'tenantkit.io/nonadmindownloadrequest';
 /** NADRs by what they target, as `namespace/Kind/name`. */
 const ByTarget = 'backup/nadr-target';
 const targetOf = (o: NonAdminDownloadRequest): string[] => {

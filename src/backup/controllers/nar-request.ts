@@ -4,15 +4,14 @@
 import type { NonAdminBackup, NonAdminRestore } from '../../api/backup.ts';
 import type { UserInfo } from '../../kube/access.ts';
 import type { Informer } from '../../kube/informer.ts';
-import { requesterOf } from '../admission/requester.ts';
+import { Annotations, Index, requesterOf, type VeleroObject } from '../model.ts';
 import type { BackupPolicy } from '../policy/config.ts';
 import { type JsonObject, withEnforced } from '../policy/enforce.ts';
 import { enforceableRestoreSpec, restoreSpecProblems } from '../policy/validate.ts';
 import { withForcedRestoreFields } from '../policy/velero-filters.ts';
-import { Annotations } from '../velero/names.ts';
-import { adoptedBackup, type Ownerships } from './adopt.ts';
+import type { Ownerships } from '../velero/ownerships.ts';
+import { adoptedBackup } from './adopt.ts';
 import type { Refusal } from './back-off.ts';
-import { Index, type VeleroObject } from './caches.ts';
 
 /** A request that passed every check: where it restores from and as whom. */
 export interface Checked {

@@ -25,21 +25,30 @@ import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, objectKey } from '../../kube/resources.ts';
 import { type StatusView, StatusWriter } from '../../kube/status.ts';
-import { RequesterAnnotation, requesterOf, requesterValue } from '../admission/requester.ts';
+import {
+  Annotations,
+  CreatedAtAnnotation,
+  Index,
+  Labels,
+  NarFinalizer,
+  RequesterAnnotation,
+  requesterOf,
+  requesterValue,
+  type VeleroObject,
+} from '../model.ts';
 import { type BackupPolicy, configType, currentPolicy } from '../policy/config.ts';
-import { Annotations, isNacObjectName, Labels, nacObjectName } from '../velero/names.ts';
-import { type Ownerships, ownerships } from './adopt.ts';
+import { isNacObjectName, nacObjectName } from '../velero/names.ts';
+import { type Ownerships, ownerships } from '../velero/ownerships.ts';
 import { backOff, type Refusal } from './back-off.ts';
-import { Index, ManagedTypes, managedCache, Origin, type VeleroObject } from './caches.ts';
+import { ManagedTypes, managedCache, Origin } from './caches.ts';
 import { type LocationUse, locationUse } from './location-use.ts';
 import { type Checked, checkRequest, veleroRestoreSpec } from './nar-request.ts';
 import { type ProgressSource, restoreProgress, withProgress } from './progress.ts';
-import { CreatedAtAnnotation, type QueueTracker, restoreQueuePhases, trackQueue } from './queue.ts';
+import { type QueueTracker, restoreQueuePhases, trackQueue } from './queue.ts';
 import { RepositoryPasswordBuiltIn, weakRepositoryPassword } from './repository-key.ts';
 import { RestoreGuardPresence, readRefusals, refusalSummary } from './restore-guard.ts';
 import { createOnce, managedMeta } from './velero-objects.ts';
 
-export const NarFinalizer = 'tenantkit.io/nonadminrestore';
 /** The Queued reason of a NAR whose Velero Restore waits for the backup's location to be Available. */
 const LocationUnavailable = 'StorageLocationUnavailable';
 const queuedReason = (nar: NonAdminRestore) =>

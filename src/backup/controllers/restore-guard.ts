@@ -11,8 +11,7 @@
 import { VeleroResources } from '../../api/velero.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { type KubeObject, Resources } from '../../kube/resources.ts';
-import { RestoreGuardPlugin } from '../admission/requester.ts';
-import { Labels, ManagedByValue } from '../velero/names.ts';
+import { Labels, ManagedByValue, RestoreGuardPlugin } from '../model.ts';
 
 /** How long a positive answer about Velero's plugins is trusted; a negative one is asked again sooner. */
 const presentForMs = 60_000;

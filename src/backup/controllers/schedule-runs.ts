@@ -3,10 +3,11 @@
 import type { NonAdminBackup, NonAdminSchedule } from '../../api/backup.ts';
 import type { ConditionInput } from '../../kube/conditions.ts';
 import type { KubeObject } from '../../kube/resources.ts';
+import { Labels, ManagedByValue, type VeleroBackup } from '../model.ts';
 import { parseCron } from '../policy/cron.ts';
 import type { JsonObject } from '../policy/enforce.ts';
-import { Labels, ManagedByValue, nacObjectName } from '../velero/names.ts';
-import { syncedNabName, type VeleroBackup } from './adopt.ts';
+import { nacObjectName } from '../velero/names.ts';
+import { syncedNabName } from './adopt.ts';
 
 type Status = NonNullable<NonAdminSchedule['status']>;
 type ScheduledBackup = NonNullable<Status['recentBackups']>[number];

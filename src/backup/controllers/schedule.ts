@@ -28,15 +28,16 @@ import { ByNamespace, ByOwner, type Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, objectKey } from '../../kube/resources.ts';
 import { type StatusView, StatusWriter } from '../../kube/status.ts';
+import { Annotations, Index, Labels, NasFinalizer } from '../model.ts';
 import { type BackupPolicy, configType, currentPolicy, NonAdminDisabled } from '../policy/config.ts';
 import { type JsonObject, jsonEqual, withEnforced } from '../policy/enforce.ts';
 import { scheduleProblems, templateOf } from '../policy/schedule.ts';
 import { withForcedBackupFields } from '../policy/velero-filters.ts';
-import { Annotations, Labels } from '../velero/names.ts';
 import { originRecord } from '../velero/ownership.ts';
-import { ensureSyncedNab, type Ownerships, ownerships } from './adopt.ts';
+import { type Ownerships, ownerships } from '../velero/ownerships.ts';
+import { ensureSyncedNab } from './adopt.ts';
 import { backOff } from './back-off.ts';
-import { Index, IndexFunctions, ManagedTypes, managedCache, scheduleCache } from './caches.ts';
+import { IndexFunctions, ManagedTypes, managedCache, scheduleCache } from './caches.ts';
 import { type StorageLocationLookup, storageLocationLookup } from './location-lookup.ts';
 import { inVeleroQueue } from './nab-queue.ts';
 import { type Hold, intervalHold, limitHold, queueHold } from './schedule-hold.ts';
@@ -51,7 +52,6 @@ import {
 } from './schedule-runs.ts';
 import { createOnce, managedMeta } from './velero-objects.ts';
 
-export const NasFinalizer = 'tenantkit.io/nonadminschedule';
 /** Velero labels every run with its Schedule's name. */
 export const ScheduleNameLabel = 'velero.io/schedule-name';
 const recentRuns = 5;

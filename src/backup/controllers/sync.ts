@@ -11,10 +11,11 @@ import { generationChanged } from '../../kube/controller.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, objectKey, Resources } from '../../kube/resources.ts';
+import { Index, Labels } from '../model.ts';
 import { configType, currentPolicy } from '../policy/config.ts';
-import { Labels } from '../velero/names.ts';
-import { ensureSyncedNab, ownerships } from './adopt.ts';
-import { Index, scheduleCache } from './caches.ts';
+import { ownerships } from '../velero/ownerships.ts';
+import { ensureSyncedNab } from './adopt.ts';
+import { scheduleCache } from './caches.ts';
 
 export function registerSyncController(manager: Manager): void {
   const o = ownerships(manager);

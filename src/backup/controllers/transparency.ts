@@ -22,15 +22,13 @@ import { stableJson } from '../../kube/equality.ts';
 import { ByNamespace, type Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
+import { Annotations, isManaged, Labels, TenantNamespaceLabel } from '../model.ts';
 import { configType, currentPolicy } from '../policy/config.ts';
-import { Annotations, Labels } from '../velero/names.ts';
 import { defaultLocationOf, type Location, type NamespaceLike, ownerNow } from '../velero/ownership.ts';
-import { isManaged, ManagedTypes, managedCache } from './caches.ts';
+import { ManagedTypes, managedCache } from './caches.ts';
 
 /** Field manager of the writes, and the managed-by value on the Roles/RoleBindings this controller makes. */
 export const TransparencyManager = 'tenantkit-backup-view';
-/** The tenant namespace a Role/RoleBinding is for (a namespace name is a valid label value). */
-export const TenantNamespaceLabel = 'backup.tenantkit.io/tenant-namespace';
 /** ClusterRoles whose holders in a namespace manage its NonAdminBackups (the default roles aggregate there). */
 export const AdministeringClusterRoles: readonly string[] = ['admin', 'edit'];
 
