@@ -21,19 +21,6 @@ import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, objectKey } from '../../kube/resources.ts';
 import { type StatusView, StatusWriter } from '../../kube/status.ts';
-import { type BackupPolicy, configType, currentPolicy, NonAdminDisabled } from '../policy/config.ts';
-import { type JsonObject, withEnforced } from '../policy/enforce.ts';
-import { backupSpecProblems } from '../policy/validate.ts';
-import { withForcedBackupFields } from '../policy/velero-filters.ts';
-import { isNacObjectName, nacObjectName } from '../velero/names.ts';
-import { adoptedBackup, nabKeysFor, reconcileAdoption } from './adopt.ts';
-import { backOff, type Refusal } from './back-off.ts';
-import { ManagedTypes, managedCache, Origin } from './caches.ts';
-import { deleteBackup } from './nab-delete.ts';
-import { inVeleroQueue, queueLimitReached, waiting } from './nab-queue.ts';
-
-export { NabFinalizer };
-
 import {
   Annotations,
   CreatedAtAnnotation,
@@ -43,10 +30,20 @@ import {
   syncedFromOf,
   type VeleroObject,
 } from '../model.ts';
+import { type BackupPolicy, configType, currentPolicy, NonAdminDisabled } from '../policy/config.ts';
+import { type JsonObject, withEnforced } from '../policy/enforce.ts';
+import { backupSpecProblems } from '../policy/validate.ts';
+import { withForcedBackupFields } from '../policy/velero-filters.ts';
+import { isNacObjectName, nacObjectName } from '../velero/names.ts';
 import { originRecord } from '../velero/ownership.ts';
 import { type Ownerships, ownerships } from '../velero/ownerships.ts';
+import { adoptedBackup, nabKeysFor, reconcileAdoption } from './adopt.ts';
+import { backOff, type Refusal } from './back-off.ts';
+import { ManagedTypes, managedCache, Origin } from './caches.ts';
 import { type StorageLocationLookup, storageLocationLookup } from './location-lookup.ts';
 import { type LocationUse, locationUse } from './location-use.ts';
+import { deleteBackup } from './nab-delete.ts';
+import { inVeleroQueue, queueLimitReached, waiting } from './nab-queue.ts';
 import { backupProgress, type ProgressSource, withProgress } from './progress.ts';
 import { backupQueuePhases, type QueueTracker, trackQueue } from './queue.ts';
 import { createOnce, managedMeta } from './velero-objects.ts';
