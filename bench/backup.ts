@@ -30,8 +30,8 @@ import {
   NonAdminRestoreCrd,
 } from '../src/api/backup.ts';
 import { type Backup, finishedPhases, type Restore, VeleroResources } from '../src/api/velero.ts';
-import { registerNabController } from '../src/backup/controllers/nab.ts';
-import { registerNarController } from '../src/backup/controllers/nar.ts';
+import { registerNabController } from '../src/backup/controllers/backup/reconciler.ts';
+import { registerNarController } from '../src/backup/controllers/restore/reconciler.ts';
 import { RequesterAnnotation, requesterValue } from '../src/backup/model.ts';
 import type { LocalNode } from '../src/controlplane/node-launch.ts';
 import { startVelero } from '../src/controlplane/velero-launch.ts';

@@ -18,7 +18,7 @@ import {
   type OriginKind,
   Origins,
   Targets,
-} from '../../src/backup/controllers/gc-rules.ts';
+} from '../../src/backup/controllers/gc/rules.ts';
 import { Annotations, GcReasonAnnotation, Labels, managedLabels } from '../../src/backup/model.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { registry } from '../../src/kube/metrics.ts';

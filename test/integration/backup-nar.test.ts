@@ -14,7 +14,7 @@ import {
   NonAdminRestoreCrd,
 } from '../../src/api/backup.ts';
 import { finishedPhases, VeleroResources } from '../../src/api/velero.ts';
-import { registerNarController } from '../../src/backup/controllers/nar.ts';
+import { registerNarController } from '../../src/backup/controllers/restore/reconciler.ts';
 import { backup, backupUserClusterRoles } from '../../src/backup/index.ts';
 import { Annotations, Labels, managedLabels, NarFinalizer } from '../../src/backup/model.ts';
 import { nonAdminKinds, rbacKinds } from '../../src/backup/policy/velero-filters.ts';

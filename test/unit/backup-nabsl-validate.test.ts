@@ -1,7 +1,7 @@
 // What a tenant may ask of a NonAdminBackupStorageLocation, and what its credential file may hold: pure
 // rules, tested on their own (the integration test runs them through the API server and Velero).
 import { describe, expect, it } from 'vitest';
-import { isMadeFor, isNacuuidOf } from '../../src/backup/controllers/location-lookup.ts';
+import { isMadeFor, isNacuuidOf } from '../../src/backup/controllers/location/lookup.ts';
 import { Annotations, Labels, managedLabels } from '../../src/backup/model.ts';
 import {
   bslSpecProblems,

@@ -18,7 +18,7 @@ import {
   restoreSpecFromFlags,
 } from '../../src/backup/client/spec.ts';
 import { operationTable } from '../../src/backup/client/verbs.ts';
-import { type Caches, resolveTarget } from '../../src/backup/controllers/nadr-resolve.ts';
+import { type Caches, resolveTarget } from '../../src/backup/controllers/download/resolve.ts';
 import { Annotations, Labels } from '../../src/backup/model.ts';
 import { msUntilExpiry, targetOwner, targetProblems } from '../../src/backup/policy/nadr-target.ts';
 import { ApiError } from '../../src/kube/client.ts';

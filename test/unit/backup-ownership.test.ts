@@ -3,8 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import type { NonAdminBackup, NonAdminBackupConfig } from '../../src/api/backup.ts';
 import { reviewSyncedFrom } from '../../src/backup/admission/synced-from.ts';
-import { syncedNabName } from '../../src/backup/controllers/adopt.ts';
-import { scheduleObjectName } from '../../src/backup/controllers/schedule-runs.ts';
+import { scheduleObjectName } from '../../src/backup/controllers/schedule/runs.ts';
+import { syncedNabName } from '../../src/backup/controllers/sync/adopt.ts';
 import { Annotations, Labels, managedLabels } from '../../src/backup/model.ts';
 import {
   backupOwner,

@@ -1,13 +1,13 @@
 // A NonAdminSchedule's Velero side as the tenant sees it: the names and labels of what tenantkit makes
 // for it, its runs newest first, the next run Velero will make, and the Scheduled condition. Pure.
-import type { NonAdminBackup, NonAdminSchedule } from '../../api/backup.ts';
-import type { ConditionInput } from '../../kube/conditions.ts';
-import type { KubeObject } from '../../kube/resources.ts';
-import { Labels, ManagedByValue, type VeleroBackup } from '../model.ts';
-import { parseCron } from '../policy/cron.ts';
-import type { JsonObject } from '../policy/enforce.ts';
-import { nacObjectName } from '../velero/names.ts';
-import { syncedNabName } from './adopt.ts';
+import type { NonAdminBackup, NonAdminSchedule } from '../../../api/backup.ts';
+import type { ConditionInput } from '../../../kube/conditions.ts';
+import type { KubeObject } from '../../../kube/resources.ts';
+import { Labels, ManagedByValue, type VeleroBackup } from '../../model.ts';
+import { parseCron } from '../../policy/cron.ts';
+import type { JsonObject } from '../../policy/enforce.ts';
+import { nacObjectName } from '../../velero/names.ts';
+import { syncedNabName } from '../sync/adopt.ts';
 
 type Status = NonNullable<NonAdminSchedule['status']>;
 type ScheduledBackup = NonNullable<Status['recentBackups']>[number];

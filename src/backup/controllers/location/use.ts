@@ -4,11 +4,11 @@
 // fixed after v1.18.3). So tenantkit hands Velero a backup only for a location Velero reports Available,
 // and never removes a tenant location's BSL while one of tenantkit's unfinished backups still names it.
 
-import { finishedPhases, VeleroResources } from '../../api/velero.ts';
-import type { Informer } from '../../kube/informer.ts';
-import type { Manager } from '../../kube/manager.ts';
-import { Labels, type VeleroObject } from '../model.ts';
-import { managedCache } from './caches.ts';
+import { finishedPhases, VeleroResources } from '../../../api/velero.ts';
+import type { Informer } from '../../../kube/informer.ts';
+import type { Manager } from '../../../kube/manager.ts';
+import { Labels, type VeleroObject } from '../../model.ts';
+import { managedCache } from '../caches.ts';
 
 const ByStorageLocation = 'backup/storage-location';
 const storageLocationOf = (b: VeleroObject) =>

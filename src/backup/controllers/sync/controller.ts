@@ -1,21 +1,21 @@
 // Backup sync (seed 001's Non-Admin Backup Sync controller): every Completed Velero Backup that belongs to
-// a tenant namespace (src/backup/velero/ownership.ts) and has no NonAdminBackup there gets one, carrying the sync
-// label, which the NAB controller then adopts (src/backup/controllers/adopt.ts). This brings back a NAB that was lost
+// a tenant namespace (src/backup/velero/ownership.ts) and has no NonAdminBackup there gets one, carrying
+// the sync label, which the NAB controller then adopts (adopt.ts). This brings back a NAB that was lost
 // (deleted without its finalizer, a namespace re-created) and the Backups Velero's own bucket sync found,
 // so the tenant can restore from them. Runs per Backup on its events, for a namespace's Backups when the
 // namespace is made, and again every backupSyncPeriod of NonAdminBackupConfig "cluster" (read live; 0 turns
 // sync off).
-import type { NonAdminBackupConfig } from '../../api/backup.ts';
-import { VeleroResources } from '../../api/velero.ts';
-import { generationChanged } from '../../kube/controller.ts';
-import type { Informer } from '../../kube/informer.ts';
-import type { Manager } from '../../kube/manager.ts';
-import { type KubeObject, objectKey, Resources } from '../../kube/resources.ts';
-import { Index, Labels } from '../model.ts';
-import { configType, currentPolicy } from '../policy/config.ts';
-import { ownerships } from '../velero/ownerships.ts';
+import type { NonAdminBackupConfig } from '../../../api/backup.ts';
+import { VeleroResources } from '../../../api/velero.ts';
+import { generationChanged } from '../../../kube/controller.ts';
+import type { Informer } from '../../../kube/informer.ts';
+import type { Manager } from '../../../kube/manager.ts';
+import { type KubeObject, objectKey, Resources } from '../../../kube/resources.ts';
+import { Index, Labels } from '../../model.ts';
+import { configType, currentPolicy } from '../../policy/config.ts';
+import { ownerships } from '../../velero/ownerships.ts';
+import { scheduleCache } from '../caches.ts';
 import { ensureSyncedNab } from './adopt.ts';
-import { scheduleCache } from './caches.ts';
 
 export function registerSyncController(manager: Manager): void {
   const o = ownerships(manager);

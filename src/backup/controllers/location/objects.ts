@@ -4,18 +4,18 @@
 import {
   type NonAdminBackupStorageLocationRequest,
   NonAdminBackupStorageLocationRequestCrd,
-} from '../../api/backup.ts';
-import { VeleroResources } from '../../api/velero.ts';
-import { isAlreadyExists } from '../../kube/client.ts';
-import type { ReconcileContext } from '../../kube/controller.ts';
-import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
-import type { StatusWriter } from '../../kube/status.ts';
-import { Annotations, Labels, type VeleroObject } from '../model.ts';
-import { readCredentials } from '../policy/credentials.ts';
-import { type JsonObject, jsonEqual } from '../policy/enforce.ts';
-import { isMadeFor } from './location-lookup.ts';
-import { ForeignObject } from './nabsl-approval.ts';
-import { managedMeta } from './velero-objects.ts';
+} from '../../../api/backup.ts';
+import { VeleroResources } from '../../../api/velero.ts';
+import { isAlreadyExists } from '../../../kube/client.ts';
+import type { ReconcileContext } from '../../../kube/controller.ts';
+import { type KubeObject, Resources, type ResourceType } from '../../../kube/resources.ts';
+import type { StatusWriter } from '../../../kube/status.ts';
+import { Annotations, Labels, type VeleroObject } from '../../model.ts';
+import { readCredentials } from '../../policy/credentials.ts';
+import { type JsonObject, jsonEqual } from '../../policy/enforce.ts';
+import { managedMeta } from '../velero-objects.ts';
+import { ForeignObject } from './approval.ts';
+import { isMadeFor } from './lookup.ts';
 
 type Secret = KubeObject & { type?: string; data?: Record<string, string> };
 export type Credential = { name: string; key: string };

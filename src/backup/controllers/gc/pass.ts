@@ -1,14 +1,14 @@
-// One garbage collection pass over the objects tenantkit made in Velero's namespace (gc.ts says what is
-// collected and why, and schedules the passes): each kind listed by tenantkit's labels, each object judged
-// by gc-rules.ts, an orphan removed by UID, and a Backup whose namespace is gone for good deleted through
-// Velero with its data.
+// One garbage collection pass over the objects tenantkit made in Velero's namespace (controller.ts says
+// what is collected and why, and schedules the passes): each kind listed by tenantkit's labels, each
+// object judged by rules.ts, an orphan removed by UID, and a Backup whose namespace is gone for good
+// deleted through Velero with its data.
 import { Counter } from 'prom-client';
-import { finishedPhases, VeleroResources } from '../../api/velero.ts';
-import { isAlreadyExists, isConflict, type KubeClient } from '../../kube/client.ts';
-import type { Informer } from '../../kube/informer.ts';
-import type { Logger } from '../../kube/log.ts';
-import { registry } from '../../kube/metrics.ts';
-import { type KubeObject, Resources } from '../../kube/resources.ts';
+import { finishedPhases, VeleroResources } from '../../../api/velero.ts';
+import { isAlreadyExists, isConflict, type KubeClient } from '../../../kube/client.ts';
+import type { Informer } from '../../../kube/informer.ts';
+import type { Logger } from '../../../kube/log.ts';
+import { registry } from '../../../kube/metrics.ts';
+import { type KubeObject, Resources } from '../../../kube/resources.ts';
 import {
   Annotations,
   GcReasonAnnotation,
@@ -16,8 +16,8 @@ import {
   Labels,
   managedLabels,
   managedSelector,
-} from '../model.ts';
-import { backupOwner, defaultLocationOf, type Location, type OwnedBackup } from '../velero/ownership.ts';
+} from '../../model.ts';
+import { backupOwner, defaultLocationOf, type Location, type OwnedBackup } from '../../velero/ownership.ts';
 import {
   identityOf,
   type Obj,
@@ -29,7 +29,7 @@ import {
   type TargetKind,
   Targets,
   veleroLabelValue,
-} from './gc-rules.ts';
+} from './rules.ts';
 
 const collected = new Counter({
   name: 'tenantkit_backup_gc_collected_total',

@@ -11,20 +11,20 @@ import {
   NonAdminBackupCrd,
   type NonAdminRestore,
   NonAdminRestoreCrd,
-} from '../../api/backup.ts';
-import { finishedPhases, VeleroResources } from '../../api/velero.ts';
-import { type Condition, findCondition, isTrue } from '../../kube/conditions.ts';
+} from '../../../api/backup.ts';
+import { finishedPhases, VeleroResources } from '../../../api/velero.ts';
+import { type Condition, findCondition, isTrue } from '../../../kube/conditions.ts';
 import {
   generationChanged,
   ObjectReconciler,
   type ReconcileContext,
   type ReconcileResult,
-} from '../../kube/controller.ts';
-import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
-import type { Informer } from '../../kube/informer.ts';
-import type { Manager } from '../../kube/manager.ts';
-import { type KubeObject, objectKey } from '../../kube/resources.ts';
-import { type StatusView, StatusWriter } from '../../kube/status.ts';
+} from '../../../kube/controller.ts';
+import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../../kube/finalizers.ts';
+import type { Informer } from '../../../kube/informer.ts';
+import type { Manager } from '../../../kube/manager.ts';
+import { type KubeObject, objectKey } from '../../../kube/resources.ts';
+import { type StatusView, StatusWriter } from '../../../kube/status.ts';
 import {
   Annotations,
   CreatedAtAnnotation,
@@ -35,19 +35,19 @@ import {
   requesterOf,
   requesterValue,
   type VeleroObject,
-} from '../model.ts';
-import { type BackupPolicy, configType, currentPolicy } from '../policy/config.ts';
-import { isNacObjectName, nacObjectName } from '../velero/names.ts';
-import { type Ownerships, ownerships } from '../velero/ownerships.ts';
-import { backOff, type Refusal } from './back-off.ts';
-import { ManagedTypes, managedCache, Origin } from './caches.ts';
-import { type LocationUse, locationUse } from './location-use.ts';
-import { type Checked, checkRequest, veleroRestoreSpec } from './nar-request.ts';
-import { type ProgressSource, restoreProgress, withProgress } from './progress.ts';
-import { type QueueTracker, restoreQueuePhases, trackQueue } from './queue.ts';
+} from '../../model.ts';
+import { type BackupPolicy, configType, currentPolicy } from '../../policy/config.ts';
+import { isNacObjectName, nacObjectName } from '../../velero/names.ts';
+import { type Ownerships, ownerships } from '../../velero/ownerships.ts';
+import { backOff, type Refusal } from '../back-off.ts';
+import { ManagedTypes, managedCache, Origin } from '../caches.ts';
+import { type LocationUse, locationUse } from '../location/use.ts';
+import { type ProgressSource, restoreProgress, withProgress } from '../progress.ts';
+import { type QueueTracker, restoreQueuePhases, trackQueue } from '../queue.ts';
+import { createOnce, managedMeta } from '../velero-objects.ts';
+import { RestoreGuardPresence, readRefusals, refusalSummary } from './guard.ts';
 import { RepositoryPasswordBuiltIn, weakRepositoryPassword } from './repository-key.ts';
-import { RestoreGuardPresence, readRefusals, refusalSummary } from './restore-guard.ts';
-import { createOnce, managedMeta } from './velero-objects.ts';
+import { type Checked, checkRequest, veleroRestoreSpec } from './request.ts';
 
 /** The Queued reason of a NAR whose Velero Restore waits for the backup's location to be Available. */
 const LocationUnavailable = 'StorageLocationUnavailable';

@@ -1,7 +1,7 @@
 // NonAdminSchedule controller: a tenant's schedule becomes a Velero Schedule in Velero's namespace whose
 // template is the tenant's backupSpec limited to its namespace, with the admin's enforced fields filled
 // in. Velero's schedule controller makes a Backup each time the cron expression is due; each such run
-// shows up in the tenant's namespace as a NonAdminBackup owned by the schedule (adopted, see adopt.ts),
+// shows up in the tenant's namespace as a NonAdminBackup owned by the schedule (adopted, see ../sync/adopt.ts),
 // so the tenant restores from it and deletes it like any other. Unlike a NonAdminBackup, a schedule stays
 // editable: schedule, paused, skipImmediately and the template are pushed to the Velero Schedule.
 //
@@ -13,34 +13,35 @@ import {
   NonAdminBackupCrd,
   type NonAdminSchedule,
   NonAdminScheduleCrd,
-} from '../../api/backup.ts';
-import { VeleroResources } from '../../api/velero.ts';
-import { apiVersionOf, PatchType } from '../../kube/client.ts';
+} from '../../../api/backup.ts';
+import { VeleroResources } from '../../../api/velero.ts';
+import { apiVersionOf, PatchType } from '../../../kube/client.ts';
 import {
   generationChanged,
   ObjectReconciler,
   ownerMapper,
   type ReconcileContext,
   type ReconcileResult,
-} from '../../kube/controller.ts';
-import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
-import { ByNamespace, ByOwner, type Informer } from '../../kube/informer.ts';
-import type { Manager } from '../../kube/manager.ts';
-import { type KubeObject, objectKey } from '../../kube/resources.ts';
-import { type StatusView, StatusWriter } from '../../kube/status.ts';
-import { Annotations, Index, Labels, NasFinalizer } from '../model.ts';
-import { type BackupPolicy, configType, currentPolicy, NonAdminDisabled } from '../policy/config.ts';
-import { type JsonObject, jsonEqual, withEnforced } from '../policy/enforce.ts';
-import { scheduleProblems, templateOf } from '../policy/schedule.ts';
-import { withForcedBackupFields } from '../policy/velero-filters.ts';
-import { originRecord } from '../velero/ownership.ts';
-import { type Ownerships, ownerships } from '../velero/ownerships.ts';
-import { ensureSyncedNab } from './adopt.ts';
-import { backOff } from './back-off.ts';
-import { IndexFunctions, ManagedTypes, managedCache, scheduleCache } from './caches.ts';
-import { type StorageLocationLookup, storageLocationLookup } from './location-lookup.ts';
-import { inVeleroQueue } from './nab-queue.ts';
-import { type Hold, intervalHold, limitHold, queueHold } from './schedule-hold.ts';
+} from '../../../kube/controller.ts';
+import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../../kube/finalizers.ts';
+import { ByNamespace, ByOwner, type Informer } from '../../../kube/informer.ts';
+import type { Manager } from '../../../kube/manager.ts';
+import { type KubeObject, objectKey } from '../../../kube/resources.ts';
+import { type StatusView, StatusWriter } from '../../../kube/status.ts';
+import { Annotations, Index, Labels, NasFinalizer } from '../../model.ts';
+import { type BackupPolicy, configType, currentPolicy, NonAdminDisabled } from '../../policy/config.ts';
+import { type JsonObject, jsonEqual, withEnforced } from '../../policy/enforce.ts';
+import { scheduleProblems, templateOf } from '../../policy/schedule.ts';
+import { withForcedBackupFields } from '../../policy/velero-filters.ts';
+import { originRecord } from '../../velero/ownership.ts';
+import { type Ownerships, ownerships } from '../../velero/ownerships.ts';
+import { backOff } from '../back-off.ts';
+import { inVeleroQueue } from '../backup/queue-limit.ts';
+import { IndexFunctions, ManagedTypes, managedCache, scheduleCache } from '../caches.ts';
+import { type StorageLocationLookup, storageLocationLookup } from '../location/lookup.ts';
+import { ensureSyncedNab } from '../sync/adopt.ts';
+import { createOnce, managedMeta } from '../velero-objects.ts';
+import { type Hold, intervalHold, limitHold, queueHold } from './hold.ts';
 import {
   nextRunOf,
   runLabels,
@@ -49,8 +50,7 @@ import {
   scheduledCondition,
   scheduleObjectName,
   type VeleroSchedule,
-} from './schedule-runs.ts';
-import { createOnce, managedMeta } from './velero-objects.ts';
+} from './runs.ts';
 
 /** Velero labels every run with its Schedule's name. */
 export const ScheduleNameLabel = 'velero.io/schedule-name';
@@ -153,7 +153,7 @@ export class ScheduleReconciler extends ObjectReconciler<ScheduleSources, NonAdm
     // Step 2: the Velero Schedule, created or brought in line with the NAS.
     const template = this.template(seen, seen.uuid);
     if ('waiting' in template) return this.waitForLocation(seen, template.waiting);
-    // Held: paused in Velero although the tenant did not pause it (schedule-hold.ts). A new Velero
+    // Held: paused in Velero although the tenant did not pause it (hold.ts). A new Velero
     // Schedule starts paused; its first reconcile decides.
     const hold = seen.schedule ? (overLimit ?? this.holdOf(seen, seen.schedule)) : undefined;
     const desired: JsonObject = {

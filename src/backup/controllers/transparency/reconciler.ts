@@ -14,18 +14,18 @@
 // bucket's contents) moves another namespace's backup into its Role. Keys are tenant namespace names;
 // reconcile is level-triggered.
 import { createHash } from 'node:crypto';
-import type { NonAdminBackupConfig } from '../../api/backup.ts';
-import { VeleroResources } from '../../api/velero.ts';
-import { isAlreadyExists } from '../../kube/client.ts';
-import { generationChanged, type ReconcileContext, ReconcilerOf } from '../../kube/controller.ts';
-import { stableJson } from '../../kube/equality.ts';
-import { ByNamespace, type Informer } from '../../kube/informer.ts';
-import type { Manager } from '../../kube/manager.ts';
-import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
-import { Annotations, isManaged, Labels, TenantNamespaceLabel } from '../model.ts';
-import { configType, currentPolicy } from '../policy/config.ts';
-import { defaultLocationOf, type Location, type NamespaceLike, ownerNow } from '../velero/ownership.ts';
-import { ManagedTypes, managedCache } from './caches.ts';
+import type { NonAdminBackupConfig } from '../../../api/backup.ts';
+import { VeleroResources } from '../../../api/velero.ts';
+import { isAlreadyExists } from '../../../kube/client.ts';
+import { generationChanged, type ReconcileContext, ReconcilerOf } from '../../../kube/controller.ts';
+import { stableJson } from '../../../kube/equality.ts';
+import { ByNamespace, type Informer } from '../../../kube/informer.ts';
+import type { Manager } from '../../../kube/manager.ts';
+import { type KubeObject, Resources, type ResourceType } from '../../../kube/resources.ts';
+import { Annotations, isManaged, Labels, TenantNamespaceLabel } from '../../model.ts';
+import { configType, currentPolicy } from '../../policy/config.ts';
+import { defaultLocationOf, type Location, type NamespaceLike, ownerNow } from '../../velero/ownership.ts';
+import { ManagedTypes, managedCache } from '../caches.ts';
 
 /** Field manager of the writes, and the managed-by value on the Roles/RoleBindings this controller makes. */
 export const TransparencyManager = 'tenantkit-backup-view';

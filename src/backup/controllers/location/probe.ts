@@ -8,8 +8,8 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { isLinkLocal } from '../policy/endpoint.ts';
-import type { JsonObject } from '../policy/enforce.ts';
+import { isLinkLocal } from '../../policy/endpoint.ts';
+import type { JsonObject } from '../../policy/enforce.ts';
 
 /** How long a tenant's endpoint has to answer tenantkit's probe. */
 export const EndpointProbeTimeoutMs = 5_000;

@@ -1,12 +1,12 @@
 // Where a tenant's storage location stands, as the controllers that use one see it: whether a Velero
 // BackupStorageLocation is tenantkit's own for exactly that NonAdminBackupStorageLocation, and which one a
 // NonAdminBackup or NonAdminSchedule naming the location may write to, or what it waits for.
-import { type NonAdminBackupStorageLocation, NonAdminBackupStorageLocationCrd } from '../../api/backup.ts';
-import type { Manager } from '../../kube/manager.ts';
-import type { KubeObject } from '../../kube/resources.ts';
-import { Annotations, Index, Labels, managedLabels } from '../model.ts';
-import { nacObjectName } from '../velero/names.ts';
-import { managedCache } from './caches.ts';
+import { type NonAdminBackupStorageLocation, NonAdminBackupStorageLocationCrd } from '../../../api/backup.ts';
+import type { Manager } from '../../../kube/manager.ts';
+import type { KubeObject } from '../../../kube/resources.ts';
+import { Annotations, Index, Labels, managedLabels } from '../../model.ts';
+import { nacObjectName } from '../../velero/names.ts';
+import { managedCache } from '../caches.ts';
 
 /** A v4 UUID as randomUUID() writes it. */
 const uuidV4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

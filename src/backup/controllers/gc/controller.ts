@@ -32,17 +32,22 @@
 // cancel a deletion someone asked for.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter, Gauge } from 'prom-client';
-import type { NonAdminBackupConfig } from '../../api/backup.ts';
-import type { KubeClient } from '../../kube/client.ts';
-import { type Condition, type ConditionInput, findCondition, setCondition } from '../../kube/conditions.ts';
-import type { Informer } from '../../kube/informer.ts';
-import type { Logger } from '../../kube/log.ts';
-import type { Manager } from '../../kube/manager.ts';
-import { registry } from '../../kube/metrics.ts';
-import { type KubeObject, Resources } from '../../kube/resources.ts';
-import { ConfigName, configType, currentPolicy } from '../policy/config.ts';
-import { GarbageCollector } from './gc-pass.ts';
-import { GcFieldManager, gcCondition, type OriginKind, Origins } from './gc-rules.ts';
+import type { NonAdminBackupConfig } from '../../../api/backup.ts';
+import type { KubeClient } from '../../../kube/client.ts';
+import {
+  type Condition,
+  type ConditionInput,
+  findCondition,
+  setCondition,
+} from '../../../kube/conditions.ts';
+import type { Informer } from '../../../kube/informer.ts';
+import type { Logger } from '../../../kube/log.ts';
+import type { Manager } from '../../../kube/manager.ts';
+import { registry } from '../../../kube/metrics.ts';
+import { type KubeObject, Resources } from '../../../kube/resources.ts';
+import { ConfigName, configType, currentPolicy } from '../../policy/config.ts';
+import { GarbageCollector } from './pass.ts';
+import { GcFieldManager, gcCondition, type OriginKind, Origins } from './rules.ts';
 
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 

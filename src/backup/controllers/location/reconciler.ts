@@ -13,38 +13,38 @@ import {
   type NonAdminBackupStorageLocation,
   NonAdminBackupStorageLocationCrd,
   type NonAdminBackupStorageLocationRequest,
-} from '../../api/backup.ts';
-import { VeleroResources } from '../../api/velero.ts';
-import type { Condition, ConditionInput } from '../../kube/conditions.ts';
+} from '../../../api/backup.ts';
+import { VeleroResources } from '../../../api/velero.ts';
+import type { Condition, ConditionInput } from '../../../kube/conditions.ts';
 import {
   generationChanged,
   ObjectReconciler,
   type ReconcileContext,
   type ReconcileResult,
-} from '../../kube/controller.ts';
-import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
-import type { Informer } from '../../kube/informer.ts';
-import type { Manager } from '../../kube/manager.ts';
-import type { KubeObject } from '../../kube/resources.ts';
-import { type StatusView, StatusWriter, type WriteOptions } from '../../kube/status.ts';
-import { Index, NabslFinalizer, type VeleroObject } from '../model.ts';
-import { bslSpecProblems, credentialProfile, veleroBslSpec } from '../policy/bsl-validate.ts';
-import { type BackupPolicy, configType, currentPolicy, NonAdminDisabled } from '../policy/config.ts';
-import { renderCredentials } from '../policy/credentials.ts';
-import { type JsonObject, jsonEqual } from '../policy/enforce.ts';
-import { nacObjectName } from '../velero/names.ts';
-import { EndpointProbeTimeoutMs, probeEndpoint } from './bsl-probe.ts';
-import { ManagedTypes, managedCache, Origin } from './caches.ts';
-import { isMadeFor, isNacuuidOf } from './location-lookup.ts';
-import { type LocationUse, locationUse } from './location-use.ts';
-import { approvalOf, ForeignObject } from './nabsl-approval.ts';
+} from '../../../kube/controller.ts';
+import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../../kube/finalizers.ts';
+import type { Informer } from '../../../kube/informer.ts';
+import type { Manager } from '../../../kube/manager.ts';
+import type { KubeObject } from '../../../kube/resources.ts';
+import { type StatusView, StatusWriter, type WriteOptions } from '../../../kube/status.ts';
+import { Index, NabslFinalizer, type VeleroObject } from '../../model.ts';
+import { bslSpecProblems, credentialProfile, veleroBslSpec } from '../../policy/bsl-validate.ts';
+import { type BackupPolicy, configType, currentPolicy, NonAdminDisabled } from '../../policy/config.ts';
+import { renderCredentials } from '../../policy/credentials.ts';
+import { type JsonObject, jsonEqual } from '../../policy/enforce.ts';
+import { nacObjectName } from '../../velero/names.ts';
+import { ManagedTypes, managedCache, Origin } from '../caches.ts';
+import { approvalOf, ForeignObject } from './approval.ts';
+import { isMadeFor, isNacuuidOf } from './lookup.ts';
 import {
   type Credential,
   createBslObject,
   readTenantCredential,
   removeLocationObjects,
   syncSecretCopy,
-} from './nabsl-objects.ts';
+} from './objects.ts';
+import { EndpointProbeTimeoutMs, probeEndpoint } from './probe.ts';
+import { type LocationUse, locationUse } from './use.ts';
 
 /**
  * How often an approved location's credential Secret is read again (tenantkit does not watch Secrets:
@@ -234,7 +234,7 @@ export class NabslReconciler extends ObjectReconciler<NabslSources, NonAdminBack
     const approved = await this.approve(seen, uuid, desired);
     if (!approved) return undefined;
     // The endpoint must answer before Velero is given the location (or a change of it): Velero's plugin
-    // would wait for a silent store forever (bsl-probe.ts).
+    // would wait for a silent store forever (probe.ts).
     const bsl = seen.bsls.find((b) => b.metadata.name === uuid && b.metadata.namespace === veleroNs);
     const bucket = String((desired.objectStorage as JsonObject).bucket ?? '');
     const reach = await probeEndpoint(desired.config as JsonObject, bucket);
@@ -383,7 +383,7 @@ export class NabslReconciler extends ObjectReconciler<NabslSources, NonAdminBack
    * Removes the BSL and the Secret copy (and, when `all`, the request): nothing may outlive approval.
    * Only objects carrying this location's marks, each deleted by UID; others are left alone (Event).
    * Velero would fail a queued backup whose location vanished, and that can stall its queue for every
-   * tenant (location-use.ts): the location stays while tenantkit's backups to it are unfinished (`busy`).
+   * tenant (use.ts): the location stays while tenantkit's backups to it are unfinished (`busy`).
    */
   private async teardown(seen: Seen, all: boolean): Promise<{ removed: boolean; busy: number }> {
     const { uuid, veleroNs } = seen;

@@ -1,11 +1,11 @@
 // What a NonAdminDownloadRequest's target is in Velero: the Backup or Restore behind one of the tenant's
 // own NonAdminBackups or NonAdminRestores, found through the caches, or why it cannot be downloaded (yet).
-import type { NonAdminBackup, NonAdminRestore } from '../../api/backup.ts';
-import { finishedPhases } from '../../api/velero.ts';
-import type { Informer } from '../../kube/informer.ts';
-import { Annotations, Index, type VeleroObject } from '../model.ts';
-import type { TargetOwner } from '../policy/nadr-target.ts';
-import { targetOwner } from '../policy/nadr-target.ts';
+import type { NonAdminBackup, NonAdminRestore } from '../../../api/backup.ts';
+import { finishedPhases } from '../../../api/velero.ts';
+import type { Informer } from '../../../kube/informer.ts';
+import { Annotations, Index, type VeleroObject } from '../../model.ts';
+import type { TargetOwner } from '../../policy/nadr-target.ts';
+import { targetOwner } from '../../policy/nadr-target.ts';
 
 /** Why a target cannot be downloaded (yet): a reason for the condition and a message for the tenant. */
 export interface Blocked {

@@ -1,17 +1,17 @@
 // What a NonAdminRestore asks for, checked before its Velero Restore is made: the admin's rules, the
 // NonAdminBackup it names and that backup's Velero Backup (one tenantkit made for it, or one its namespace
 // owns), and who asked; then the Velero RestoreSpec made from it, bounded to the tenant's namespace.
-import type { NonAdminBackup, NonAdminRestore } from '../../api/backup.ts';
-import type { UserInfo } from '../../kube/access.ts';
-import type { Informer } from '../../kube/informer.ts';
-import { Annotations, Index, requesterOf, type VeleroObject } from '../model.ts';
-import type { BackupPolicy } from '../policy/config.ts';
-import { type JsonObject, withEnforced } from '../policy/enforce.ts';
-import { enforceableRestoreSpec, restoreSpecProblems } from '../policy/validate.ts';
-import { withForcedRestoreFields } from '../policy/velero-filters.ts';
-import type { Ownerships } from '../velero/ownerships.ts';
-import { adoptedBackup } from './adopt.ts';
-import type { Refusal } from './back-off.ts';
+import type { NonAdminBackup, NonAdminRestore } from '../../../api/backup.ts';
+import type { UserInfo } from '../../../kube/access.ts';
+import type { Informer } from '../../../kube/informer.ts';
+import { Annotations, Index, requesterOf, type VeleroObject } from '../../model.ts';
+import type { BackupPolicy } from '../../policy/config.ts';
+import { type JsonObject, withEnforced } from '../../policy/enforce.ts';
+import { enforceableRestoreSpec, restoreSpecProblems } from '../../policy/validate.ts';
+import { withForcedRestoreFields } from '../../policy/velero-filters.ts';
+import type { Ownerships } from '../../velero/ownerships.ts';
+import type { Refusal } from '../back-off.ts';
+import { adoptedBackup } from '../sync/adopt.ts';
 
 /** A request that passed every check: where it restores from and as whom. */
 export interface Checked {
@@ -58,7 +58,7 @@ export function checkRequest(
   if (problems.length > 0 || !nab || !backup) {
     return { refusal: { reason: 'InvalidRestoreSpec', message: problems.join('; ') } };
   }
-  // The backup must be this namespace's now, as an instance or an organization, not by name (adopt.ts).
+  // The backup must be this namespace's now, as an instance or an organization, not by name (velero/ownerships.ts).
   const notOwned = from.adoption.restoreProblem(backup, ns);
   if (notOwned) {
     return {
@@ -69,7 +69,7 @@ export function checkRequest(
     };
   }
   // Whose rights bound the restore: only as admission recorded it at the last change of the spec
-  // (admission/requester.ts).
+  // (admission/requester.ts, model.ts).
   const requester = requesterOf(nar);
   if (typeof requester === 'string') {
     return { refusal: { reason: 'NoRequester', message: `this NonAdminRestore cannot run: ${requester}` } };

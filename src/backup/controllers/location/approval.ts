@@ -4,13 +4,13 @@
 import type {
   NonAdminBackupStorageLocation,
   NonAdminBackupStorageLocationRequest,
-} from '../../api/backup.ts';
-import { NonAdminBackupStorageLocationRequestCrd } from '../../api/backup.ts';
-import { isAlreadyExists, isConflict, PatchType } from '../../kube/client.ts';
-import type { ReconcileContext } from '../../kube/controller.ts';
-import { Annotations, Labels, managedLabels } from '../model.ts';
-import { type Json, type JsonObject, jsonEqual } from '../policy/enforce.ts';
-import { isMadeFor } from './location-lookup.ts';
+} from '../../../api/backup.ts';
+import { NonAdminBackupStorageLocationRequestCrd } from '../../../api/backup.ts';
+import { isAlreadyExists, isConflict, PatchType } from '../../../kube/client.ts';
+import type { ReconcileContext } from '../../../kube/controller.ts';
+import { Annotations, Labels, managedLabels } from '../../model.ts';
+import { type Json, type JsonObject, jsonEqual } from '../../policy/enforce.ts';
+import { isMadeFor } from './lookup.ts';
 
 const requestType = NonAdminBackupStorageLocationRequestCrd.type;
 type Request = NonAdminBackupStorageLocationRequest;

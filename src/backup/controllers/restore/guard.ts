@@ -8,10 +8,10 @@
 //   refusal, at most every few seconds, and when Velero stops it at the end of the restore); `open` in it
 //   counts plugin processes that have not written their last refusals, so a process that died is seen.
 
-import { VeleroResources } from '../../api/velero.ts';
-import type { KubeClient } from '../../kube/client.ts';
-import { type KubeObject, Resources } from '../../kube/resources.ts';
-import { Labels, ManagedByValue, RestoreGuardPlugin } from '../model.ts';
+import { VeleroResources } from '../../../api/velero.ts';
+import type { KubeClient } from '../../../kube/client.ts';
+import { type KubeObject, Resources } from '../../../kube/resources.ts';
+import { Labels, ManagedByValue, RestoreGuardPlugin } from '../../model.ts';
 
 /** How long a positive answer about Velero's plugins is trusted; a negative one is asked again sooner. */
 const presentForMs = 60_000;

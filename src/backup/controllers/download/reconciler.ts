@@ -17,28 +17,28 @@ import {
   NonAdminDownloadRequestCrd,
   type NonAdminRestore,
   NonAdminRestoreCrd,
-} from '../../api/backup.ts';
-import { VeleroResources } from '../../api/velero.ts';
-import { type Condition, type ConditionInput, isTrue } from '../../kube/conditions.ts';
+} from '../../../api/backup.ts';
+import { VeleroResources } from '../../../api/velero.ts';
+import { type Condition, type ConditionInput, isTrue } from '../../../kube/conditions.ts';
 import {
   generationChanged,
   ObjectReconciler,
   type ReconcileContext,
   type ReconcileResult,
-} from '../../kube/controller.ts';
-import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
-import type { Informer } from '../../kube/informer.ts';
-import type { Manager } from '../../kube/manager.ts';
-import { type KubeObject, objectKey } from '../../kube/resources.ts';
-import { type StatusView, StatusWriter } from '../../kube/status.ts';
-import { Annotations, Index, Labels, NadrFinalizer } from '../model.ts';
-import { type BackupPolicy, configType, currentPolicy, NonAdminDisabled } from '../policy/config.ts';
-import { msUntilExpiry, type TargetOwner, targetOwner, targetProblems } from '../policy/nadr-target.ts';
-import { nacObjectName } from '../velero/names.ts';
-import { backOff } from './back-off.ts';
-import { ManagedTypes, managedCache, Origin } from './caches.ts';
-import { type Blocked, type Caches, type Resolved, resolveTarget } from './nadr-resolve.ts';
-import { createOnce, managedMeta } from './velero-objects.ts';
+} from '../../../kube/controller.ts';
+import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../../kube/finalizers.ts';
+import type { Informer } from '../../../kube/informer.ts';
+import type { Manager } from '../../../kube/manager.ts';
+import { type KubeObject, objectKey } from '../../../kube/resources.ts';
+import { type StatusView, StatusWriter } from '../../../kube/status.ts';
+import { Annotations, Index, Labels, NadrFinalizer } from '../../model.ts';
+import { type BackupPolicy, configType, currentPolicy, NonAdminDisabled } from '../../policy/config.ts';
+import { msUntilExpiry, type TargetOwner, targetOwner, targetProblems } from '../../policy/nadr-target.ts';
+import { nacObjectName } from '../../velero/names.ts';
+import { backOff } from '../back-off.ts';
+import { ManagedTypes, managedCache, Origin } from '../caches.ts';
+import { createOnce, managedMeta } from '../velero-objects.ts';
+import { type Blocked, type Caches, type Resolved, resolveTarget } from './resolve.ts';
 
 /** NADRs by what they target, as `namespace/Kind/name`. */
 const ByTarget = 'backup/nadr-target';

@@ -1,11 +1,11 @@
 // A namespace's share of Velero's one backup queue (policy.maxQueuedBackupsPerNamespace), and the NABs
 // that wait for the queue or a location: pure rules on the NABs the cache holds.
-import type { NonAdminBackup } from '../../api/backup.ts';
-import { finishedPhases } from '../../api/velero.ts';
-import { type Condition, findCondition } from '../../kube/conditions.ts';
-import { objectKey } from '../../kube/resources.ts';
-import { Annotations, syncedFromOf, type VeleroObject } from '../model.ts';
-import type { BackupPolicy } from '../policy/config.ts';
+import type { NonAdminBackup } from '../../../api/backup.ts';
+import { finishedPhases } from '../../../api/velero.ts';
+import { type Condition, findCondition } from '../../../kube/conditions.ts';
+import { objectKey } from '../../../kube/resources.ts';
+import { Annotations, syncedFromOf, type VeleroObject } from '../../model.ts';
+import type { BackupPolicy } from '../../policy/config.ts';
 
 /** Reasons a NAB with a NACUUID waits before its Velero Backup is made (see the gate in the reconcile). */
 const waitingReasons = new Set(['StorageLocationUnavailable', 'NamespaceQueueLimit']);

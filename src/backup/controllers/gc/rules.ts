@@ -1,4 +1,4 @@
-// The rules of garbage collection (see gc.ts for the whole story): which tenant kinds have Velero-side
+// The rules of garbage collection (see controller.ts for the whole story): which tenant kinds have Velero-side
 // objects and how those point back at them, which Velero kinds are collected, and the checks an object
 // passes before a pass confirms it as an orphan against the API server. Pure, tested on plain objects.
 import { createHash } from 'node:crypto';
@@ -9,11 +9,11 @@ import {
   NonAdminDownloadRequestCrd,
   NonAdminRestoreCrd,
   NonAdminScheduleCrd,
-} from '../../api/backup.ts';
-import { VeleroResources } from '../../api/velero.ts';
-import type { ConditionInput } from '../../kube/conditions.ts';
-import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
-import { Annotations, isManaged, Labels } from '../model.ts';
+} from '../../../api/backup.ts';
+import { VeleroResources } from '../../../api/velero.ts';
+import type { ConditionInput } from '../../../kube/conditions.ts';
+import { type KubeObject, Resources, type ResourceType } from '../../../kube/resources.ts';
+import { Annotations, isManaged, Labels } from '../../model.ts';
 
 /** Field manager of the config's GarbageCollected condition. */
 export const GcFieldManager = 'tenantkit-backup-gc';

@@ -7,8 +7,8 @@
 // password is missing or the built-in one; the admin's own locations (which tenants cannot write) are not
 // affected. Read on every such restore (no cache: rare, and a fix applies at once).
 
-import type { KubeClient } from '../../kube/client.ts';
-import { type KubeObject, Resources } from '../../kube/resources.ts';
+import type { KubeClient } from '../../../kube/client.ts';
+import { type KubeObject, Resources } from '../../../kube/resources.ts';
 
 export const RepositoryCredentialsSecret = 'velero-repo-credentials';
 export const RepositoryPasswordKey = 'repository-password';

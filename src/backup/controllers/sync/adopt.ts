@@ -2,20 +2,21 @@
 // found without a NonAdminBackup. Such a NAB carries the label `Labels.syncedFrom` (value: the Velero
 // Backup's name, which for a NonAdminBackup's own Backup is also its NACUUID) and no status; the NAB
 // controller then adopts that Backup instead of making one, but only when tenantkit's own records say the
-// Backup belongs to the NAB's namespace (velero/ownership.ts, velero/ownerships.ts). Tenants can write labels, so the label
-// is only a request: the admission webhook and the controller both check it, and a NAB carrying it never
-// makes a Velero Backup of its own (that would duplicate the one it names).
-import { type NonAdminBackup, NonAdminBackupCrd } from '../../api/backup.ts';
-import { VeleroResources } from '../../api/velero.ts';
-import { isAlreadyExists, isForbidden, isNotFound } from '../../kube/client.ts';
-import type { ReconcileContext } from '../../kube/controller.ts';
-import { ensureFinalizer } from '../../kube/finalizers.ts';
-import type { KubeObject, OwnerReference } from '../../kube/resources.ts';
-import type { StatusWriter } from '../../kube/status.ts';
-import { Annotations, Labels, NabFinalizer, syncedFromOf, type VeleroBackup } from '../model.ts';
-import type { BackupPolicy } from '../policy/config.ts';
-import { adoptionProblem, type Ownerships } from '../velero/ownerships.ts';
-import { backOff } from './back-off.ts';
+// Backup belongs to the NAB's namespace (velero/ownership.ts, velero/ownerships.ts). Tenants can write
+// labels, so the label is only a request: the admission webhook (admission/synced-from.ts) and the
+// controller both check it, and a NAB carrying it never makes a Velero Backup of its own (that would
+// duplicate the one it names).
+import { type NonAdminBackup, NonAdminBackupCrd } from '../../../api/backup.ts';
+import { VeleroResources } from '../../../api/velero.ts';
+import { isAlreadyExists, isForbidden, isNotFound } from '../../../kube/client.ts';
+import type { ReconcileContext } from '../../../kube/controller.ts';
+import { ensureFinalizer } from '../../../kube/finalizers.ts';
+import type { KubeObject, OwnerReference } from '../../../kube/resources.ts';
+import type { StatusWriter } from '../../../kube/status.ts';
+import { Annotations, Labels, NabFinalizer, syncedFromOf, type VeleroBackup } from '../../model.ts';
+import type { BackupPolicy } from '../../policy/config.ts';
+import { adoptionProblem, type Ownerships } from '../../velero/ownerships.ts';
+import { backOff } from '../back-off.ts';
 
 type Status = NonNullable<NonAdminBackup['status']>;
 
@@ -88,7 +89,7 @@ export async function reconcileAdoption(
       `Velero Backup ${name} is already NonAdminBackup ${other.metadata.name}'s; delete this NonAdminBackup`,
     );
   }
-  // Deleting the NAB removes the Backup object (nab.ts).
+  // Deleting the NAB removes the Backup object (../backup/reconciler.ts).
   await ensureFinalizer(ctx.client, NonAdminBackupCrd.type, nab, NabFinalizer);
   status.event({
     type: 'Normal',

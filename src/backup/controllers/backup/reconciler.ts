@@ -7,20 +7,20 @@ import {
   type NonAdminBackupConfig,
   NonAdminBackupCrd,
   NonAdminBackupStorageLocationCrd,
-} from '../../api/backup.ts';
-import { finishedPhases, VeleroResources } from '../../api/velero.ts';
-import { type Condition, findCondition } from '../../kube/conditions.ts';
+} from '../../../api/backup.ts';
+import { finishedPhases, VeleroResources } from '../../../api/velero.ts';
+import { type Condition, findCondition } from '../../../kube/conditions.ts';
 import {
   generationChanged,
   ObjectReconciler,
   type ReconcileContext,
   type ReconcileResult,
-} from '../../kube/controller.ts';
-import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
-import type { Informer } from '../../kube/informer.ts';
-import type { Manager } from '../../kube/manager.ts';
-import { type KubeObject, objectKey } from '../../kube/resources.ts';
-import { type StatusView, StatusWriter } from '../../kube/status.ts';
+} from '../../../kube/controller.ts';
+import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../../kube/finalizers.ts';
+import type { Informer } from '../../../kube/informer.ts';
+import type { Manager } from '../../../kube/manager.ts';
+import { type KubeObject, objectKey } from '../../../kube/resources.ts';
+import { type StatusView, StatusWriter } from '../../../kube/status.ts';
 import {
   Annotations,
   CreatedAtAnnotation,
@@ -29,24 +29,24 @@ import {
   NabFinalizer,
   syncedFromOf,
   type VeleroObject,
-} from '../model.ts';
-import { type BackupPolicy, configType, currentPolicy, NonAdminDisabled } from '../policy/config.ts';
-import { type JsonObject, withEnforced } from '../policy/enforce.ts';
-import { backupSpecProblems } from '../policy/validate.ts';
-import { withForcedBackupFields } from '../policy/velero-filters.ts';
-import { isNacObjectName, nacObjectName } from '../velero/names.ts';
-import { originRecord } from '../velero/ownership.ts';
-import { type Ownerships, ownerships } from '../velero/ownerships.ts';
-import { adoptedBackup, nabKeysFor, reconcileAdoption } from './adopt.ts';
-import { backOff, type Refusal } from './back-off.ts';
-import { ManagedTypes, managedCache, Origin } from './caches.ts';
-import { type StorageLocationLookup, storageLocationLookup } from './location-lookup.ts';
-import { type LocationUse, locationUse } from './location-use.ts';
-import { deleteBackup } from './nab-delete.ts';
-import { inVeleroQueue, queueLimitReached, waiting } from './nab-queue.ts';
-import { backupProgress, type ProgressSource, withProgress } from './progress.ts';
-import { backupQueuePhases, type QueueTracker, trackQueue } from './queue.ts';
-import { createOnce, managedMeta } from './velero-objects.ts';
+} from '../../model.ts';
+import { type BackupPolicy, configType, currentPolicy, NonAdminDisabled } from '../../policy/config.ts';
+import { type JsonObject, withEnforced } from '../../policy/enforce.ts';
+import { backupSpecProblems } from '../../policy/validate.ts';
+import { withForcedBackupFields } from '../../policy/velero-filters.ts';
+import { isNacObjectName, nacObjectName } from '../../velero/names.ts';
+import { originRecord } from '../../velero/ownership.ts';
+import { type Ownerships, ownerships } from '../../velero/ownerships.ts';
+import { backOff, type Refusal } from '../back-off.ts';
+import { ManagedTypes, managedCache, Origin } from '../caches.ts';
+import { type StorageLocationLookup, storageLocationLookup } from '../location/lookup.ts';
+import { type LocationUse, locationUse } from '../location/use.ts';
+import { backupProgress, type ProgressSource, withProgress } from '../progress.ts';
+import { backupQueuePhases, type QueueTracker, trackQueue } from '../queue.ts';
+import { adoptedBackup, nabKeysFor, reconcileAdoption } from '../sync/adopt.ts';
+import { createOnce, managedMeta } from '../velero-objects.ts';
+import { deleteBackup } from './delete.ts';
+import { inVeleroQueue, queueLimitReached, waiting } from './queue-limit.ts';
 
 type Status = NonNullable<NonAdminBackup['status']>;
 type Result = Promise<ReconcileResult | undefined>;
@@ -79,7 +79,7 @@ export function registerNabController(manager: Manager): void {
   // Velero's queue: every Backup in Velero's namespace counts, not only tenantkit's.
   const queue = trackQueue(manager, VeleroResources.backups, backupQueuePhases, Origin.nab);
   const nabs = manager.informer<NonAdminBackup>(NonAdminBackupCrd.type);
-  // NABs of existing Backups (schedule runs, backup sync): see adopt.ts.
+  // NABs of existing Backups (schedule runs, backup sync): see ../sync/adopt.ts.
   const adoption = ownerships(manager);
   // Counted objects map to the NAB by the Backup's annotations, or to the NAB that adopted it.
   const progress = backupProgress(manager, (b) => nabKeysFor(adoption, b));
@@ -370,7 +370,7 @@ export class NabReconciler extends ObjectReconciler<NabSources, NonAdminBackup, 
     return undefined;
   }
 
-  /** spec.deleteBackup: see nab-delete.ts. */
+  /** spec.deleteBackup: see delete.ts. */
   private async deleteBackup(seen: Seen): Result {
     const { uuid, backup } = seen;
     const request = uuid
