@@ -10,8 +10,8 @@ import {
 } from '../api/backup.ts';
 import type { Capability } from '../capability.ts';
 import type { KubeObject } from '../kube/resources.ts';
+import { backupWebhooks } from './admission/webhooks.ts';
 import { registerBackupControllers } from './controllers/index.ts';
-import { backupWebhooks } from './webhooks.ts';
 
 const nab = NonAdminBackupCrd.type;
 const config = NonAdminBackupConfigCrd.type;

@@ -52,9 +52,9 @@ async function main(argv: string[]): Promise<void> {
     case 'namespaces':
       return (await import('../search/client/namespaces.ts')).namespacesCommand(rest);
     case 'backup':
-      return (await import('../backup/client/backup.ts')).backupCommand(rest);
+      return (await import('../backup/cli/backup.ts')).backupCommand(rest);
     case 'restore':
-      return (await import('../backup/client/restore.ts')).restoreCommand(rest);
+      return (await import('../backup/cli/restore.ts')).restoreCommand(rest);
     case 'console':
       return (await import('./console.ts')).consoleCommand(rest);
     case 'check':

@@ -1,6 +1,6 @@
 // The backup capability's admission webhooks: one per tenant kind, all fail closed (the controllers
-// would refuse the same objects, but the tenant deserves to hear it at `kubectl apply`). Setup only: the
-// reviews live in admission/.
+// would refuse the same objects, but the tenant deserves to hear it at `kubectl apply`). The one place
+// they are declared (index.ts calls backupWebhooks); the reviews are the other files of admission/.
 import {
   type NonAdminBackup,
   type NonAdminBackupConfig,
@@ -13,19 +13,19 @@ import {
   NonAdminRestoreCrd,
   type NonAdminSchedule,
   NonAdminScheduleCrd,
-} from '../api/backup.ts';
-import { ByNamespace, type Informer } from '../kube/informer.ts';
-import type { Manager } from '../kube/manager.ts';
-import type { KubeObject } from '../kube/resources.ts';
-import type { AdmissionHandler, AdmissionRequest } from '../webhook/admission.ts';
-import type { WebhookDefinition } from '../webhook/registration.ts';
-import { reviewNonAdminBackup, reviewNonAdminRestore } from './admission/backup-restore.ts';
-import { reviewNonAdminDownloadRequest } from './admission/download.ts';
-import { reviewNonAdminBackupStorageLocation } from './admission/location.ts';
-import { recordRequester, requesterUnchanged } from './admission/requester.ts';
-import { reviewNonAdminSchedule } from './admission/schedule.ts';
-import { reviewSyncedFrom } from './admission/synced-from.ts';
-import { ownerships } from './velero/ownerships.ts';
+} from '../../api/backup.ts';
+import { ByNamespace, type Informer } from '../../kube/informer.ts';
+import type { Manager } from '../../kube/manager.ts';
+import type { KubeObject } from '../../kube/resources.ts';
+import type { AdmissionHandler, AdmissionRequest } from '../../webhook/admission.ts';
+import type { WebhookDefinition } from '../../webhook/registration.ts';
+import { ownerships } from '../velero/ownerships.ts';
+import { reviewNonAdminBackup, reviewNonAdminRestore } from './backup-restore.ts';
+import { reviewNonAdminDownloadRequest } from './download.ts';
+import { reviewNonAdminBackupStorageLocation } from './location.ts';
+import { recordRequester, requesterUnchanged } from './requester.ts';
+import { reviewNonAdminSchedule } from './schedule.ts';
+import { reviewSyncedFrom } from './synced-from.ts';
 
 type Kind = {
   type: { group: string; version: string; plural: string };
