@@ -32,9 +32,9 @@ import {
   NonAdminRestoreCrd,
 } from '../src/api/backup.ts';
 import { type Backup, finishedPhases, type Restore, VeleroResources } from '../src/api/velero.ts';
-import { RequesterAnnotation, requesterValue } from '../src/backup/admission/requester.ts';
-import { registerNabController } from '../src/backup/controllers/nab.ts';
-import { registerNarController } from '../src/backup/controllers/nar.ts';
+import { registerNabController } from '../src/backup/controllers/backup/reconciler.ts';
+import { registerNarController } from '../src/backup/controllers/restore/reconciler.ts';
+import { RequesterAnnotation, requesterValue } from '../src/backup/model.ts';
 import { mapLimit } from '../src/kube/access.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { silentLogger } from '../src/kube/log.ts';

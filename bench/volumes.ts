@@ -8,8 +8,8 @@ import {
   NonAdminRestoreCrd,
 } from '../src/api/backup.ts';
 import { finishedPhases, VeleroResources } from '../src/api/velero.ts';
-import { RequesterAnnotation, requesterValue } from '../src/backup/admission/requester.ts';
 import { backup } from '../src/backup/index.ts';
+import { RequesterAnnotation, requesterValue } from '../src/backup/model.ts';
 import { silentLogger } from '../src/kube/log.ts';
 import { Manager } from '../src/kube/manager.ts';
 import { type KubeObject, Resources } from '../src/kube/resources.ts';

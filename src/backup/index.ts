@@ -4,20 +4,14 @@ import {
   backupCrds,
   NonAdminBackupConfigCrd,
   NonAdminBackupCrd,
+  NonAdminBackupStorageLocationCrd,
   NonAdminBackupStorageLocationRequestCrd,
   NonAdminScheduleCrd,
 } from '../api/backup.ts';
 import type { Capability } from '../capability.ts';
 import type { KubeObject } from '../kube/resources.ts';
-import { registerGarbageCollector } from './controllers/gc.ts';
-import { registerNabController } from './controllers/nab.ts';
-import { NabslType, registerNabslController } from './controllers/nabsl.ts';
-import { registerNadrController } from './controllers/nadr.ts';
-import { registerNarController } from './controllers/nar.ts';
-import { registerScheduleController } from './controllers/schedule.ts';
-import { registerSyncController } from './controllers/sync.ts';
-import { registerTransparencyController } from './controllers/transparency.ts';
-import { backupWebhooks } from './webhooks.ts';
+import { backupWebhooks } from './admission/webhooks.ts';
+import { registerBackupControllers } from './controllers/index.ts';
 
 const nab = NonAdminBackupCrd.type;
 const config = NonAdminBackupConfigCrd.type;
@@ -111,7 +105,7 @@ export const backup: Capability = {
           resources: ['backupstoragelocations', 'schedules'],
           verbs: ['create', 'update', 'patch', 'delete'],
         },
-        // The restore guard: asking Velero which plugins it runs (controllers/restore-guard.ts), and reading the
+        // The restore guard: asking Velero which plugins it runs (controllers/restore/guard.ts), and reading the
         // refusals the plugin recorded for a finished tenant Restore (by name, never listed).
         { apiGroups: ['velero.io'], resources: ['serverstatusrequests'], verbs: ['create', 'get'] },
         { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] },
@@ -142,10 +136,14 @@ export const backup: Capability = {
   webhookRules: [
     { apiGroups: [config.group], resources: [config.plural], verbs: ['get', 'list', 'watch'] },
     // NonAdminBackups may name a NonAdminBackupStorageLocation of their namespace: it must exist.
-    { apiGroups: [nab.group], resources: [NabslType.plural], verbs: ['get', 'list', 'watch'] },
+    {
+      apiGroups: [nab.group],
+      resources: [NonAdminBackupStorageLocationCrd.type.plural],
+      verbs: ['get', 'list', 'watch'],
+    },
     // A namespace's NonAdminSchedules are counted against maxSchedulesPerNamespace.
     { apiGroups: [nab.group], resources: [NonAdminScheduleCrd.type.plural], verbs: ['get', 'list', 'watch'] },
-    // The sync label of a NonAdminBackup may only name a Velero Backup its namespace owns (controllers/adopt.ts).
+    // The sync label of a NonAdminBackup may only name a Velero Backup its namespace owns (admission/synced-from.ts).
     {
       apiGroups: ['velero.io'],
       resources: ['backups', 'backupstoragelocations'],
@@ -155,16 +153,7 @@ export const backup: Capability = {
     { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
   ],
   webhooks: ({ manager }) => backupWebhooks(manager),
-  controllers(ctx) {
-    registerNabController(ctx.manager);
-    registerNabslController(ctx.manager);
-    registerNarController(ctx.manager);
-    registerNadrController(ctx.manager);
-    registerTransparencyController(ctx.manager);
-    registerGarbageCollector(ctx.manager);
-    registerScheduleController(ctx.manager);
-    registerSyncController(ctx.manager);
-  },
+  controllers: ({ manager }) => registerBackupControllers(manager),
 };
 
 // Storage location requests are the admin's (approval), not the tenant's.

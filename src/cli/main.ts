@@ -82,9 +82,9 @@ async function main(argv: string[]): Promise<void> {
     case 'namespaces':
       return (await import('../search/cli/namespaces.ts')).namespacesCommand(rest);
     case 'backup':
-      return (await import('../backup/client/backup.ts')).backupCommand(rest);
+      return (await import('../backup/cli/backup.ts')).backupCommand(rest);
     case 'restore':
-      return (await import('../backup/client/restore.ts')).restoreCommand(rest);
+      return (await import('../backup/cli/restore.ts')).restoreCommand(rest);
     case 'console':
       return (await import('./console.ts')).consoleCommand(rest);
     case 'check':

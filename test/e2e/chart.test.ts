@@ -9,7 +9,7 @@ import type { LocalNode } from '../../devenv/node/launch.ts';
 import { nodeIP } from '../../devenv/node/network.ts';
 import { NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/api/backup.ts';
 import { VeleroResources } from '../../src/api/velero.ts';
-import { Annotations } from '../../src/backup/velero/names.ts';
+import { Annotations } from '../../src/backup/model.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { completedBackup, completedRestore, tenantIn } from '../harness/backup.ts';

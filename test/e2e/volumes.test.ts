@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type NonAdminBackup, NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/api/backup.ts';
 import { VeleroResources } from '../../src/api/velero.ts';
-import { Labels } from '../../src/backup/velero/names.ts';
+import { Labels } from '../../src/backup/model.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources, resourcePath } from '../../src/kube/resources.ts';
 import {

@@ -7,15 +7,15 @@
 // a real Velero are in backup-gc.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VeleroResources } from '../../src/api/velero.ts';
-import { type Cache, GarbageCollector, type GcApi } from '../../src/backup/controllers/gc-pass.ts';
+import { type Cache, GarbageCollector, type GcApi } from '../../src/backup/controllers/gc/pass.ts';
 import {
   type OriginKind,
   Origins,
   type PassResult,
   processedDeleteRequestMaxAgeMs,
-} from '../../src/backup/controllers/gc-rules.ts';
+} from '../../src/backup/controllers/gc/rules.ts';
 import { backup } from '../../src/backup/index.ts';
-import { Labels, managedLabels } from '../../src/backup/velero/names.ts';
+import { Labels, managedLabels } from '../../src/backup/model.ts';
 import { baseControllerRules } from '../../src/cli/capabilities.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { silentLogger } from '../../src/kube/log.ts';

@@ -15,12 +15,11 @@ import {
 import { VeleroResources } from '../../src/api/velero.ts';
 import {
   GarbageCollectedCondition,
-  GcReasonAnnotation,
   type OriginKind,
   Origins,
   Targets,
-} from '../../src/backup/controllers/gc-rules.ts';
-import { Annotations, Labels, managedLabels } from '../../src/backup/velero/names.ts';
+} from '../../src/backup/controllers/gc/rules.ts';
+import { Annotations, GcReasonAnnotation, Labels, managedLabels } from '../../src/backup/model.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { registry } from '../../src/kube/metrics.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../src/kube/resources.ts';

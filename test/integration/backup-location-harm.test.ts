@@ -12,7 +12,7 @@ import {
   NonAdminBackupStorageLocationCrd,
 } from '../../src/api/backup.ts';
 import { type Backup, finishedPhases, VeleroResources } from '../../src/api/velero.ts';
-import { Annotations } from '../../src/backup/velero/names.ts';
+import { Annotations } from '../../src/backup/model.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import {

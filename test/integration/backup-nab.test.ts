@@ -11,9 +11,9 @@ import {
   NonAdminBackupCrd,
 } from '../../src/api/backup.ts';
 import { VeleroResources } from '../../src/api/velero.ts';
-import { NabFinalizer } from '../../src/backup/controllers/nab.ts';
 import { backup, backupUserClusterRoles } from '../../src/backup/index.ts';
-import { Labels, nacObjectName } from '../../src/backup/velero/names.ts';
+import { Labels, NabFinalizer } from '../../src/backup/model.ts';
+import { nacObjectName } from '../../src/backup/velero/names.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { veleroNamespaceValue, veleroQueueMs } from '../harness/backup.ts';

@@ -17,8 +17,8 @@ import {
   NonAdminRestoreCrd,
 } from '../../src/api/backup.ts';
 import { type BackupStorageLocation, VeleroResources } from '../../src/api/velero.ts';
-import { NabslFinalizer } from '../../src/backup/controllers/nabsl.ts';
-import { Annotations, Labels, managedLabels, nacObjectName } from '../../src/backup/velero/names.ts';
+import { Annotations, Labels, managedLabels, NabslFinalizer } from '../../src/backup/model.ts';
+import { nacObjectName } from '../../src/backup/velero/names.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { appendToTarGz } from '../fixtures/tar.ts';

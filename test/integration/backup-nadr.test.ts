@@ -13,8 +13,8 @@ import {
   NonAdminRestoreCrd,
 } from '../../src/api/backup.ts';
 import { VeleroResources } from '../../src/api/velero.ts';
-import { NadrFinalizer } from '../../src/backup/controllers/nadr.ts';
-import { Annotations, Labels, nacObjectName } from '../../src/backup/velero/names.ts';
+import { Annotations, Labels, NadrFinalizer } from '../../src/backup/model.ts';
+import { nacObjectName } from '../../src/backup/velero/names.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import {

@@ -14,10 +14,10 @@ import {
   NonAdminRestoreCrd,
 } from '../../src/api/backup.ts';
 import { finishedPhases, VeleroResources } from '../../src/api/velero.ts';
-import { NarFinalizer, registerNarController } from '../../src/backup/controllers/nar.ts';
+import { registerNarController } from '../../src/backup/controllers/restore/reconciler.ts';
 import { backup, backupUserClusterRoles } from '../../src/backup/index.ts';
+import { Annotations, Labels, managedLabels, NarFinalizer } from '../../src/backup/model.ts';
 import { nonAdminKinds, rbacKinds } from '../../src/backup/policy/velero-filters.ts';
-import { Annotations, Labels, managedLabels } from '../../src/backup/velero/names.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { Manager } from '../../src/kube/manager.ts';

@@ -7,9 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NonAdminBackupCrd, type NonAdminRestore, NonAdminRestoreCrd } from '../../src/api/backup.ts';
 import { VeleroResources } from '../../src/api/velero.ts';
-import { RequesterAnnotation } from '../../src/backup/admission/requester.ts';
 import { backup } from '../../src/backup/index.ts';
-import { Labels } from '../../src/backup/velero/names.ts';
+import { Labels, RequesterAnnotation } from '../../src/backup/model.ts';
 import { isAlreadyExists, type KubeClient, PatchType } from '../../src/kube/client.ts';
 import {
   type KubeObject,

@@ -13,8 +13,8 @@ import {
   NonAdminScheduleCrd,
 } from '../../src/api/backup.ts';
 import { VeleroResources } from '../../src/api/velero.ts';
+import { Annotations, Labels } from '../../src/backup/model.ts';
 import { parseCron } from '../../src/backup/policy/cron.ts';
-import { Annotations, Labels } from '../../src/backup/velero/names.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import {

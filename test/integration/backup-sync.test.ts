@@ -10,7 +10,7 @@ import {
   NonAdminRestoreCrd,
 } from '../../src/api/backup.ts';
 import { VeleroResources } from '../../src/api/velero.ts';
-import { Annotations, Labels, managedLabels } from '../../src/backup/velero/names.ts';
+import { Annotations, Labels, managedLabels } from '../../src/backup/model.ts';
 import { OrganizationLabel } from '../../src/backup/velero/ownership.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';

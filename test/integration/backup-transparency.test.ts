@@ -7,10 +7,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type NonAdminBackup, NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/api/backup.ts';
 import { VeleroResources } from '../../src/api/velero.ts';
-import { Origins } from '../../src/backup/controllers/gc-rules.ts';
-import { TenantNamespaceLabel, viewObjectName } from '../../src/backup/controllers/transparency.ts';
+import { Origins } from '../../src/backup/controllers/gc/rules.ts';
+import { viewObjectName } from '../../src/backup/controllers/transparency/reconciler.ts';
 import { backup } from '../../src/backup/index.ts';
-import { Annotations, Labels, ManagedByValue } from '../../src/backup/velero/names.ts';
+import { Annotations, Labels, ManagedByValue, TenantNamespaceLabel } from '../../src/backup/model.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import {

@@ -7,7 +7,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { type NonAdminBackup, NonAdminBackupCrd } from '../../src/api/backup.ts';
-import { fetchPresigned } from '../../src/backup/client/download.ts';
+import { fetchPresigned } from '../../src/backup/cli/download.ts';
 import { DefaultSocketsPerUser, TokenProtocolPrefix } from '../../src/console/model.ts';
 import type { ConsoleServer } from '../../src/console/server/server.ts';
 import { silentLogger } from '../../src/kube/log.ts';

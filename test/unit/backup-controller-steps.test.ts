@@ -2,14 +2,18 @@
 // objects (the NAB controller's are in backup-nab-steps.test.ts; everything that writes is tested against
 // the real API server and Velero in test/integration/).
 import { describe, expect, it } from 'vitest';
-import { isOver, processedCondition, unprocessedAfterMs } from '../../src/backup/controllers/nadr.ts';
-import { refusalOf } from '../../src/backup/controllers/nar.ts';
+import {
+  isOver,
+  processedCondition,
+  unprocessedAfterMs,
+} from '../../src/backup/controllers/download/reconciler.ts';
+import { refusalOf } from '../../src/backup/controllers/restore/reconciler.ts';
 import {
   nextRunOf,
   runTime,
   scheduledCondition,
   type VeleroSchedule,
-} from '../../src/backup/controllers/schedule-runs.ts';
+} from '../../src/backup/controllers/schedule/runs.ts';
 import type { BackupPolicy } from '../../src/backup/policy/config.ts';
 import type { KubeObject } from '../../src/kube/resources.ts';
 

@@ -2,8 +2,8 @@
 // the condition a pass writes. The passes themselves run against the real API server in
 // test/integration/backup-gc-rules.test.ts (frozen cache snapshots) and backup-gc.test.ts (real Velero).
 import { describe, expect, it } from 'vitest';
-import { gcCondition, Origins, precheck, Targets } from '../../src/backup/controllers/gc-rules.ts';
-import { Labels, managedLabels } from '../../src/backup/velero/names.ts';
+import { gcCondition, Origins, precheck, Targets } from '../../src/backup/controllers/gc/rules.ts';
+import { Labels, managedLabels } from '../../src/backup/model.ts';
 
 const veleroNs = 'velero';
 const meta = (

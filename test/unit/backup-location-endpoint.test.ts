@@ -4,7 +4,7 @@
 import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { probeEndpoint } from '../../src/backup/controllers/bsl-probe.ts';
+import { probeEndpoint } from '../../src/backup/controllers/location/probe.ts';
 import { bslSpecProblems } from '../../src/backup/policy/bsl-validate.ts';
 import { endpointAllowed, endpointProblems } from '../../src/backup/policy/endpoint.ts';
 import type { JsonObject } from '../../src/backup/policy/enforce.ts';

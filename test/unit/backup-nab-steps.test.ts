@@ -3,8 +3,8 @@
 // the real API server and Velero in test/integration/backup-nab.test.ts.)
 import { describe, expect, it } from 'vitest';
 import type { NonAdminBackup } from '../../src/api/backup.ts';
-import { refusalOf } from '../../src/backup/controllers/nab.ts';
-import { queueLimitReached, waiting } from '../../src/backup/controllers/nab-queue.ts';
+import { queueLimitReached, waiting } from '../../src/backup/controllers/backup/queue-limit.ts';
+import { refusalOf } from '../../src/backup/controllers/backup/reconciler.ts';
 import type { BackupPolicy } from '../../src/backup/policy/config.ts';
 import { nacObjectName } from '../../src/backup/velero/names.ts';
 

@@ -1,7 +1,8 @@
 // What a tenant may ask of a NonAdminBackupStorageLocation, and what its credential file may hold: pure
 // rules, tested on their own (the integration test runs them through the API server and Velero).
 import { describe, expect, it } from 'vitest';
-import { isMadeFor, isNacuuidOf } from '../../src/backup/controllers/location-lookup.ts';
+import { isMadeFor, isNacuuidOf } from '../../src/backup/controllers/location/lookup.ts';
+import { Annotations, Labels, managedLabels } from '../../src/backup/model.ts';
 import {
   bslSpecProblems,
   credentialProfile,
@@ -16,7 +17,7 @@ import {
 } from '../../src/backup/policy/credentials.ts';
 import type { JsonObject } from '../../src/backup/policy/enforce.ts';
 import { backupSpecProblems } from '../../src/backup/policy/validate.ts';
-import { Annotations, Labels, managedLabels, nacObjectName } from '../../src/backup/velero/names.ts';
+import { nacObjectName } from '../../src/backup/velero/names.ts';
 
 const ns = 'shop';
 const good: JsonObject = {

@@ -5,22 +5,22 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { NonAdminBackup, NonAdminDownloadRequest, NonAdminRestore } from '../../src/api/backup.ts';
 import { downloadTargetKinds } from '../../src/api/velero.ts';
 import { reviewNonAdminDownloadRequest } from '../../src/backup/admission/download.ts';
-import { backupCommand, backupKind } from '../../src/backup/client/backup.ts';
-import { describeBackup, describeRestore } from '../../src/backup/client/describe.ts';
-import { maybeGunzip } from '../../src/backup/client/download.ts';
-import { restoreCommand, restoreKind } from '../../src/backup/client/restore.ts';
-import { explain, renderRows } from '../../src/backup/client/shared.ts';
+import { backupCommand, backupKind } from '../../src/backup/cli/backup.ts';
+import { describeBackup, describeRestore } from '../../src/backup/cli/describe.ts';
+import { maybeGunzip } from '../../src/backup/cli/download.ts';
+import { restoreCommand, restoreKind } from '../../src/backup/cli/restore.ts';
+import { explain, renderRows } from '../../src/backup/cli/shared.ts';
 import {
   backupSpecFromFlags,
   formatSelector,
   normalizeOptionalBooleans,
   parseSelector,
   restoreSpecFromFlags,
-} from '../../src/backup/client/spec.ts';
-import { operationTable } from '../../src/backup/client/verbs.ts';
-import { type Caches, resolveTarget } from '../../src/backup/controllers/nadr-resolve.ts';
+} from '../../src/backup/cli/spec.ts';
+import { operationTable } from '../../src/backup/cli/verbs.ts';
+import { type Caches, resolveTarget } from '../../src/backup/controllers/download/resolve.ts';
+import { Annotations, Labels } from '../../src/backup/model.ts';
 import { msUntilExpiry, targetOwner, targetProblems } from '../../src/backup/policy/nadr-target.ts';
-import { Annotations, Labels } from '../../src/backup/velero/names.ts';
 import { ApiError } from '../../src/kube/client.ts';
 import type { Informer } from '../../src/kube/informer.ts';
 import type { KubeObject } from '../../src/kube/resources.ts';

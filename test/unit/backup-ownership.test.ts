@@ -2,9 +2,10 @@
 // admin locations need tenantkit's own records; everything else belongs to nobody.
 import { describe, expect, it } from 'vitest';
 import type { NonAdminBackup, NonAdminBackupConfig } from '../../src/api/backup.ts';
-import { type Ownerships, reviewSyncedFrom, syncedNabName } from '../../src/backup/controllers/adopt.ts';
-import { scheduleObjectName } from '../../src/backup/controllers/schedule-runs.ts';
-import { Annotations, Labels, managedLabels } from '../../src/backup/velero/names.ts';
+import { reviewSyncedFrom } from '../../src/backup/admission/synced-from.ts';
+import { scheduleObjectName } from '../../src/backup/controllers/schedule/runs.ts';
+import { syncedNabName } from '../../src/backup/controllers/sync/adopt.ts';
+import { Annotations, Labels, managedLabels } from '../../src/backup/model.ts';
 import {
   backupOwner,
   defaultLocationOf,
@@ -15,6 +16,7 @@ import {
   originRecord,
   ownerNow,
 } from '../../src/backup/velero/ownership.ts';
+import type { Ownerships } from '../../src/backup/velero/ownerships.ts';
 import type { Informer } from '../../src/kube/informer.ts';
 
 const adminBsl: Location = { metadata: { name: 'default' }, spec: { default: true } };

@@ -1,10 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  backupQueuePhases,
-  CreatedAtAnnotation,
-  changedFields,
-  QueueTracker,
-} from '../../src/backup/controllers/queue.ts';
+import { backupQueuePhases, changedFields, QueueTracker } from '../../src/backup/controllers/queue.ts';
+import { CreatedAtAnnotation } from '../../src/backup/model.ts';
 import type { KubeObject } from '../../src/kube/resources.ts';
 
 const backup = (name: string, created: string, phase?: string, namespace = 'velero') =>

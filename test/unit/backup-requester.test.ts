@@ -2,12 +2,8 @@
 // every UPDATE that changes the spec (by anyone), kept otherwise, and never writable by hand.
 import { describe, expect, it } from 'vitest';
 import type { NonAdminRestore } from '../../src/api/backup.ts';
-import {
-  RequesterAnnotation,
-  recordRequester,
-  requesterUnchanged,
-  requesterValue,
-} from '../../src/backup/admission/requester.ts';
+import { recordRequester, requesterUnchanged } from '../../src/backup/admission/requester.ts';
+import { RequesterAnnotation, requesterValue } from '../../src/backup/model.ts';
 import type { UserInfo } from '../../src/kube/access.ts';
 import type { AdmissionRequest } from '../../src/webhook/admission.ts';
 

@@ -2,42 +2,13 @@
 // decided what it restores. Recorded by a mutating admission webhook from the authenticated userInfo
 // (never from anything the tenant wrote) of the CREATE request and of every UPDATE that changes `spec`
 // (by anyone, the creator included: their groups may have changed since), kept in an annotation no other
-// update may change, and copied by the controller onto the Velero Restore (Velero's namespace: tenants
-// cannot write there). Velero's restore guard plugin (devenv/go/velero/cmd/tenantkit-restore-guard) then
-// checks every item as that user.
+// update may change (RequesterAnnotation, ../model.ts, which also reads it back), and copied by the
+// controller onto the Velero Restore (Velero's namespace: tenants cannot write there). Velero's restore
+// guard plugin (plugins/restore-guard) then checks every item as that user.
 import type { NonAdminRestore } from '../../api/backup.ts';
-import type { UserInfo } from '../../kube/access.ts';
 import { type Json, jsonEqual } from '../../kube/merge-patch.ts';
 import { type AdmissionRequest, deny, mutate, type Verdict } from '../../webhook/admission.ts';
-
-/** On the NonAdminRestore and on its Velero Restore: the requester's UserInfo as JSON. */
-export const RequesterAnnotation = 'backup.tenantkit.io/requester';
-
-/** The Velero plugin that enforces the requester's rights per item (its registered name). */
-export const RestoreGuardPlugin = 'tenantkit.io/restore-guard';
-
-/** The requester recorded on `o`, or an explanation of why there is none that can be trusted. */
-export function requesterOf(o: { metadata: { annotations?: Record<string, string> } }): UserInfo | string {
-  const raw = o.metadata.annotations?.[RequesterAnnotation];
-  if (raw === undefined) {
-    return `it has no ${RequesterAnnotation} annotation (it was created before tenantkit recorded requesters, or while the admission webhook was bypassed); delete it and create it again`;
-  }
-  try {
-    const parsed = JSON.parse(raw) as UserInfo;
-    if (typeof parsed?.username === 'string' && parsed.username !== '') return parsed;
-  } catch {}
-  return `its ${RequesterAnnotation} annotation is not a user record tenantkit wrote; delete it and create it again`;
-}
-
-/** The annotation's value for `user`: only the fields of authentication.k8s.io UserInfo, in one order. */
-export function requesterValue(user: UserInfo): string {
-  return JSON.stringify({
-    username: user.username,
-    ...(user.uid ? { uid: user.uid } : {}),
-    ...(user.groups?.length ? { groups: user.groups } : {}),
-    ...(user.extra && Object.keys(user.extra).length ? { extra: user.extra } : {}),
-  });
-}
+import { RequesterAnnotation, requesterValue } from '../model.ts';
 
 /**
  * The annotation's value after `request` (CREATE or UPDATE): the request's user when it decides what

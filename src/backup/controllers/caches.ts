@@ -1,8 +1,8 @@
 // The caches the backup controllers share, declared once: the Velero objects tenantkit makes (each type
 // filtered on tenantkit's marks, so a cache never holds the admin's own objects) and the indexes that find
-// them by the NACUUID label of the tenant object they were made for. Every controller takes its caches
-// from here, so two controllers reading one type share one informer and one index, and an index name
-// always means the same function (the informer refuses a second function under a name it knows).
+// them by the NACUUID label of the tenant object they were made for (the index names are ../model.ts's).
+// Every controller takes its caches from here, so two controllers reading one type share one informer
+// and one index, and an index name always means the same function (the informer refuses a second function under a name it knows).
 import {
   NonAdminBackupStorageLocationRequestCrd,
   type NonAdminSchedule,
@@ -12,15 +12,7 @@ import { VeleroResources } from '../../api/velero.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import type { KubeObject, ResourceType } from '../../kube/resources.ts';
-import type { JsonObject } from '../policy/enforce.ts';
-import { Annotations, Labels, ManagedByValue, managedSelector } from '../velero/names.ts';
-
-/** A Velero object as the controllers read it: they copy and compare its spec and status as JSON. */
-export type VeleroObject = KubeObject & { spec?: JsonObject; status?: JsonObject };
-
-/** True for objects tenantkit made (by their labels; only admins and tenantkit write in Velero's namespace). */
-export const isManaged = (o: KubeObject): boolean =>
-  o.metadata.labels?.[Labels.oadp] === 'True' && o.metadata.labels?.[Labels.managedBy] === ManagedByValue;
+import { Annotations, Index, Labels, managedSelector, type VeleroObject } from '../model.ts';
 
 const managed = (type: ResourceType): ResourceType => ({ ...type, labelSelector: managedSelector });
 
@@ -42,22 +34,6 @@ const byLabel =
     const v = o.metadata.labels?.[label];
     return v ? [v] : [];
   };
-
-/** Index names, each with the one function that fills it. */
-export const Index = {
-  /** Velero objects by the NACUUID of the NonAdminBackup they were made for. */
-  nabUuid: 'backup/nab-nacuuid',
-  /** ... of the NonAdminRestore. */
-  narUuid: 'backup/nar-nacuuid',
-  /** ... of the NonAdminDownloadRequest. */
-  nadrUuid: 'backup/nadr-nacuuid',
-  /** ... of the NonAdminBackupStorageLocation. */
-  nabslUuid: 'backup/nabsl-nacuuid',
-  /** ... of the NonAdminSchedule (its Velero Schedule and the Backups of its runs). */
-  nasUuid: 'backup/nas-nacuuid-label',
-  /** NonAdminSchedules by the NACUUID in their status. */
-  scheduleByUuid: 'backup/nas-nacuuid',
-} as const;
 
 /** The one function of each label index (Velero's own Backups are indexed by `nasUuid` too: schedule runs). */
 export const IndexFunctions = {

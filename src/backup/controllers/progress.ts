@@ -13,8 +13,8 @@ import { VeleroResources } from '../../api/velero.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import type { KubeObject, ResourceType } from '../../kube/resources.ts';
+import { Annotations } from '../model.ts';
 import type { JsonObject } from '../policy/enforce.ts';
-import { Annotations } from '../velero/names.ts';
 import { ManagedTypes } from './caches.ts';
 
 const RestoreNameLabel = 'velero.io/restore-name';

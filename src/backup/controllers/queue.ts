@@ -14,7 +14,7 @@ import type { EventHandlers } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { mergePatch } from '../../kube/merge-patch.ts';
 import type { KubeObject, ResourceType } from '../../kube/resources.ts';
-import { isManaged } from './caches.ts';
+import { CreatedAtAnnotation, isManaged } from '../model.ts';
 
 /**
  * The status patch from `previous` to `next`: a queue move sends `queueInfo` alone, not the whole status
@@ -28,12 +28,6 @@ export const backupQueuePhases: readonly string[] = ['', 'New', 'Queued', 'Ready
 export const restoreQueuePhases: readonly string[] = ['', 'New', 'InProgress'];
 /** Phases in which the object itself still waits (a position above 0 is possible). */
 const waitingPhases: readonly string[] = ['', 'New', 'Queued'];
-
-/**
- * On the Velero objects tenantkit creates: the creation time to the millisecond, which orders
- * same-second creations the same way after a restart (when a list, in name order, replaces the watch).
- */
-export const CreatedAtAnnotation = 'backup.tenantkit.io/created-at';
 
 interface Entry {
   key: string;

@@ -5,7 +5,7 @@
 import { isAlreadyExists } from '../../kube/client.ts';
 import type { ReconcileContext } from '../../kube/controller.ts';
 import type { KubeObject, ObjectMeta, ResourceType } from '../../kube/resources.ts';
-import { managedLabels } from '../velero/names.ts';
+import { managedLabels } from '../model.ts';
 
 /** Metadata for `uuid` in Velero's namespace: `uuidLabel` holds the NACUUID, `annotations` the origin. */
 export function managedMeta(

@@ -112,7 +112,7 @@ export function backupSpecProblems(
     }
   }
   // A tenant names its own NonAdminBackupStorageLocation (looked up in its namespace only), never a
-  // Velero BackupStorageLocation: tenantkit puts the Velero name in (controllers/nab.ts).
+  // Velero BackupStorageLocation: tenantkit puts the Velero name in (controllers/backup/reconciler.ts).
   const location = spec.storageLocation;
   if (typeof location === 'string' && location !== '' && !hasLocation?.(location)) {
     problems.push(

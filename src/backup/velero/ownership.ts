@@ -17,7 +17,7 @@
 // {@link ownerNow}. A Backup with neither record (made before tenantkit recorded them) belongs to nobody
 // until an admin annotates it (docs/backup.md, "Backups made before owners were recorded").
 import { defaults as tenancyDefaults } from '../../tenancy/policy/config.ts';
-import { Annotations, Labels, ManagedByValue } from './names.ts';
+import { Annotations, Labels, ManagedByValue } from '../model.ts';
 
 export interface OwnedBackup {
   metadata: {

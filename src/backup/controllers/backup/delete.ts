@@ -1,0 +1,122 @@
+// spec.deleteBackup of a NonAdminBackup: Velero deletes the backup's data through a DeleteBackupRequest,
+// which tenantkit makes (named and labelled by the NAB's NACUUID) and asks again for after a refusal.
+import type { NonAdminBackup } from '../../../api/backup.ts';
+import { NonAdminBackupCrd } from '../../../api/backup.ts';
+import { VeleroResources } from '../../../api/velero.ts';
+import type { ReconcileContext, ReconcileResult } from '../../../kube/controller.ts';
+import { removeFinalizer } from '../../../kube/finalizers.ts';
+import type { KubeObject } from '../../../kube/resources.ts';
+import type { StatusWriter } from '../../../kube/status.ts';
+import { Annotations, Labels, NabFinalizer, type VeleroObject } from '../../model.ts';
+import { createOnce, managedMeta } from '../velero-objects.ts';
+
+type Status = NonNullable<NonAdminBackup['status']>;
+
+/** What the deletion reads of one reconcile of the NAB. */
+export interface DeleteSeen {
+  nab: NonAdminBackup;
+  uuid: string | undefined;
+  backup: VeleroObject | undefined;
+  base: Status;
+  status: StatusWriter<Status>;
+  ctx: ReconcileContext;
+}
+
+/** How long after a refused DeleteBackupRequest tenantkit asks Velero again: doubling, at most 5 minutes. */
+export const deleteRetryMs = (attempt: number) => Math.min(15_000 * 2 ** Math.max(0, attempt - 1), 300_000);
+const AttemptAnnotation = 'tenantkit.io/delete-attempt';
+
+/**
+ * spec.deleteBackup: a DeleteBackupRequest removes the data and the Backup, then the NAB goes. Velero
+ * processes a request once: when it refuses (the backup still running, its location unavailable or
+ * read-only, a restore of it still being finalised), the tenant sees Velero's reasons and tenantkit asks
+ * again after a back-off, instead of the NAB staying "Deleting" for ever.
+ */
+export async function deleteBackup(
+  seen: DeleteSeen,
+  request: VeleroObject | undefined,
+): Promise<ReconcileResult | undefined> {
+  const { nab, backup, uuid, ctx, base, status } = seen;
+  const type = NonAdminBackupCrd.type;
+  if (!backup || !uuid) {
+    // Nothing (left) in Velero: the NAB itself goes.
+    await removeFinalizer(ctx.client, type, nab, NabFinalizer);
+    await ctx.client.delete(type, nab.metadata.name!, nab.metadata.namespace);
+    return undefined;
+  }
+  const attempt = Number(request?.metadata.annotations?.[AttemptAnnotation] ?? '1') || 1;
+  const errors = (request?.status?.errors as string[] | undefined) ?? [];
+  if (request && request.status?.phase === 'Processed' && errors.length > 0) {
+    const wait = Date.parse(request.metadata.creationTimestamp ?? '') + deleteRetryMs(attempt) - Date.now();
+    const message = `Velero did not delete backup ${backup.metadata.name} (attempt ${attempt}): ${errors.join('; ')}; tenantkit asks again in ${Math.max(1, Math.ceil(wait / 1000))} s`;
+    if (wait > 0) {
+      const known = base.conditions?.find((c) => c.type === 'Deleting')?.reason === 'VeleroRefused';
+      await status.write(
+        {
+          ...base,
+          phase: 'Deleting',
+          conditions: status.condition(base, {
+            type: 'Deleting',
+            status: 'True',
+            reason: 'VeleroRefused',
+            message,
+          }),
+        },
+        known ? {} : { event: { type: 'Warning', reason: 'DeleteRefused', action: 'Delete', message } },
+      );
+      return { requeueAfterMs: wait };
+    }
+    // Velero keeps one request per backup: the refused one goes before the next is made.
+    await ctx.client
+      .delete(VeleroResources.deleteBackupRequests, uuid, backup.metadata.namespace)
+      .catch(() => {});
+    return createDeleteRequest(seen, backup, uuid, attempt + 1);
+  }
+  // No request yet, or one Velero is working on (then the create is refused as existing and only the
+  // status is made sure of).
+  return createDeleteRequest(seen, backup, uuid, request ? attempt : 1);
+}
+
+async function createDeleteRequest(
+  { nab, ctx, base, status }: DeleteSeen,
+  backup: VeleroObject,
+  uuid: string,
+  attempt: number,
+): Promise<undefined> {
+  const name = backup.metadata.name!;
+  const metadata = managedMeta(
+    uuid,
+    backup.metadata.namespace!,
+    Labels.nabUuid,
+    {
+      [Annotations.nabName]: nab.metadata.name!,
+      [Annotations.nabNamespace]: nab.metadata.namespace!,
+      [AttemptAnnotation]: String(attempt),
+    },
+    {
+      [Labels.backupName]: name,
+      ...(backup.metadata.uid ? { [Labels.backupUid]: backup.metadata.uid } : {}),
+    },
+  );
+  const request = { metadata, spec: { backupName: name } } as KubeObject;
+  if (await createOnce(ctx, VeleroResources.deleteBackupRequests, request)) {
+    status.event({
+      type: 'Normal',
+      reason: 'DeleteRequested',
+      action: 'Delete',
+      message: `asked Velero to delete backup ${name} and its data`,
+    });
+  }
+  await status.write({
+    ...base,
+    phase: 'Deleting',
+    veleroDeleteBackupRequest: { nacuuid: uuid, name: uuid, namespace: backup.metadata.namespace! },
+    conditions: status.condition(base, {
+      type: 'Deleting',
+      status: 'True',
+      reason: 'DeletionPending',
+      message: `Velero is deleting backup ${name} and its data`,
+    }),
+  });
+  return undefined;
+}
