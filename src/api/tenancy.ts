@@ -78,6 +78,12 @@ const guardrailFields = {
   ),
 };
 const guardrails = (description: string) => Type.Object(guardrailFields, { description });
+/**
+ * The label naming a namespace's organization unless TenancyConfig says otherwise (APPUiO's, which tenancy
+ * follows); backup records it as a namespace's organization too.
+ */
+export const DefaultOrganizationLabel = 'appuio.io/organization';
+
 export const GuardrailsSchema = guardrails('What namespaces of an organization may use.');
 export type Guardrails = Static<typeof GuardrailsSchema>;
 
@@ -269,7 +275,7 @@ export const TenancyConfigCrd = defineCrd({
   spec: Type.Object(
     {
       organizationLabel: Type.Optional(
-        Type.String({ minLength: 1, maxLength: 316, default: 'appuio.io/organization' }),
+        Type.String({ minLength: 1, maxLength: 316, default: DefaultOrganizationLabel }),
       ),
       privilegedUsers: patterns('User names (wildcard *) that bypass the namespace policies.'),
       privilegedGroups: patterns('Groups (wildcard *) that bypass the namespace policies.'),

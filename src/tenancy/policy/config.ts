@@ -1,11 +1,16 @@
 // The effective tenancy configuration, worked out from the TenancyConfig named "cluster" with defaults
 // filled in, and the pure rules read from it (wildcards, reserved namespaces, policy switches). The
 // live source of it is caches/config.ts.
-import { type switchablePolicies, type TenancyConfig, tenancyConfigKeys } from '../../api/tenancy.ts';
+import {
+  DefaultOrganizationLabel,
+  type switchablePolicies,
+  type TenancyConfig,
+  tenancyConfigKeys,
+} from '../../api/tenancy.ts';
 import { type ConfigSource, type EffectiveConfig, notForTenantsLabel } from '../model.ts';
 
 export const defaults: EffectiveConfig = {
-  organizationLabel: 'appuio.io/organization',
+  organizationLabel: DefaultOrganizationLabel,
   // tenantkit's own service accounts, whatever the release is called.
   privilegedUsers: ['system:serviceaccount:tenantkit-system:*'],
   privilegedGroups: ['system:masters'],
