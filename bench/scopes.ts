@@ -24,11 +24,11 @@ const dir = await mkdtemp(join(tmpdir(), 'tenantkit-bench-'));
 const cp = await startControlPlane({ dir, unsafeNoFsync: true, progress: (l) => console.error(l) });
 const admin = KubeClient.fromKubeconfig({ yaml: cp.adminKubeconfig });
 
-function startControllers() {
+async function startControllers() {
   // A client of its own, so its write counter holds the controllers' writes only.
   const client = KubeClient.fromKubeconfig({ yaml: cp.adminKubeconfig });
   const manager = new Manager({ client, logger: silentLogger, component: 'bench', resyncPeriodMs: 0 });
-  scopes.controllers?.({ client, manager, namespace: 'default' });
+  await scopes.controllers?.({ client, manager, namespace: 'default' });
   const stop = new AbortController();
   const done = manager.start(stop.signal);
   return {
@@ -69,7 +69,7 @@ try {
     },
   } as KubeObject);
 
-  const first = startControllers();
+  const first = await startControllers();
   await waitFor(async () => first.manager.hasSynced());
   const writesBefore = first.client.writes;
   const rssBefore = process.memoryUsage().rss;
@@ -104,7 +104,7 @@ try {
   const rssMb = (process.memoryUsage().rss - rssBefore) / 1024 / 1024;
   await first.stop();
 
-  const second = startControllers();
+  const second = await startControllers();
   await waitFor(async () => second.manager.hasSynced());
   await new Promise((r) => setTimeout(r, 200));
   await second.manager.idle();

@@ -135,7 +135,7 @@ try {
   // Webhooks in this process, recording every request they receive.
   const manager = new Manager({ client: admin, logger: silentLogger, component: 'bench' });
   const definitions = (
-    tenancy.webhooks?.({ client: admin, manager, namespace: 'tenantkit-system' }) ?? []
+    (await tenancy.webhooks?.({ client: admin, manager, namespace: 'tenantkit-system' })) ?? []
   ).map((d) => ({
     ...d,
     handler: (req: AdmissionRequest, signal: AbortSignal) => {

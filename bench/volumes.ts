@@ -222,7 +222,7 @@ try {
       { fieldManager: 'bench', force: true },
     );
     const manager = new Manager({ client: admin, logger: silentLogger, component: 'bench' });
-    backup.controllers?.({ client: admin, manager, namespace: 'tenantkit-system' });
+    await backup.controllers?.({ client: admin, manager, namespace: 'tenantkit-system' });
     controllers = manager.start(stopControllers.signal);
     await poll(async () => (manager.hasSynced() ? true : undefined));
 

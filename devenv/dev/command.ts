@@ -4,13 +4,16 @@
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { capabilities } from '../../src/cli/capabilities.ts';
+import { capabilities } from '../../src/capabilities.ts';
 import { nodeUnavailable } from '../node/launch.ts';
 import { startDevCluster } from './cluster.ts';
 import { removeDevWebhooks, startComponents, startDevVelero } from './components.ts';
 import { devLogger } from './log.ts';
-import { seedTenants } from './seed.ts';
+import { seedCluster } from './seed.ts';
 import { welcome } from './welcome.ts';
+
+/** Velero's namespace in dev; backup's configuration points there. */
+const veleroNamespace = 'velero';
 
 interface DevOptions {
   dir: string;
@@ -44,11 +47,11 @@ export async function runDev(args: string[], stop: AbortController): Promise<voi
   const cluster = await startDevCluster({ dir, noNode, say });
   try {
     await removeDevWebhooks(cluster.client);
-    await seedTenants(cluster.client);
+    await seedCluster(cluster.client, veleroNamespace);
     // A real Velero with an S3 store in dir/velero, before the controllers (they watch Velero's kinds).
     const velero = await startDevVelero(
-      cluster.client,
       cluster.controlPlane.adminKubeconfigPath,
+      veleroNamespace,
       dir,
       cluster.node,
       say,

@@ -5,18 +5,15 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { NonAdminBackupConfigCrd } from '../../src/api/backup.ts';
-import { backupUserClusterRoles } from '../../src/backup/index.ts';
-import { type CapabilityContext, capabilities } from '../../src/cli/capabilities.ts';
+import { type CapabilityContext, capabilities } from '../../src/capabilities.ts';
 import { ConsoleServer } from '../../src/console/server/server.ts';
 import { consoleAssets } from '../../src/console/web/build.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { Manager } from '../../src/kube/manager.ts';
-import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { Resources } from '../../src/kube/resources.ts';
 import { portIsFree } from '../../src/ports.ts';
 import { publishEndpoint } from '../../src/search/cli/publish.ts';
 import { startSearchService } from '../../src/search/components/service.ts';
-import { searchUserClusterRoles } from '../../src/search/index.ts';
 import { type CertificateAuthority, createCA, loadCA } from '../../src/serving/certs.ts';
 import { registerWebhooks } from '../../src/webhook/registration.ts';
 import { WebhookServer } from '../../src/webhook/server.ts';
@@ -60,8 +57,8 @@ async function devCA(dir: string): Promise<CertificateAuthority> {
  * otherwise as a process here (resources only).
  */
 export async function startDevVelero(
-  client: KubeClient,
   kubeconfigPath: string,
+  namespace: string,
   dir: string,
   node: LocalNode | undefined,
   say: (l: string) => void,
@@ -74,22 +71,11 @@ export async function startDevVelero(
   }
   const velero = await startVelero({
     kubeconfigPath,
-    namespace: 'velero',
+    namespace,
     dir: join(dir, 'velero'),
     progress: say,
     ...(onNode ? { onNode } : {}),
   });
-  for (const role of backupUserClusterRoles()) {
-    await client.apply(Resources.clusterRoles, role, { fieldManager, force: true });
-  }
-  await client.apply(
-    NonAdminBackupConfigCrd.type,
-    {
-      metadata: { name: 'cluster' },
-      spec: { nonAdmin: { enable: true, veleroNamespace: velero.namespace } },
-    } as KubeObject,
-    { fieldManager, force: true },
-  );
   return velero;
 }
 
@@ -101,9 +87,6 @@ async function startDevSearch(
   signal: AbortSignal,
   logger: Logger,
 ): Promise<{ url: string; done: Promise<void> }> {
-  for (const role of searchUserClusterRoles()) {
-    await client.apply(Resources.clusterRoles, role, { fieldManager, force: true });
-  }
   const serving = await ca.issue({ commonName: '127.0.0.1', usage: 'server', ipAddresses: ['127.0.0.1'] });
   const port = (await portIsFree(devSearchPort)) ? devSearchPort : 0;
   const service = await startSearchService(
@@ -146,8 +129,8 @@ export async function startComponents(
   const serving = await ca.issue({ commonName: '127.0.0.1', usage: 'server', ipAddresses: ['127.0.0.1'] });
   const server = new WebhookServer({ logger, certificate: serving, ready: () => manager.hasSynced() });
   for (const c of capabilities) {
-    c.controllers?.(ctx);
-    server.register(...(c.webhooks?.(ctx) ?? []));
+    await c.controllers?.(ctx);
+    server.register(...((await c.webhooks?.(ctx)) ?? []));
   }
   const webhookPort = await server.start();
   await registerWebhooks(

@@ -1,20 +1,12 @@
 // Non-admin backup and restore: tenants' NonAdminBackups run as Velero Backups in Velero's namespace,
 // under the admin's NonAdminBackupConfig. The one entry point of the capability.
-import {
-  backupCrds,
-  NonAdminBackupConfigCrd,
-  NonAdminBackupCrd,
-  NonAdminBackupStorageLocationCrd,
-  NonAdminBackupStorageLocationRequestCrd,
-  NonAdminScheduleCrd,
-} from '../api/backup.ts';
-import type { Capability } from '../capability.ts';
+import { crdTypes } from '../api/generated/crd-types.ts';
+import type { Capability, ConsoleCall } from '../capability.ts';
 import type { KubeObject } from '../kube/resources.ts';
-import { backupWebhooks } from './admission/webhooks.ts';
-import { registerBackupControllers } from './controllers/index.ts';
+import { backupUserClusterRoles, tenantKinds } from './policy/tenant-roles.ts';
 
-const nab = NonAdminBackupCrd.type;
-const config = NonAdminBackupConfigCrd.type;
+const nab = crdTypes.NonAdminBackup;
+const config = crdTypes.NonAdminBackupConfig;
 
 export const backup: Capability = {
   name: 'backup',
@@ -138,11 +130,15 @@ export const backup: Capability = {
     // NonAdminBackups may name a NonAdminBackupStorageLocation of their namespace: it must exist.
     {
       apiGroups: [nab.group],
-      resources: [NonAdminBackupStorageLocationCrd.type.plural],
+      resources: [crdTypes.NonAdminBackupStorageLocation.plural],
       verbs: ['get', 'list', 'watch'],
     },
     // A namespace's NonAdminSchedules are counted against maxSchedulesPerNamespace.
-    { apiGroups: [nab.group], resources: [NonAdminScheduleCrd.type.plural], verbs: ['get', 'list', 'watch'] },
+    {
+      apiGroups: [nab.group],
+      resources: [crdTypes.NonAdminSchedule.plural],
+      verbs: ['get', 'list', 'watch'],
+    },
     // The sync label of a NonAdminBackup may only name a Velero Backup its namespace owns (admission/synced-from.ts).
     {
       apiGroups: ['velero.io'],
@@ -152,58 +148,42 @@ export const backup: Capability = {
     // ... as the instance or organization recorded on it (velero/ownership.ts): namespaces are read.
     { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
   ],
-  webhooks: ({ manager }) => backupWebhooks(manager),
-  controllers: ({ manager }) => registerBackupControllers(manager),
+  webhooks: async ({ manager }) => (await import('./admission/webhooks.ts')).backupWebhooks(manager),
+  controllers: async ({ manager }) =>
+    (await import('./controllers/index.ts')).registerBackupControllers(manager),
+  commands: {
+    backup: {
+      usage: `  tenantkit backup create|get|describe|logs|delete ... [-n NS]
+                                            back up your namespace (NonAdminBackups); see tenantkit backup --help`,
+      run: async (args) => (await import('./cli/backup.ts')).backupCommand(args),
+    },
+    restore: {
+      usage: `  tenantkit restore create|get|describe|logs|delete ... [-n NS]
+                                            restore it from those backups; see tenantkit restore --help`,
+      run: async (args) => (await import('./cli/restore.ts')).restoreCommand(args),
+    },
+  },
+  // The backups page: the tenant kinds in a namespace, and the admin's enforced values.
+  consoleCalls: [
+    ...tenantKinds.flatMap((plural): ConsoleCall[] => {
+      const resource = { group: nab.group, version: nab.version, plural };
+      return [
+        { methods: ['GET', 'POST'], resource, namespaced: true, scope: 'collection' },
+        { methods: ['GET', 'DELETE'], resource, namespaced: true, scope: 'object' },
+      ];
+    }),
+    {
+      methods: ['GET'],
+      resource: { group: config.group, version: config.version, plural: config.plural },
+      namespaced: false,
+      scope: 'object',
+      name: 'cluster',
+    },
+  ],
+  generatedFiles: async () => (await import('./velero/restore-guard-names.ts')).restoreGuardFiles(),
+  // Non-admin backups on, for the Velero dev runs.
+  async devSeed({ client, fieldManager, veleroNamespace }) {
+    const cluster = { metadata: { name: 'cluster' }, spec: { nonAdmin: { enable: true, veleroNamespace } } };
+    await client.apply(config, cluster as KubeObject, { fieldManager, force: true });
+  },
 };
-
-// Storage location requests are the admin's (approval), not the tenant's.
-const tenantKinds = backupCrds
-  .filter(
-    (d) => d.type.group === NonAdminBackupCrd.type.group && d !== NonAdminBackupStorageLocationRequestCrd,
-  )
-  .map((d) => d.type.plural);
-const aggregate = (...roles: string[]) =>
-  Object.fromEntries(roles.map((r) => [`rbac.authorization.k8s.io/aggregate-to-${r}`, 'true']));
-
-/**
- * What tenants get through the default roles, as the seed's RBAC shows: namespace admins and editors
- * manage the non-admin kinds, viewers read them. Nothing in Velero's namespace.
- */
-export function backupUserClusterRoles(): KubeObject[] {
-  return [
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRole',
-      metadata: { name: 'tenantkit:backup:editor', labels: aggregate('admin', 'edit') },
-      rules: [
-        {
-          apiGroups: [NonAdminBackupCrd.type.group],
-          resources: tenantKinds,
-          verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'],
-        },
-        {
-          apiGroups: [NonAdminBackupCrd.type.group],
-          resources: tenantKinds.map((k) => `${k}/status`),
-          verbs: ['get'],
-        },
-      ],
-    } as KubeObject,
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRole',
-      metadata: { name: 'tenantkit:backup:viewer', labels: aggregate('view') },
-      rules: [
-        {
-          apiGroups: [NonAdminBackupCrd.type.group],
-          resources: tenantKinds,
-          verbs: ['get', 'list', 'watch'],
-        },
-        {
-          apiGroups: [NonAdminBackupCrd.type.group],
-          resources: tenantKinds.map((k) => `${k}/status`),
-          verbs: ['get'],
-        },
-      ],
-    } as KubeObject,
-  ];
-}

@@ -116,6 +116,30 @@ export const RequesterAnnotation = 'backup.tenantkit.io/requester';
 
 /** The Velero plugin that enforces the requester's rights per item (its registered name). */
 export const RestoreGuardPlugin = 'tenantkit.io/restore-guard';
+/** On the ConfigMap `<restore>-refused` the guard writes in Velero's namespace: the Restore it reports on. */
+export const RefusalsLabel = 'backup.tenantkit.io/refusals-of';
+/** The ConfigMap's key holding the refusals (JSON: count and the first refusals). */
+export const RefusalsKey = 'refused.json';
+/** On a claim a tenant's restore creates: the nonce by which the guard tells Velero's claim from any other. */
+export const RestoreClaimNonceAnnotation = 'tenantkit.io/restore-claim-nonce';
+
+/**
+ * Every name the restore guard (plugins/restore-guard, a Go program) shares with the rest of backup, by the
+ * Go constant that holds it: `npm run generate` writes them into the plugin (names_generated.go), and a unit
+ * test fails when that file and this table differ.
+ */
+export const RestoreGuardNames = {
+  pluginName: RestoreGuardPlugin,
+  requesterAnnotation: RequesterAnnotation,
+  managedByLabel: Labels.managedBy,
+  managedByValue: ManagedByValue,
+  narUUIDLabel: Labels.narUuid,
+  narNameAnnotation: Annotations.narName,
+  narNsAnnotation: Annotations.narNamespace,
+  refusalsLabel: RefusalsLabel,
+  refusalsKey: RefusalsKey,
+  claimNonceAnnotation: RestoreClaimNonceAnnotation,
+} as const;
 
 /** The requester recorded on `o`, or an explanation of why there is none that can be trusted. */
 export function requesterOf(o: { metadata: { annotations?: Record<string, string> } }): UserInfo | string {

@@ -1,11 +1,11 @@
 // `tenantkit controllers`: every capability's controllers in one leader-elected process, with health
 // and metrics on --metrics-port.
 import { parseArgs } from 'node:util';
+import { type CapabilityContext, selectCapabilities } from '../capabilities.ts';
 import { KubeClient } from '../kube/client.ts';
 import { startHealthServer } from '../kube/health.ts';
 import { createLogger } from '../kube/log.ts';
 import { LeadershipLostError, Manager } from '../kube/manager.ts';
-import { type CapabilityContext, selectCapabilities } from './capabilities.ts';
 import { shutdownSignal } from './signals.ts';
 
 export async function controllers(args: string[]): Promise<void> {
@@ -30,7 +30,7 @@ export async function controllers(args: string[]): Promise<void> {
     ...(values['leader-elect'] ? { leaderElection: { namespace, name: 'tenantkit-controllers' } } : {}),
   });
   const ctx: CapabilityContext = { client, manager, namespace };
-  for (const c of selectCapabilities(values.capabilities)) c.controllers?.(ctx);
+  for (const c of selectCapabilities(values.capabilities)) await c.controllers?.(ctx);
   // Ready once the caches are filled; standbys are ready too (they take over with warm caches).
   const health = await startHealthServer(Number(values['metrics-port']), () => manager.hasSynced());
   const stop = shutdownSignal();

@@ -1,8 +1,11 @@
 // The tenantkit command. Run modes: `dev` (everything on a local control plane), `controllers`,
 // `webhooks`, `search api`, `console`; tools: `crds`, `check`, `controlplane build`, `images build`, `version`.
-// Each command loads only its own modules (a Pod's memory holds what it runs, not the whole CLI).
+// Each command loads only its own modules (a Pod's memory holds what it runs, not the whole CLI). The
+// capabilities' own commands (backup, restore, search, namespaces) are looked up in the registry, whose
+// Capability objects are declarations only.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { capabilities, capabilityCommand } from '../capabilities.ts';
 import { shutdownSignal } from './signals.ts';
 
 /**
@@ -31,6 +34,10 @@ interface ImageBuilds {
   ensurePostgresImage(o: { progress: Progress }): Promise<{ ref: string; digest: string; archive: string }>;
 }
 
+const capabilityUsage = capabilities
+  .flatMap((c) => Object.values(c.commands ?? {}).map((command) => command.usage))
+  .join('\n');
+
 const usage = `tenantkit: safe self-service multi-tenancy for a shared Kubernetes cluster
 
 Usage:
@@ -45,14 +52,7 @@ Usage:
                                             change), or a certificate made, rotated and kept in Secret NAME (owned
                                             by ServiceAccount SA), its CA injected into webhook configuration W
                                             (for Service S)
-  tenantkit search QUERY [-o table|json|yaml|name]
-                                            search everything you may list, e.g. 'kind:Pod name:web*'
-  tenantkit search api|verify-access ...    run the search service; see tenantkit search --help
-  tenantkit namespaces [-o table|name|json] the namespaces you may use (the Projects API search serves)
-  tenantkit backup create|get|describe|logs|delete ... [-n NS]
-                                            back up your namespace (NonAdminBackups); see tenantkit backup --help
-  tenantkit restore create|get|describe|logs|delete ... [-n NS]
-                                            restore it from those backups; see tenantkit restore --help
+${capabilityUsage}
   tenantkit console --cert-dir DIR | --tls-secret NAME [--service S] [--service-account SA] [--port 8443]
                     [--kube-server URL --kube-ca FILE] [--search-url URL --search-ca FILE]
                                             serve the tenant console (the page, and the API calls it makes as the
@@ -68,6 +68,8 @@ Usage:
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
+  const ofCapability = command === undefined ? undefined : capabilityCommand(command);
+  if (ofCapability) return ofCapability.run(rest, () => shutdownSignal().signal);
   switch (command) {
     case 'dev':
       return (
@@ -77,14 +79,6 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./controllers.ts')).controllers(rest);
     case 'webhooks':
       return (await import('./webhooks.ts')).webhooks(rest);
-    case 'search':
-      return (await import('../search/cli/search.ts')).searchCommand(rest, () => shutdownSignal().signal);
-    case 'namespaces':
-      return (await import('../search/cli/namespaces.ts')).namespacesCommand(rest);
-    case 'backup':
-      return (await import('../backup/cli/backup.ts')).backupCommand(rest);
-    case 'restore':
-      return (await import('../backup/cli/restore.ts')).restoreCommand(rest);
     case 'console':
       return (await import('./console.ts')).consoleCommand(rest);
     case 'check':

@@ -1,11 +1,11 @@
 // Renders the parts of the Helm chart that come from code: the RBAC each component needs and the
 // webhook registrations, so the chart can never drift from what the capabilities declare.
 import { stringify } from 'yaml';
+import { baseControllerRules, capabilities } from '../capabilities.ts';
 import { KubeClient } from '../kube/client.ts';
 import { silentLogger } from '../kube/log.ts';
 import { Manager } from '../kube/manager.ts';
 import { webhookConfigurations } from '../webhook/registration.ts';
-import { baseControllerRules, capabilities } from './capabilities.ts';
 
 const release = '{{ .Release.Name }}';
 const namespace = '{{ .Release.Namespace }}';
@@ -104,9 +104,9 @@ export function renderRbac(): string {
     .join('---\n');
 }
 
-export function renderWebhookConfigurations(): string {
+export async function renderWebhookConfigurations(): Promise<string> {
   const ctx = offlineContext();
-  const definitions = capabilities.flatMap((c) => c.webhooks?.(ctx) ?? []);
+  const definitions = (await Promise.all(capabilities.map((c) => c.webhooks?.(ctx) ?? []))).flat();
   const { validating, mutating } = webhookConfigurations(
     `${release}`,
     definitions,

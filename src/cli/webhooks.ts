@@ -2,12 +2,12 @@
 // from --cert-dir or one it makes, rotates and keeps in --tls-secret.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { type CapabilityContext, selectCapabilities } from '../capabilities.ts';
 import { KubeClient } from '../kube/client.ts';
 import { createLogger } from '../kube/log.ts';
 import { Manager } from '../kube/manager.ts';
 import { servingTls, servingTlsOptions } from '../serving/options.ts';
 import { WebhookServer } from '../webhook/server.ts';
-import { type CapabilityContext, selectCapabilities } from './capabilities.ts';
 import { shutdownSignal } from './signals.ts';
 
 export async function webhooks(args: string[]): Promise<void> {
@@ -48,7 +48,8 @@ export async function webhooks(args: string[]): Promise<void> {
     drainMs: 3000,
     ...(values['client-ca-file'] ? { clientCaPem: await readFile(values['client-ca-file'], 'utf8') } : {}),
   });
-  for (const c of selectCapabilities(values.capabilities)) server.register(...(c.webhooks?.(ctx) ?? []));
+  for (const c of selectCapabilities(values.capabilities))
+    server.register(...((await c.webhooks?.(ctx)) ?? []));
   await server.start();
   const upkeep = tls?.run((pair) => server.setCertificate(pair), stop.signal);
   await manager.start(stop.signal);

@@ -1,9 +1,6 @@
 // Scoped RBAC: the scopes capability's one entry point (ScopeTemplate / ScopeInstance controllers, and
 // the escalation guard declared in admission/webhooks.ts).
 import type { Capability } from '../capability.ts';
-import { scopesWebhooks } from './admission/webhooks.ts';
-import { registerInstanceController } from './controllers/instance.ts';
-import { registerTemplateController } from './controllers/template.ts';
 import { scopesGroup as group } from './model.ts';
 
 export const scopes: Capability = {
@@ -39,9 +36,21 @@ export const scopes: Capability = {
     { apiGroups: [group], resources: ['scopetemplates'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
   ],
-  controllers({ manager }) {
+  async controllers({ manager }) {
+    const [{ registerTemplateController }, { registerInstanceController }] = await Promise.all([
+      import('./controllers/template.ts'),
+      import('./controllers/instance.ts'),
+    ]);
     registerTemplateController(manager);
     registerInstanceController(manager);
   },
-  webhooks: (ctx) => scopesWebhooks(ctx),
+  webhooks: async (ctx) => (await import('./admission/webhooks.ts')).scopesWebhooks(ctx),
+  consoleCalls: [
+    {
+      methods: ['GET'],
+      resource: { group, version: 'v1alpha1', plural: 'scopeinstances' },
+      namespaced: false,
+      scope: 'collection',
+    },
+  ],
 };

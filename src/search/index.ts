@@ -3,7 +3,7 @@
 // chart's RBAC) and the ClusterRoles it gives tenants. The parts themselves start from service.ts (api,
 // indexer) and collector/.
 import type { Capability, PolicyRule } from '../capability.ts';
-import { accessProviderRules } from './access/index.ts';
+import { accessProviderRules } from './access/rules.ts';
 import { searchUserClusterRoles } from './access/search-api.ts';
 import { collectorRules } from './collector/rules.ts';
 
@@ -26,8 +26,30 @@ export const search: Capability = {
   controllerRules: [],
   webhookRules: [],
   components: [
-    { name: 'search', rules: searchServiceRules },
-    { name: 'search-collector', rules: collectorRules },
+    { name: 'search', rules: searchServiceRules, command: 'tenantkit search api' },
+    { name: 'search-collector', rules: collectorRules, command: 'tenantkit search collector' },
   ],
   userClusterRoles: searchUserClusterRoles,
+  commands: {
+    search: {
+      usage: `  tenantkit search QUERY [-o table|json|yaml|name]
+                                            search everything you may list, e.g. 'kind:Pod name:web*'
+  tenantkit search api|collector|verify-access ...
+                                            run the search service's parts; see tenantkit search --help`,
+      run: async (args, stop) => (await import('./cli/search.ts')).searchCommand(args, () => stop()),
+    },
+    namespaces: {
+      usage: `  tenantkit namespaces [-o table|name|json] the namespaces you may use (the Projects API search serves)`,
+      run: async (args) => (await import('./cli/namespaces.ts')).namespacesCommand(args),
+    },
+  },
+  consoleCalls: [
+    // The namespaces a user may pick from (the Projects API this capability serves).
+    {
+      methods: ['GET'],
+      resource: { group: 'project.openshift.io', version: 'v1', plural: 'projects' },
+      namespaced: false,
+      scope: 'collection',
+    },
+  ],
 };

@@ -2,15 +2,11 @@
 // controllers and its webhooks, declared in admission/webhooks.ts).
 
 import type { Capability } from '../capability.ts';
-import { tenancyWebhooks } from './admission/webhooks.ts';
-import { configSource } from './caches/config.ts';
-import { directory } from './caches/directory.ts';
-import { registerNamespaceMetadataController } from './controllers/namespace-metadata.ts';
-import { registerOrgRbacController } from './controllers/org-rbac.ts';
-import { registerOrganizationController } from './controllers/organization.ts';
-import { registerUsageProfileController } from './controllers/usage-profile.ts';
 import { tenancyGroup as group } from './model.ts';
 import { tenancyUserClusterRoles } from './policy/tenant-roles.ts';
+
+const organizations = { group, version: 'v1alpha1', plural: 'organizations' };
+const core = (plural: string) => ({ group: '', version: 'v1', plural });
 
 export const tenancy: Capability = {
   name: 'tenancy',
@@ -59,14 +55,7 @@ export const tenancy: Capability = {
       verbs: ['get', 'list', 'watch', 'create', 'patch'],
     },
   ],
-  controllers({ manager, namespace }) {
-    const config = configSource(manager, namespace);
-    const dir = directory(manager);
-    registerOrgRbacController(manager, config, dir);
-    registerOrganizationController(manager, config, dir);
-    registerUsageProfileController(manager, config, dir);
-    registerNamespaceMetadataController(manager, config, dir);
-  },
+  controllers: async (ctx) => (await import('./controllers/index.ts')).registerTenancyControllers(ctx),
   webhookRules: [
     {
       apiGroups: [group],
@@ -95,5 +84,19 @@ export const tenancy: Capability = {
   webhookNamespacedRules: [
     { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'update'] },
   ],
-  webhooks: (ctx) => tenancyWebhooks(ctx),
+  webhooks: async (ctx) => (await import('./admission/webhooks.ts')).tenancyWebhooks(ctx),
+  consoleCalls: [
+    // The organization page: organizations, a new namespace for one, its quotas and who has access.
+    { methods: ['GET'], resource: organizations, namespaced: false, scope: 'collection' },
+    { methods: ['GET'], resource: organizations, namespaced: false, scope: 'object' },
+    { methods: ['POST'], resource: core('namespaces'), namespaced: false, scope: 'collection' },
+    { methods: ['GET'], resource: core('resourcequotas'), namespaced: true, scope: 'collection' },
+    {
+      methods: ['GET'],
+      resource: { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'rolebindings' },
+      namespaced: true,
+      scope: 'collection',
+    },
+  ],
+  devSeed: async (ctx) => (await import('./cli/dev-seed.ts')).seedExampleTenants(ctx),
 };

@@ -18,7 +18,7 @@ import {
   NonAdminScheduleCrd,
 } from '../../src/api/backup.ts';
 import { type Backup, finishedPhases, type Restore, VeleroResources } from '../../src/api/velero.ts';
-import { backup, backupUserClusterRoles } from '../../src/backup/index.ts';
+import { backup } from '../../src/backup/index.ts';
 import type { Capability } from '../../src/capability.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources, type ResourceType, resourcePath } from '../../src/kube/resources.ts';
@@ -71,7 +71,8 @@ export async function applyBackupPolicy(cluster: TestCluster, nonAdmin: NonAdmin
  * them into `admin`, so that a namespace's admins may use every tenant kind.
  */
 export async function installTenantRoles(cluster: TestCluster): Promise<void> {
-  for (const role of backupUserClusterRoles()) await cluster.admin.apply(Resources.clusterRoles, role, apply);
+  for (const role of backup.userClusterRoles!())
+    await cluster.admin.apply(Resources.clusterRoles, role, apply);
   for (const type of tenantKinds) await cluster.aggregated('admin', type.plural);
 }
 

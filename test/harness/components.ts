@@ -2,7 +2,7 @@
 // ClusterRoles come from the same rules the Helm chart renders, so a missing permission fails a test.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { baseControllerRules, type Capability, type CapabilityContext } from '../../src/cli/capabilities.ts';
+import { baseControllerRules, type Capability, type CapabilityContext } from '../../src/capabilities.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { Manager } from '../../src/kube/manager.ts';
@@ -116,7 +116,7 @@ export async function runCapability(
     manager: webhookManager,
     namespace: 'tenantkit-system',
   };
-  const definitions = capability.webhooks?.(webhookCtx) ?? [];
+  const definitions = (await capability.webhooks?.(webhookCtx)) ?? [];
   const webhookStop = new AbortController();
   const webhookRun = webhookManager.start(webhookStop.signal);
   await eventually(() => webhookManager.hasSynced(), { what: 'webhook caches synced' });
@@ -129,17 +129,17 @@ export async function runCapability(
   const controllerClient = KubeClient.fromKubeconfig({ path: controllerKubeconfig });
   let stop = new AbortController();
   let run: Promise<void> = Promise.resolve();
-  const make = () => {
+  const make = async () => {
     const manager = new Manager({
       client: controllerClient,
       logger: silentLogger,
       component: 'test-controllers',
     });
-    capability.controllers?.({ client: controllerClient, manager, namespace: 'tenantkit-system' });
+    await capability.controllers?.({ client: controllerClient, manager, namespace: 'tenantkit-system' });
     return manager;
   };
   const running: RunningCapability = {
-    controllers: make(),
+    controllers: await make(),
     controllerClient,
     controllerKubeconfig,
     webhooks,
@@ -150,7 +150,7 @@ export async function runCapability(
     async stopControllers() {
       stop.abort();
       await run;
-      running.controllers = make();
+      running.controllers = await make();
     },
   };
   running.startControllers();

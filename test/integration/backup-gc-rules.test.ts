@@ -16,7 +16,7 @@ import {
 } from '../../src/backup/controllers/gc/rules.ts';
 import { backup } from '../../src/backup/index.ts';
 import { Labels, managedLabels } from '../../src/backup/model.ts';
-import { baseControllerRules } from '../../src/cli/capabilities.ts';
+import { baseControllerRules } from '../../src/capabilities.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../src/kube/resources.ts';

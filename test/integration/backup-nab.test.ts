@@ -11,7 +11,7 @@ import {
   NonAdminBackupCrd,
 } from '../../src/api/backup.ts';
 import { VeleroResources } from '../../src/api/velero.ts';
-import { backup, backupUserClusterRoles } from '../../src/backup/index.ts';
+import { backup } from '../../src/backup/index.ts';
 import { Labels, NabFinalizer } from '../../src/backup/model.ts';
 import { nacObjectName } from '../../src/backup/velero/names.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
@@ -59,7 +59,8 @@ async function settled(name: string, namespace = ns): Promise<NonAdminBackup> {
 
 beforeAll(async () => {
   velero = await startTestVelero(cluster);
-  for (const role of backupUserClusterRoles()) await cluster.admin.apply(Resources.clusterRoles, role, apply);
+  for (const role of backup.userClusterRoles!())
+    await cluster.admin.apply(Resources.clusterRoles, role, apply);
   running = await runCapability(cluster, backup, {
     namespaces: { [veleroNamespaceValue]: velero.namespace },
   });

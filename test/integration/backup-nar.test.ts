@@ -15,7 +15,7 @@ import {
 } from '../../src/api/backup.ts';
 import { finishedPhases, VeleroResources } from '../../src/api/velero.ts';
 import { registerNarController } from '../../src/backup/controllers/restore/reconciler.ts';
-import { backup, backupUserClusterRoles } from '../../src/backup/index.ts';
+import { backup } from '../../src/backup/index.ts';
 import { Annotations, Labels, managedLabels, NarFinalizer } from '../../src/backup/model.ts';
 import { nonAdminKinds, rbacKinds } from '../../src/backup/policy/velero-filters.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
@@ -94,7 +94,8 @@ async function settled(name: string): Promise<NonAdminRestore> {
 
 beforeAll(async () => {
   velero = await startTestVelero(cluster);
-  for (const role of backupUserClusterRoles()) await cluster.admin.apply(Resources.clusterRoles, role, apply);
+  for (const role of backup.userClusterRoles!())
+    await cluster.admin.apply(Resources.clusterRoles, role, apply);
   running = await runCapability(cluster, backup, {
     namespaces: { [veleroNamespaceValue]: velero.namespace },
   });

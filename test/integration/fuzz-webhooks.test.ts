@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OrganizationCrd } from '../../src/api/tenancy.ts';
-import { capabilities } from '../../src/cli/capabilities.ts';
+import { capabilities } from '../../src/capabilities.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { Manager } from '../../src/kube/manager.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
@@ -63,9 +63,8 @@ beforeAll(async () => {
   );
   cluster.defer(() => cluster.admin.delete(Resources.namespaces, 'fuzz'));
   const manager = new Manager({ client: cluster.admin, logger: silentLogger, component: 'fuzz-webhooks' });
-  definitions = capabilities.flatMap(
-    (c) => c.webhooks?.({ client: cluster.admin, manager, namespace: 'tenantkit-system' }) ?? [],
-  );
+  const ctx = { client: cluster.admin, manager, namespace: 'tenantkit-system' };
+  definitions = (await Promise.all(capabilities.map((c) => c.webhooks?.(ctx) ?? []))).flat();
   run = manager.start(stop.signal);
   await eventually(() => manager.hasSynced(), { what: 'webhook caches synced' });
   const ca = await createCA('fuzz-ca');

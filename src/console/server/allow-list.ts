@@ -5,15 +5,14 @@
 // in any form (`/api/v1/watch/secrets` included), is refused. Whether the
 // caller may make the call is the API server's business (RBAC, admission): the list only keeps the
 // console from being a general-purpose proxy for a token a page holds.
+import { capabilities } from '../../capabilities.ts';
+import type { ConsoleCall } from '../../capability.ts';
 import { type Refusal, SavedSearchesConfigMap } from '../model.ts';
 
 const dns = '[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?';
 const plural = '[a-z0-9]{1,63}';
 const group = '[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?';
 const version = 'v[0-9]{1,3}((alpha|beta)[0-9]{1,3})?';
-const oadp = '/apis/oadp.openshift.io/v1alpha1';
-const tenantKinds =
-  'nonadminbackups|nonadminrestores|nonadminschedules|nonadminbackupstoragelocations|nonadmindownloadrequests';
 
 interface Rule {
   methods: readonly string[];
@@ -22,28 +21,27 @@ interface Rule {
 
 const rule = (methods: readonly string[], path: string): Rule => ({ methods, path: new RegExp(`^${path}$`) });
 
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** The rule for a call a capability's pages make (its `consoleCalls`, src/capability.ts). */
+export function capabilityRule(call: ConsoleCall): Rule {
+  const { group, version, plural: resource } = call.resource;
+  const base = group ? `/apis/${escaped(group)}/${escaped(version)}` : `/api/${escaped(version)}`;
+  const namespace = call.namespaced ? `/namespaces/${dns}` : '';
+  const name = call.scope === 'object' ? `/${call.name !== undefined ? escaped(call.name) : dns}` : '';
+  return rule(call.methods, `${base}${namespace}/${escaped(resource)}${name}`);
+}
+
 export const AllowedCalls: readonly Rule[] = [
   // Who am I (the page shows it), and may I (buttons the user cannot use are not offered).
   rule(['POST'], '/apis/authentication.k8s.io/v1/selfsubjectreviews'),
   rule(['POST'], '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews'),
   rule(['POST'], '/apis/authorization.k8s.io/v1/selfsubjectrulesreviews'),
-  // Namespaces: list and read (what the user may see), create (the organization's policy decides).
-  rule(['GET', 'POST'], '/api/v1/namespaces'),
+  // Namespaces: list and read (what the user may see).
+  rule(['GET'], '/api/v1/namespaces'),
   rule(['GET'], `/api/v1/namespaces/${dns}`),
-  rule(['GET'], `/api/v1/namespaces/${dns}/resourcequotas`),
-  // The tenant's backup kinds in one namespace: list, create, read, delete.
-  rule(['GET', 'POST'], `${oadp}/namespaces/${dns}/(${tenantKinds})`),
-  rule(['GET', 'DELETE'], `${oadp}/namespaces/${dns}/(${tenantKinds})/${dns}`),
-  // What the admin enforces (the create dialogs show it), when the user may read it.
-  rule(['GET'], '/apis/backup.tenantkit.io/v1alpha1/nonadminbackupconfigs/cluster'),
-  // Organizations and the scope instances bound for the user.
-  // The user's namespaces (the Projects API), for the namespace fields.
-  rule(['GET'], '/apis/project.openshift.io/v1/projects'),
-  rule(['GET'], '/apis/tenancy.tenantkit.io/v1alpha1/organizations'),
-  rule(['GET'], `/apis/tenancy.tenantkit.io/v1alpha1/organizations/${dns}`),
-  rule(['GET'], '/apis/operators.coreos.com/v1alpha1/scopeinstances'),
-  // Who may do what in a namespace (the organization's bindings, scope instances' bindings): read only.
-  rule(['GET'], `/apis/rbac.authorization.k8s.io/v1/namespaces/${dns}/rolebindings`),
+  // What each capability's pages call (backup's kinds, organizations, projects, ...), as it declares.
+  ...capabilities.flatMap((c) => (c.consoleCalls ?? []).map(capabilityRule)),
   // One object by name, to show its YAML (a search result opened): read only, no subresource, never a
   // Secret (refused before these rules, see refusalOf).
   rule(['GET'], `/api/v1/namespaces/${dns}/${plural}/${dns}`),

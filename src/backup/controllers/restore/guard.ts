@@ -11,7 +11,7 @@
 import { VeleroResources } from '../../../api/velero.ts';
 import type { KubeClient } from '../../../kube/client.ts';
 import { type KubeObject, Resources } from '../../../kube/resources.ts';
-import { Labels, ManagedByValue, RestoreGuardPlugin } from '../../model.ts';
+import { Labels, ManagedByValue, RefusalsKey, RefusalsLabel, RestoreGuardPlugin } from '../../model.ts';
 
 /** How long a positive answer about Velero's plugins is trusted; a negative one is asked again sooner. */
 const presentForMs = 60_000;
@@ -88,8 +88,6 @@ export interface Refusals {
 
 /** The ConfigMap the plugin writes for Velero Restore `restoreName` (devenv/go/velero/cmd/tenantkit-restore-guard). */
 export const refusalsName = (restoreName: string) => `${restoreName}-refused`;
-const refusalsLabel = 'backup.tenantkit.io/refusals-of';
-const refusalsKey = 'refused.json';
 
 const isRefusedItem = (v: unknown): v is RefusedItem =>
   typeof v === 'object' &&
@@ -111,12 +109,12 @@ export async function readRefusals(client: KubeClient, restore: KubeObject): Pro
   );
   if (!cm) return { count: 0, items: [] };
   const ours =
-    cm.metadata.labels?.[refusalsLabel] === restore.metadata.name &&
+    cm.metadata.labels?.[RefusalsLabel] === restore.metadata.name &&
     cm.metadata.ownerReferences?.some((o) => o.kind === 'Restore' && o.uid === restore.metadata.uid);
   if (!ours) return { count: 0, items: [] };
   let parsed: unknown;
   try {
-    parsed = JSON.parse(cm.data?.[refusalsKey] ?? '{}');
+    parsed = JSON.parse(cm.data?.[RefusalsKey] ?? '{}');
   } catch {
     parsed = undefined;
   }
