@@ -10,8 +10,16 @@ import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 
+/**
+ * The checkout's root, or the installed package's: compiled, this file runs from dist/devenv/controlplane/,
+ * while the Go sources it builds ship beside dist/.
+ */
+export const projectRoot = resolve(
+  dirname(fileURLToPath(import.meta.url)),
+  import.meta.url.endsWith('.ts') ? '../..' : '../../..',
+);
 /** The Go modules of the development environment (devenv/go/): one folder each. */
-export const goDir = resolve(dirname(fileURLToPath(import.meta.url)), '../go');
+export const goDir = join(projectRoot, 'devenv', 'go');
 /** The control plane's Go module. */
 export const controlPlaneModuleDir = join(goDir, 'controlplane');
 

@@ -13,14 +13,14 @@ import { cp, mkdir, readdir, readFile, realpath, stat, writeFile } from 'node:fs
 import { basename, dirname, join, normalize, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { buildOnce, cacheDir, goBuild, goDir, type Progress } from '../controlplane/build.ts';
+import { buildOnce, cacheDir, goBuild, type Progress, projectRoot } from '../controlplane/build.ts';
 import { ensureNodeBinaries, type NodeImage } from '../node/build.ts';
 import { ensureVeleroBinaries, veleroModuleDir } from '../velero/build.ts';
 import { type DockerStep, parseDockerfile } from './dockerfile.ts';
 
 const run = promisify(execFile);
 
-export const repoRoot = resolve(goDir, '../..');
+export const repoRoot = projectRoot;
 
 /** The uid and gid every tenantkit image runs as (distroless' "nonroot"). */
 export const imageUser = '65532:65532';

@@ -3,20 +3,21 @@
 // guard plugin from plugins/restore-guard/ (product code, a module of its own), cached like the control
 // plane in ~/.cache/tenantkit/velero-<hash of both modules' sources>/.
 import { mkdir, rename } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import {
   buildOnce,
   cacheDir,
   goBuild,
   goDir,
   type Progress,
+  projectRoot,
   requiredVersion,
   sourceHash,
 } from '../controlplane/build.ts';
 
 export const veleroModuleDir = join(goDir, 'velero');
 /** tenantkit's RestoreItemAction: every item of a tenant's restore checked as its requester. */
-export const restoreGuardModuleDir = resolve(goDir, '../../plugins/restore-guard');
+export const restoreGuardModuleDir = join(projectRoot, 'plugins', 'restore-guard');
 
 const awsPlugin = 'github.com/vmware-tanzu/velero-plugin-for-aws/velero-plugin-for-aws';
 
