@@ -24,17 +24,17 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { LocalNode } from '../devenv/node/launch.ts';
 import { startVelero } from '../devenv/velero/launch.ts';
+import { registerNabController } from '../src/backup/controllers/backup/reconciler.ts';
+import { registerNarController } from '../src/backup/controllers/restore/reconciler.ts';
+import { RequesterAnnotation, requesterValue } from '../src/backup/model.ts';
 import {
   type NonAdminBackup,
   NonAdminBackupConfigCrd,
   NonAdminBackupCrd,
   type NonAdminRestore,
   NonAdminRestoreCrd,
-} from '../src/api/backup.ts';
-import { type Backup, finishedPhases, type Restore, VeleroResources } from '../src/api/velero.ts';
-import { registerNabController } from '../src/backup/controllers/backup/reconciler.ts';
-import { registerNarController } from '../src/backup/controllers/restore/reconciler.ts';
-import { RequesterAnnotation, requesterValue } from '../src/backup/model.ts';
+} from '../src/crds/backup.ts';
+import { type Backup, finishedPhases, type Restore, VeleroResources } from '../src/crds/velero.ts';
 import { mapLimit } from '../src/kube/access.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { silentLogger } from '../src/kube/log.ts';

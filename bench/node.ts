@@ -11,8 +11,8 @@ import { type LocalNode, nodeUnavailable, startNode } from '../devenv/node/launc
 import { ensureNodeNetwork, nodeIP } from '../devenv/node/network.ts';
 import { ensureVeleroBinaries, type VeleroBinaries } from '../devenv/velero/build.ts';
 import { startVelero, type Velero, veleroCrds } from '../devenv/velero/launch.ts';
-import { allCrds } from '../src/api/index.ts';
-import { crdManifest } from '../src/api/schema.ts';
+import { allCrds } from '../src/crds/index.ts';
+import { crdManifest } from '../src/crds/schema.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { installCrds } from '../src/kube/crds.ts';
 import { type KubeObject, Resources } from '../src/kube/resources.ts';

@@ -1,6 +1,6 @@
 // The benchmarks' one tenant: "alice", member of organization bench-org (a quota no bench reaches), with a
 // ClusterRole granting `rules` cluster-wide. Applied by the admin client before a bench measures her.
-import { OrganizationCrd, TenancyConfigCrd } from '../src/api/tenancy.ts';
+import { OrganizationCrd, TenancyConfigCrd } from '../src/crds/tenancy.ts';
 import type { KubeClient } from '../src/kube/client.ts';
 import { type KubeObject, Resources, type ResourceType } from '../src/kube/resources.ts';
 

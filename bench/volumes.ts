@@ -1,15 +1,15 @@
 import { parseArgs } from 'node:util';
 import { nodeUnavailable } from '../devenv/node/launch.ts';
+import { backup } from '../src/backup/index.ts';
+import { RequesterAnnotation, requesterValue } from '../src/backup/model.ts';
 import {
   type NonAdminBackup,
   NonAdminBackupConfigCrd,
   NonAdminBackupCrd,
   type NonAdminRestore,
   NonAdminRestoreCrd,
-} from '../src/api/backup.ts';
-import { finishedPhases, VeleroResources } from '../src/api/velero.ts';
-import { backup } from '../src/backup/index.ts';
-import { RequesterAnnotation, requesterValue } from '../src/backup/model.ts';
+} from '../src/crds/backup.ts';
+import { finishedPhases, VeleroResources } from '../src/crds/velero.ts';
 import { silentLogger } from '../src/kube/log.ts';
 import { Manager } from '../src/kube/manager.ts';
 import { type KubeObject, Resources } from '../src/kube/resources.ts';

@@ -149,7 +149,7 @@ if (folder === src) {
       const part = second?.replace(/\.tsx?$/, '');
       return { layer: 1, capability: top, ...(part ? { part } : {}) };
     }
-    if (top === 'console' || top === 'cli' || top === 'registry.ts') return { layer: 2 };
+    if (top === 'console' || top === 'cli' || top === 'capabilities.ts') return { layer: 2 };
     return { layer: 0 };
   };
   // Parts any part of a capability may import: its contract, its pure rules, its entry point, and a room

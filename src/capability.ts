@@ -2,7 +2,7 @@
 // what a capability declares (the RBAC its components need, the ClusterRoles it gives tenants, the
 // commands it adds to `tenantkit`, the console calls its pages make, what `tenantkit dev` seeds for it)
 // and how it plugs into a process (controllers on a manager, admission webhooks, components of its own).
-// A capability uses the runtime (src/kube, src/webhook, src/serving, src/api) and this contract, never
+// A capability uses the runtime (src/kube, src/webhook, src/serving, src/crds) and this contract, never
 // another capability or the CLI; the registry beside this file (capabilities.ts) lists them, and nothing
 // else outside a capability's folder names it.
 //

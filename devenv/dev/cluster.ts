@@ -1,8 +1,8 @@
 // The cluster `tenantkit dev` runs on: the local control plane (CRDs installed before its controllers start)
 // and, where this machine can run one (root, Linux), the local node with network policies enforced.
 import { join } from 'node:path';
-import { allCrds } from '../../src/api/index.ts';
-import { crdManifest } from '../../src/api/schema.ts';
+import { allCrds } from '../../src/crds/index.ts';
+import { crdManifest } from '../../src/crds/schema.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { installCrds } from '../../src/kube/crds.ts';
 import type { KubeObject } from '../../src/kube/resources.ts';

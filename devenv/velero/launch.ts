@@ -9,7 +9,7 @@ import { copyFile, link, mkdir, readdir, readFile, rename, writeFile } from 'nod
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { type BackupStorageLocation, VeleroResources } from '../../src/api/velero.ts';
+import { type BackupStorageLocation, VeleroResources } from '../../src/crds/velero.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { installCrds } from '../../src/kube/crds.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';

@@ -1,7 +1,8 @@
 // Non-admin backup and restore: tenants' NonAdminBackups run as Velero Backups in Velero's namespace,
 // under the admin's NonAdminBackupConfig. The one entry point of the capability.
-import { crdTypes } from '../api/generated/crd-types.ts';
+
 import type { Capability, ConsoleCall } from '../capability.ts';
+import { crdTypes } from '../crds/generated/crd-types.ts';
 import type { KubeObject } from '../kube/resources.ts';
 import { backupUserClusterRoles, tenantKinds } from './policy/tenant-roles.ts';
 

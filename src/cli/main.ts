@@ -86,8 +86,8 @@ async function main(argv: string[]): Promise<void> {
     case 'crds': {
       const [{ stringify }, { allCrds }, { crdManifest }] = await Promise.all([
         import('yaml'),
-        import('../api/index.ts'),
-        import('../api/schema.ts'),
+        import('../crds/index.ts'),
+        import('../crds/schema.ts'),
       ]);
       for (const def of allCrds)
         process.stdout.write(`---\n${stringify(crdManifest(def), { lineWidth: 0 })}`);

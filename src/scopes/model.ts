@@ -1,6 +1,6 @@
 // The contract between the scopes capability's parts (admission, controllers, policy): the labels,
 // annotations and field manager on what it creates, and the RBAC object shapes they share.
-import type { ScopeTemplate } from '../api/scopes.ts';
+import type { ScopeTemplate } from '../crds/scopes.ts';
 import type { KubeObject } from '../kube/resources.ts';
 
 /** The API group of ScopeTemplate and ScopeInstance. */

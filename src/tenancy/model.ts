@@ -1,7 +1,7 @@
 // The contract between tenancy's parts (admission, controllers, policy, caches, the quota ledger): the
 // effective configuration's shape, the readers of caches they share, and the labels, annotations and
 // names tenantkit writes on tenants' objects.
-import type { Guardrails, Organization, TenancyConfig, UsageProfile } from '../api/tenancy.ts';
+import type { Guardrails, Organization, TenancyConfig, UsageProfile } from '../crds/tenancy.ts';
 import type { UserInfo } from '../kube/access.ts';
 import type { Informer } from '../kube/informer.ts';
 import type { KubeObject } from '../kube/resources.ts';

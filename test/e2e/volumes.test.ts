@@ -6,9 +6,9 @@
 // with their own credentials, through the in-cluster webhooks and controllers (nothing of tenantkit runs
 // in the test process).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type NonAdminBackup, NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/api/backup.ts';
-import { VeleroResources } from '../../src/api/velero.ts';
 import { Labels } from '../../src/backup/model.ts';
+import { type NonAdminBackup, NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/crds/backup.ts';
+import { VeleroResources } from '../../src/crds/velero.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources, resourcePath } from '../../src/kube/resources.ts';
 import {

@@ -5,6 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import { veleroPodLog } from '../../devenv/velero/pod.ts';
 import { credentialsFile } from '../../devenv/velero/s3-sign.ts';
+import { backup } from '../../src/backup/index.ts';
+import type { Capability } from '../../src/capability.ts';
 import {
   type NonAdminBackup,
   type NonAdminBackupConfig,
@@ -16,10 +18,8 @@ import {
   type NonAdminRestore,
   NonAdminRestoreCrd,
   NonAdminScheduleCrd,
-} from '../../src/api/backup.ts';
-import { type Backup, finishedPhases, type Restore, VeleroResources } from '../../src/api/velero.ts';
-import { backup } from '../../src/backup/index.ts';
-import type { Capability } from '../../src/capability.ts';
+} from '../../src/crds/backup.ts';
+import { type Backup, finishedPhases, type Restore, VeleroResources } from '../../src/crds/velero.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources, type ResourceType, resourcePath } from '../../src/kube/resources.ts';
 import { eventually, type TestCluster } from './cluster.ts';

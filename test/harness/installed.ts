@@ -12,7 +12,7 @@ import {
   ensureVeleroImage,
 } from '../../devenv/images/build.ts';
 import type { LocalNode } from '../../devenv/node/launch.ts';
-import { NonAdminBackupConfigCrd } from '../../src/api/backup.ts';
+import { NonAdminBackupConfigCrd } from '../../src/crds/backup.ts';
 import { applyBackupPolicy } from './backup.ts';
 import { type InstalledChart, imageValues, installChart } from './chart.ts';
 import type { TestCluster } from './cluster.ts';

@@ -1,7 +1,7 @@
 // The tenancy guardrails an admin sets once (TenancyConfig "cluster": organizations by label, a namespace
 // quota) and one tenant in one organization who may create namespaces, for files that act as that tenant.
 // Everything goes at the file's cleanup.
-import { OrganizationCrd, TenancyConfigCrd } from '../../src/api/tenancy.ts';
+import { OrganizationCrd, TenancyConfigCrd } from '../../src/crds/tenancy.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { organizationBindingName } from '../../src/tenancy/controllers/org-rbac.ts';

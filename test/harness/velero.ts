@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inject } from 'vitest';
 import { startVelero, type Velero, type VeleroOptions } from '../../devenv/velero/launch.ts';
-import { type Backup, finishedPhases, type Restore, VeleroResources } from '../../src/api/velero.ts';
+import { type Backup, finishedPhases, type Restore, VeleroResources } from '../../src/crds/velero.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../src/kube/resources.ts';
 import { eventually, type TestCluster } from './cluster.ts';
 

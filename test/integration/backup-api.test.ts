@@ -2,6 +2,7 @@
 // keep every field an OADP client may send, nulls included, apply the upstream defaults, reject what the
 // upstream schema rejects, and the admin configuration's CEL rules hold. No controllers are involved.
 import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
+import { type EnforcedKind, policyProblems, unenforceable } from '../../src/backup/policy/enforce.ts';
 import {
   type NonAdminBackup,
   NonAdminBackupConfigCrd,
@@ -13,8 +14,7 @@ import {
   NonAdminRestoreCrd,
   type NonAdminSchedule,
   NonAdminScheduleCrd,
-} from '../../src/api/backup.ts';
-import { type EnforcedKind, policyProblems, unenforceable } from '../../src/backup/policy/enforce.ts';
+} from '../../src/crds/backup.ts';
 import { ApiError } from '../../src/kube/client.ts';
 import type { KubeObject } from '../../src/kube/resources.ts';
 import { TestCluster } from '../harness/cluster.ts';

@@ -16,8 +16,8 @@ import {
   NonAdminBackupCrd,
   NonAdminDownloadRequestCrd,
   NonAdminRestoreCrd,
-} from '../../src/api/backup.ts';
-import { VeleroResources } from '../../src/api/velero.ts';
+} from '../../src/crds/backup.ts';
+import { VeleroResources } from '../../src/crds/velero.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { type BackupEnvironment, startBackupEnvironment, veleroQueueMs } from '../harness/backup.ts';

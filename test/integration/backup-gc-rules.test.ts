@@ -6,7 +6,6 @@
 // phases are written here as admin on purpose: these tests judge the rules on each state; the ones made by
 // a real Velero are in backup-gc.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { VeleroResources } from '../../src/api/velero.ts';
 import { type Cache, GarbageCollector, type GcApi } from '../../src/backup/controllers/gc/pass.ts';
 import {
   type OriginKind,
@@ -17,6 +16,7 @@ import {
 import { backup } from '../../src/backup/index.ts';
 import { Labels, managedLabels } from '../../src/backup/model.ts';
 import { baseControllerRules } from '../../src/capabilities.ts';
+import { VeleroResources } from '../../src/crds/velero.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../src/kube/resources.ts';

@@ -7,19 +7,19 @@
 // one state at a time (and cache lag on purpose) are in backup-gc-rules.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  type NonAdminBackupConfig,
-  NonAdminBackupConfigCrd,
-  NonAdminBackupCrd,
-  NonAdminRestoreCrd,
-} from '../../src/api/backup.ts';
-import { VeleroResources } from '../../src/api/velero.ts';
-import {
   GarbageCollectedCondition,
   type OriginKind,
   Origins,
   Targets,
 } from '../../src/backup/controllers/gc/rules.ts';
 import { Annotations, GcReasonAnnotation, Labels, managedLabels } from '../../src/backup/model.ts';
+import {
+  type NonAdminBackupConfig,
+  NonAdminBackupConfigCrd,
+  NonAdminBackupCrd,
+  NonAdminRestoreCrd,
+} from '../../src/crds/backup.ts';
+import { VeleroResources } from '../../src/crds/velero.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { registry } from '../../src/kube/metrics.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../src/kube/resources.ts';

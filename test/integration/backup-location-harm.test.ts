@@ -5,14 +5,14 @@
 // number of places in Velero's queue; a location is not removed from Velero while a backup to it runs.
 import { createServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Annotations } from '../../src/backup/model.ts';
 import {
   type NonAdminBackup,
   NonAdminBackupCrd,
   type NonAdminBackupStorageLocation,
   NonAdminBackupStorageLocationCrd,
-} from '../../src/api/backup.ts';
-import { type Backup, finishedPhases, VeleroResources } from '../../src/api/velero.ts';
-import { Annotations } from '../../src/backup/model.ts';
+} from '../../src/crds/backup.ts';
+import { type Backup, finishedPhases, VeleroResources } from '../../src/crds/velero.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import {

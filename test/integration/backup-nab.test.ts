@@ -4,16 +4,16 @@
 // bucket; policy changes apply live.
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backup } from '../../src/backup/index.ts';
+import { Labels, NabFinalizer } from '../../src/backup/model.ts';
+import { nacObjectName } from '../../src/backup/velero/names.ts';
 import {
   type NonAdminBackup,
   type NonAdminBackupConfig,
   NonAdminBackupConfigCrd,
   NonAdminBackupCrd,
-} from '../../src/api/backup.ts';
-import { VeleroResources } from '../../src/api/velero.ts';
-import { backup } from '../../src/backup/index.ts';
-import { Labels, NabFinalizer } from '../../src/backup/model.ts';
-import { nacObjectName } from '../../src/backup/velero/names.ts';
+} from '../../src/crds/backup.ts';
+import { VeleroResources } from '../../src/crds/velero.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { veleroNamespaceValue, veleroQueueMs } from '../harness/backup.ts';

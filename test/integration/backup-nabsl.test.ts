@@ -6,6 +6,8 @@
 // prefixes, default, enforced fields, other tenants' locations) are refused with what to fix.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listObjects } from '../../devenv/velero/s3-list.ts';
+import { Annotations, Labels, managedLabels, NabslFinalizer } from '../../src/backup/model.ts';
+import { nacObjectName } from '../../src/backup/velero/names.ts';
 import {
   type NonAdminBackup,
   NonAdminBackupCrd,
@@ -15,10 +17,8 @@ import {
   NonAdminBackupStorageLocationRequestCrd,
   type NonAdminRestore,
   NonAdminRestoreCrd,
-} from '../../src/api/backup.ts';
-import { type BackupStorageLocation, VeleroResources } from '../../src/api/velero.ts';
-import { Annotations, Labels, managedLabels, NabslFinalizer } from '../../src/backup/model.ts';
-import { nacObjectName } from '../../src/backup/velero/names.ts';
+} from '../../src/crds/backup.ts';
+import { type BackupStorageLocation, VeleroResources } from '../../src/crds/velero.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { appendToTarGz } from '../fixtures/tar.ts';

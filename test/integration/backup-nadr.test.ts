@@ -5,16 +5,16 @@
 // Velero DownloadRequest; an expired one is removed with its DownloadRequest.
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Annotations, Labels, NadrFinalizer } from '../../src/backup/model.ts';
+import { nacObjectName } from '../../src/backup/velero/names.ts';
 import {
   type NonAdminBackup,
   NonAdminBackupCrd,
   type NonAdminDownloadRequest,
   NonAdminDownloadRequestCrd,
   NonAdminRestoreCrd,
-} from '../../src/api/backup.ts';
-import { VeleroResources } from '../../src/api/velero.ts';
-import { Annotations, Labels, NadrFinalizer } from '../../src/backup/model.ts';
-import { nacObjectName } from '../../src/backup/velero/names.ts';
+} from '../../src/crds/backup.ts';
+import { VeleroResources } from '../../src/crds/velero.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import {

@@ -5,6 +5,10 @@
 // refused with a message that says what to change, and no Velero Restore is made for them. A controller
 // stopped mid-way resumes without a second Restore, and a restore never runs twice unasked.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerNarController } from '../../src/backup/controllers/restore/reconciler.ts';
+import { backup } from '../../src/backup/index.ts';
+import { Annotations, Labels, managedLabels, NarFinalizer } from '../../src/backup/model.ts';
+import { nonAdminKinds, rbacKinds } from '../../src/backup/policy/velero-filters.ts';
 import {
   type NonAdminBackup,
   type NonAdminBackupConfig,
@@ -12,12 +16,8 @@ import {
   NonAdminBackupCrd,
   type NonAdminRestore,
   NonAdminRestoreCrd,
-} from '../../src/api/backup.ts';
-import { finishedPhases, VeleroResources } from '../../src/api/velero.ts';
-import { registerNarController } from '../../src/backup/controllers/restore/reconciler.ts';
-import { backup } from '../../src/backup/index.ts';
-import { Annotations, Labels, managedLabels, NarFinalizer } from '../../src/backup/model.ts';
-import { nonAdminKinds, rbacKinds } from '../../src/backup/policy/velero-filters.ts';
+} from '../../src/crds/backup.ts';
+import { finishedPhases, VeleroResources } from '../../src/crds/velero.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { Manager } from '../../src/kube/manager.ts';

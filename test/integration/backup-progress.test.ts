@@ -11,7 +11,7 @@ import {
   NonAdminBackupCrd,
   type NonAdminRestore,
   NonAdminRestoreCrd,
-} from '../../src/api/backup.ts';
+} from '../../src/crds/backup.ts';
 import { registry } from '../../src/kube/metrics.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import {

@@ -5,10 +5,10 @@
 // existingResourcePolicy: update, and over a catalog of object kinds the set a restore writes equals,
 // object by object, the set the same user's own `kubectl create --dry-run=server` accepts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NonAdminBackupCrd, type NonAdminRestore, NonAdminRestoreCrd } from '../../src/api/backup.ts';
-import { VeleroResources } from '../../src/api/velero.ts';
 import { backup } from '../../src/backup/index.ts';
 import { Labels, RequesterAnnotation } from '../../src/backup/model.ts';
+import { NonAdminBackupCrd, type NonAdminRestore, NonAdminRestoreCrd } from '../../src/crds/backup.ts';
+import { VeleroResources } from '../../src/crds/velero.ts';
 import { isAlreadyExists, type KubeClient, PatchType } from '../../src/kube/client.ts';
 import {
   type KubeObject,

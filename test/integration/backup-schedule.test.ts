@@ -4,6 +4,8 @@
 // restores from; edits (pause, cron, skipImmediately) reach Velero; invalid ones are refused with what to
 // change; deleting the schedule deletes the Velero Schedule and keeps the runs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Annotations, Labels } from '../../src/backup/model.ts';
+import { parseCron } from '../../src/backup/policy/cron.ts';
 import {
   type NonAdminBackup,
   NonAdminBackupCrd,
@@ -11,10 +13,8 @@ import {
   NonAdminRestoreCrd,
   type NonAdminSchedule,
   NonAdminScheduleCrd,
-} from '../../src/api/backup.ts';
-import { VeleroResources } from '../../src/api/velero.ts';
-import { Annotations, Labels } from '../../src/backup/model.ts';
-import { parseCron } from '../../src/backup/policy/cron.ts';
+} from '../../src/crds/backup.ts';
+import { VeleroResources } from '../../src/crds/velero.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import {

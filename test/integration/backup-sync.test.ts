@@ -3,15 +3,15 @@
 // by a tenant to reach another tenant's backup is refused at admission and, with the webhook bypassed, by
 // the controller.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Annotations, Labels, managedLabels } from '../../src/backup/model.ts';
+import { OrganizationLabel } from '../../src/backup/velero/ownership.ts';
 import {
   type NonAdminBackup,
   NonAdminBackupCrd,
   NonAdminDownloadRequestCrd,
   NonAdminRestoreCrd,
-} from '../../src/api/backup.ts';
-import { VeleroResources } from '../../src/api/velero.ts';
-import { Annotations, Labels, managedLabels } from '../../src/backup/model.ts';
-import { OrganizationLabel } from '../../src/backup/velero/ownership.ts';
+} from '../../src/crds/backup.ts';
+import { VeleroResources } from '../../src/crds/velero.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import {

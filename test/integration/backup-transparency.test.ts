@@ -5,12 +5,12 @@
 // the namespace's admins, and nothing a tenant can write changes it: not its objects' labels, and not the
 // contents of its own bucket, which Velero's bucket sync turns into Backups in Velero's namespace.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type NonAdminBackup, NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/api/backup.ts';
-import { VeleroResources } from '../../src/api/velero.ts';
 import { Origins } from '../../src/backup/controllers/gc/rules.ts';
 import { viewObjectName } from '../../src/backup/controllers/transparency/reconciler.ts';
 import { backup } from '../../src/backup/index.ts';
 import { Annotations, Labels, ManagedByValue, TenantNamespaceLabel } from '../../src/backup/model.ts';
+import { type NonAdminBackup, NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/crds/backup.ts';
+import { VeleroResources } from '../../src/crds/velero.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import {

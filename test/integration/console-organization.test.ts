@@ -4,7 +4,7 @@
 // member of nothing, sees no organization at all, and neither reads alice's through the console's backend.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Organization, OrganizationCrd } from '../../src/api/tenancy.ts';
+import { type Organization, OrganizationCrd } from '../../src/crds/tenancy.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { tenancy } from '../../src/tenancy/index.ts';
 import { browserSkipReason, launchBrowser } from '../harness/browser.ts';

@@ -5,8 +5,8 @@
 // failure prints its seed (FUZZ_SEED replays it); FUZZ_RUNS raises the inputs (npm run fuzz).
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OrganizationCrd } from '../../src/api/tenancy.ts';
 import { capabilities } from '../../src/capabilities.ts';
+import { OrganizationCrd } from '../../src/crds/tenancy.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { Manager } from '../../src/kube/manager.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';

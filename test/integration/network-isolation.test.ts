@@ -6,7 +6,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalNode } from '../../devenv/node/launch.ts';
-import { type Organization, OrganizationCrd } from '../../src/api/tenancy.ts';
+import { type Organization, OrganizationCrd } from '../../src/crds/tenancy.ts';
 import { ApiError } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { tenancy } from '../../src/tenancy/index.ts';

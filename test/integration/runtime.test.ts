@@ -4,7 +4,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { crdManifest } from '../../src/api/schema.ts';
+import { crdManifest } from '../../src/crds/schema.ts';
 import { installCrds } from '../../src/kube/crds.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { reconciledByAnnotation, type Sample, SampleCrd, sampleLabel } from '../fixtures/sample.ts';

@@ -9,7 +9,7 @@ import {
   ScopeInstanceCrd,
   type ScopeTemplate,
   ScopeTemplateCrd,
-} from '../../src/api/scopes.ts';
+} from '../../src/crds/scopes.ts';
 import { ApiError, type KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { scopes } from '../../src/scopes/index.ts';

@@ -6,7 +6,7 @@
 // accessProviderRules, so those rules are proven sufficient too.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { crdManifest } from '../../src/api/schema.ts';
+import { crdManifest } from '../../src/crds/schema.ts';
 import { mapLimit, subjectCan } from '../../src/kube/access.ts';
 import { ApiError, type KubeClient } from '../../src/kube/client.ts';
 import { installCrds } from '../../src/kube/crds.ts';

@@ -4,7 +4,7 @@
 // Priority/RuntimeClasses, StorageClasses and IngressClasses with the organization's defaults, and
 // Ingress host names. Every refusal must name the rule, what is allowed and where an admin changes it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Organization, OrganizationCrd, TenancyConfigCrd } from '../../src/api/tenancy.ts';
+import { type Organization, OrganizationCrd, TenancyConfigCrd } from '../../src/crds/tenancy.ts';
 import { type ApiError, type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { type KubeObject, Resources, resourceType } from '../../src/kube/resources.ts';
 import { organizationBindingName } from '../../src/tenancy/controllers/org-rbac.ts';

@@ -10,7 +10,7 @@ import {
   TenancyConfigCrd,
   TenantUserCrd,
   UsageProfileCrd,
-} from '../../src/api/tenancy.ts';
+} from '../../src/crds/tenancy.ts';
 import { type ApiError, type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { registry } from '../../src/kube/metrics.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';

@@ -7,6 +7,7 @@
 // Velero's own CRD (shared/reference/velero-crds, v1.18.1) says at that path.
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { type EnforcedKind, policyProblems, unenforceable } from '../../src/backup/policy/enforce.ts';
 import {
   backupCrds,
   NonAdminBackupConfigCrd,
@@ -16,10 +17,9 @@ import {
   NonAdminDownloadRequestCrd,
   NonAdminRestoreCrd,
   NonAdminScheduleCrd,
-} from '../../src/api/backup.ts';
-import { allCrds } from '../../src/api/index.ts';
-import { type CrdDefinition, crdManifest } from '../../src/api/schema.ts';
-import { type EnforcedKind, policyProblems, unenforceable } from '../../src/backup/policy/enforce.ts';
+} from '../../src/crds/backup.ts';
+import { allCrds } from '../../src/crds/index.ts';
+import { type CrdDefinition, crdManifest } from '../../src/crds/schema.ts';
 import type { KubeObject } from '../../src/kube/resources.ts';
 import { loadYamlObjects, referenceDir } from '../harness/reference.ts';
 

@@ -2,11 +2,11 @@
 // acted on at all, and a namespace's share of Velero's queue. (Everything that writes is tested against
 // the real API server and Velero in test/integration/backup-nab.test.ts.)
 import { describe, expect, it } from 'vitest';
-import type { NonAdminBackup } from '../../src/api/backup.ts';
 import { queueLimitReached, waiting } from '../../src/backup/controllers/backup/queue-limit.ts';
 import { refusalOf } from '../../src/backup/controllers/backup/reconciler.ts';
 import type { BackupPolicy } from '../../src/backup/policy/config.ts';
 import { nacObjectName } from '../../src/backup/velero/names.ts';
+import type { NonAdminBackup } from '../../src/crds/backup.ts';
 
 const policy = (over: Partial<BackupPolicy> = {}): BackupPolicy => ({
   enabled: true,

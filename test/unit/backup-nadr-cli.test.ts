@@ -2,8 +2,6 @@
 // targets, expiry, label selectors, flags to specs, describe output.
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { NonAdminBackup, NonAdminDownloadRequest, NonAdminRestore } from '../../src/api/backup.ts';
-import { downloadTargetKinds } from '../../src/api/velero.ts';
 import { reviewNonAdminDownloadRequest } from '../../src/backup/admission/download.ts';
 import { backupCommand, backupKind } from '../../src/backup/cli/backup.ts';
 import { describeBackup, describeRestore } from '../../src/backup/cli/describe.ts';
@@ -21,6 +19,8 @@ import { operationTable } from '../../src/backup/cli/verbs.ts';
 import { type Caches, resolveTarget } from '../../src/backup/controllers/download/resolve.ts';
 import { Annotations, Labels } from '../../src/backup/model.ts';
 import { msUntilExpiry, targetOwner, targetProblems } from '../../src/backup/policy/nadr-target.ts';
+import type { NonAdminBackup, NonAdminDownloadRequest, NonAdminRestore } from '../../src/crds/backup.ts';
+import { downloadTargetKinds } from '../../src/crds/velero.ts';
 import { ApiError } from '../../src/kube/client.ts';
 import type { Informer } from '../../src/kube/informer.ts';
 import type { KubeObject } from '../../src/kube/resources.ts';

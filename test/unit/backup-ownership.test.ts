@@ -1,7 +1,6 @@
 // Which namespace a Velero Backup belongs to: tenant storage locations decide whatever the Backup says;
 // admin locations need tenantkit's own records; everything else belongs to nobody.
 import { describe, expect, it } from 'vitest';
-import type { NonAdminBackup, NonAdminBackupConfig } from '../../src/api/backup.ts';
 import { reviewSyncedFrom } from '../../src/backup/admission/synced-from.ts';
 import { scheduleObjectName } from '../../src/backup/controllers/schedule/runs.ts';
 import { syncedNabName } from '../../src/backup/controllers/sync/adopt.ts';
@@ -17,6 +16,7 @@ import {
   ownerNow,
 } from '../../src/backup/velero/ownership.ts';
 import type { Ownerships } from '../../src/backup/velero/ownerships.ts';
+import type { NonAdminBackup, NonAdminBackupConfig } from '../../src/crds/backup.ts';
 import type { Informer } from '../../src/kube/informer.ts';
 
 const adminBsl: Location = { metadata: { name: 'default' }, spec: { default: true } };

@@ -1,9 +1,9 @@
 // The requester of a NonAdminRestore is whoever last decided what it restores: recorded on CREATE and on
 // every UPDATE that changes the spec (by anyone), kept otherwise, and never writable by hand.
 import { describe, expect, it } from 'vitest';
-import type { NonAdminRestore } from '../../src/api/backup.ts';
 import { recordRequester, requesterUnchanged } from '../../src/backup/admission/requester.ts';
 import { RequesterAnnotation, requesterValue } from '../../src/backup/model.ts';
+import type { NonAdminRestore } from '../../src/crds/backup.ts';
 import type { UserInfo } from '../../src/kube/access.ts';
 import type { AdmissionRequest } from '../../src/webhook/admission.ts';
 

@@ -1,7 +1,7 @@
 // What a tenant may ask of a NonAdminRestore: pure rules, tested on their own.
 import { describe, expect, it } from 'vitest';
-import type { NonAdminBackup } from '../../src/api/backup.ts';
 import { enforceableRestoreSpec, restoreSpecProblems } from '../../src/backup/policy/validate.ts';
+import type { NonAdminBackup } from '../../src/crds/backup.ts';
 
 const ns = 'shop';
 

@@ -1,10 +1,10 @@
 // When tenantkit holds a NonAdminSchedule's Velero Schedule paused (controllers/schedule/hold.ts), on plain objects:
 // the minimum interval between actual runs, the schedule limit and the namespace's queue share.
 import { describe, expect, it } from 'vitest';
-import type { NonAdminSchedule } from '../../src/api/backup.ts';
 import { intervalHold, limitHold, queueHold } from '../../src/backup/controllers/schedule/hold.ts';
 import type { VeleroSchedule } from '../../src/backup/controllers/schedule/runs.ts';
 import type { BackupPolicy } from '../../src/backup/policy/config.ts';
+import type { NonAdminSchedule } from '../../src/crds/backup.ts';
 
 const policy = { minimumScheduleIntervalMs: 3600_000 } as BackupPolicy;
 const at = (iso: string) => Date.parse(iso);

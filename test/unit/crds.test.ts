@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import { describe, expect, it } from 'vitest';
-import { Nullable, toStructural } from '../../src/api/schema.ts';
 import { staleCrdFiles } from '../../src/cli/generate.ts';
+import { Nullable, toStructural } from '../../src/crds/schema.ts';
 
 describe('CRD generation', () => {
-  it('has config/crd/ up to date with src/api (run `npm run generate` if this fails)', async () => {
+  it('has config/crd/ up to date with src/crds (run `npm run generate` if this fails)', async () => {
     expect(await staleCrdFiles()).toEqual([]);
   });
 

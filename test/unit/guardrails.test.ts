@@ -2,7 +2,7 @@
 // TenancyConfig), image references read as container runtimes read them, registry entries, classes,
 // host names, and enforced namespace metadata.
 import { describe, expect, it } from 'vitest';
-import type { Organization } from '../../src/api/tenancy.ts';
+import type { Organization } from '../../src/crds/tenancy.ts';
 import { effective } from '../../src/tenancy/policy/config.ts';
 import {
   classProblem,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Organization } from '../../src/api/tenancy.ts';
+import type { Organization } from '../../src/crds/tenancy.ts';
 import { effective } from '../../src/tenancy/policy/config.ts';
 import { isolationOf, isolationPolicy } from '../../src/tenancy/policy/network-isolation.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ScopeInstance, ScopeTemplate } from '../../src/api/scopes.ts';
+import type { ScopeInstance, ScopeTemplate } from '../../src/crds/scopes.ts';
 import { permissionsOf, privilegedRules } from '../../src/scopes/admission/escalation.ts';
 import { planBindings } from '../../src/scopes/controllers/instance.ts';
 import type { Namespace } from '../../src/scopes/model.ts';

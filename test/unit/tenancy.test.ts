@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { TenancyConfig } from '../../src/api/tenancy.ts';
+import type { TenancyConfig } from '../../src/crds/tenancy.ts';
 import { parseQuantity } from '../../src/kube/quantity.ts';
 import { claimVolumeVerdict } from '../../src/tenancy/admission/claim-volume.ts';
 import { serviceAccountNamespace } from '../../src/tenancy/admission/identity.ts';

@@ -1,7 +1,7 @@
 // Admission for NonAdminBackups and NonAdminRestores: the controllers' checks, made before the object is stored, so that
 // `kubectl apply` prints the rejection. The controller keeps checking too (a webhook can be bypassed by
 // an admin or be down); both use the same rules and messages.
-import type { NonAdminBackup, NonAdminBackupConfig, NonAdminRestore } from '../../api/backup.ts';
+import type { NonAdminBackup, NonAdminBackupConfig, NonAdminRestore } from '../../crds/backup.ts';
 import type { Informer } from '../../kube/informer.ts';
 import { type AdmissionRequest, allow, deny, type Verdict } from '../../webhook/admission.ts';
 import { currentPolicy } from '../policy/config.ts';

@@ -1,7 +1,7 @@
 // Admission for NonAdminDownloadRequests: a well-formed target (kind known, name present), so that
 // `kubectl apply` prints the mistake; and a target that does not change once the request was accepted.
 // Which NonAdminBackup or NonAdminRestore the name means is the controller's to judge (it may come later).
-import type { NonAdminDownloadRequest } from '../../api/backup.ts';
+import type { NonAdminDownloadRequest } from '../../crds/backup.ts';
 import { type AdmissionRequest, allow, deny, type Verdict } from '../../webhook/admission.ts';
 import { targetProblems } from '../policy/nadr-target.ts';
 

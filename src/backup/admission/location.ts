@@ -3,7 +3,7 @@
 // the controller only (status, condition SecretSynced=False and a Warning Event): checking it here would
 // need `get` on every Secret of the cluster for the webhook too, and the Secret can change after
 // admission anyway, so the controller must check it (and does, on every sync) whatever the webhook does.
-import type { NonAdminBackupConfig, NonAdminBackupStorageLocation } from '../../api/backup.ts';
+import type { NonAdminBackupConfig, NonAdminBackupStorageLocation } from '../../crds/backup.ts';
 import type { Informer } from '../../kube/informer.ts';
 import { type AdmissionRequest, allow, deny, type Verdict } from '../../webhook/admission.ts';
 import { bslSpecProblems } from '../policy/bsl-validate.ts';

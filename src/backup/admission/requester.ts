@@ -5,7 +5,7 @@
 // update may change (RequesterAnnotation, ../model.ts, which also reads it back), and copied by the
 // controller onto the Velero Restore (Velero's namespace: tenants cannot write there). Velero's restore
 // guard plugin (plugins/restore-guard) then checks every item as that user.
-import type { NonAdminRestore } from '../../api/backup.ts';
+import type { NonAdminRestore } from '../../crds/backup.ts';
 import { type Json, jsonEqual } from '../../kube/merge-patch.ts';
 import { type AdmissionRequest, deny, mutate, type Verdict } from '../../webhook/admission.ts';
 import { RequesterAnnotation, requesterValue } from '../model.ts';

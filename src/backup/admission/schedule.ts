@@ -1,7 +1,7 @@
 // Admission for NonAdminSchedules: the controller's checks (a valid cron expression, the NonAdminBackup
 // rules for the template, the admin's enforced fields), made before the object is stored so that
 // `kubectl apply` prints the rejection. Schedules stay editable, so every change is checked again.
-import type { NonAdminBackupConfig, NonAdminSchedule } from '../../api/backup.ts';
+import type { NonAdminBackupConfig, NonAdminSchedule } from '../../crds/backup.ts';
 import type { Informer } from '../../kube/informer.ts';
 import { type AdmissionRequest, allow, deny, type Verdict } from '../../webhook/admission.ts';
 import { currentPolicy } from '../policy/config.ts';

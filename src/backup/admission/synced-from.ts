@@ -1,7 +1,7 @@
 // The sync label of a NonAdminBackup (model.ts, Labels.syncedFrom) asks the controller to adopt an
 // existing Velero Backup instead of making one: admission lets a tenant name only a Backup its namespace
 // owns (velero/ownerships.ts), and never change the label once set.
-import type { NonAdminBackup } from '../../api/backup.ts';
+import type { NonAdminBackup } from '../../crds/backup.ts';
 import { type AdmissionRequest, deny, type Verdict } from '../../webhook/admission.ts';
 import { Labels, syncedFromOf } from '../model.ts';
 import { currentPolicy } from '../policy/config.ts';

@@ -13,7 +13,7 @@ import {
   NonAdminRestoreCrd,
   type NonAdminSchedule,
   NonAdminScheduleCrd,
-} from '../../api/backup.ts';
+} from '../../crds/backup.ts';
 import { ByNamespace, type Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import type { KubeObject } from '../../kube/resources.ts';

@@ -2,7 +2,7 @@
 // of `oc oadp nonadmin backup` (and `velero backup`), as the kubeconfig's user, in one namespace. Here is
 // what is NonAdminBackup's own: its entry in the kind table and its half of `create`; the verbs both
 // kinds share are in verbs.ts and create.ts.
-import { type NonAdminBackup, NonAdminBackupCrd } from '../../api/backup.ts';
+import { type NonAdminBackup, NonAdminBackupCrd } from '../../crds/backup.ts';
 import { PatchType } from '../../kube/client.ts';
 import type { LabelSelector } from '../../kube/selectors.ts';
 import { runCommand, type Verb } from './command.ts';

@@ -1,7 +1,7 @@
 // `tenantkit backup|restore describe`: what `velero backup|restore describe` prints, from the tenant's
 // NonAdminBackup/NonAdminRestore (status mirrors the Velero object) and, with --details, Velero's files
 // fetched through NonAdminDownloadRequests. Pure: the caller fetches, this formats.
-import type { NonAdminBackup, NonAdminRestore } from '../../api/backup.ts';
+import type { NonAdminBackup, NonAdminRestore } from '../../crds/backup.ts';
 import type { LabelSelector } from '../../kube/selectors.ts';
 import { veleroTime } from './shared.ts';
 import { formatSelector } from './spec.ts';

@@ -3,7 +3,7 @@
 // request is deleted afterwards whatever happened (its Velero DownloadRequest goes with it).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync } from 'node:zlib';
-import { type NonAdminDownloadRequest, NonAdminDownloadRequestCrd } from '../../api/backup.ts';
+import { type NonAdminDownloadRequest, NonAdminDownloadRequestCrd } from '../../crds/backup.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { KubeObject } from '../../kube/resources.ts';
 

@@ -1,9 +1,9 @@
 // What differs between `tenantkit backup` and `tenantkit restore`, as one table entry per non-admin kind
 // (backupKind in backup.ts, restoreKind in restore.ts), so that the verbs they share (verbs.ts,
 // create.ts) are written once.
-import type { NonAdminBackup, NonAdminRestore } from '../../api/backup.ts';
-import type { downloadTargetKinds } from '../../api/velero.ts';
-import { finishedPhases } from '../../api/velero.ts';
+import type { NonAdminBackup, NonAdminRestore } from '../../crds/backup.ts';
+import type { downloadTargetKinds } from '../../crds/velero.ts';
+import { finishedPhases } from '../../crds/velero.ts';
 import type { ResourceType } from '../../kube/resources.ts';
 import type { DescribeExtras } from './describe.ts';
 import { type Session, veleroTime } from './shared.ts';

@@ -7,7 +7,7 @@ import {
   NonAdminBackupCrd,
   type NonAdminRestore,
   NonAdminRestoreCrd,
-} from '../../api/backup.ts';
+} from '../../crds/backup.ts';
 import type { LabelSelector } from '../../kube/selectors.ts';
 import { runCommand, type Verb } from './command.ts';
 import { createFlagsUsage, createOperation, parseCreateArgs, refusal, type WaitOutcome } from './create.ts';

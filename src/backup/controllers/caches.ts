@@ -7,8 +7,8 @@ import {
   NonAdminBackupStorageLocationRequestCrd,
   type NonAdminSchedule,
   NonAdminScheduleCrd,
-} from '../../api/backup.ts';
-import { VeleroResources } from '../../api/velero.ts';
+} from '../../crds/backup.ts';
+import { VeleroResources } from '../../crds/velero.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import type { KubeObject, ResourceType } from '../../kube/resources.ts';

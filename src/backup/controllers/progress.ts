@@ -9,7 +9,7 @@
 // Beyond upstream: the bytes moved and to move (summed over Velero's progress reports, present once one
 // came), and for failed or canceled volumes Velero's reason (the first 10, each cut to 1024 characters).
 
-import { VeleroResources } from '../../api/velero.ts';
+import { VeleroResources } from '../../crds/velero.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import type { KubeObject, ResourceType } from '../../kube/resources.ts';

@@ -1,7 +1,7 @@
 // The admin's policy for non-admin backup, read from the NonAdminBackupConfig named "cluster" through the
 // manager's informer: every reconcile sees the current one, so a change applies live (no restart), and
 // objects record the generation they were checked against.
-import { type NonAdminBackupConfig, NonAdminBackupConfigCrd } from '../../api/backup.ts';
+import { type NonAdminBackupConfig, NonAdminBackupConfigCrd } from '../../crds/backup.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { JsonObject } from './enforce.ts';
 

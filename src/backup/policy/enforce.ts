@@ -4,7 +4,7 @@
 // and enforcement reaches into nested objects, so `labelSelector.matchLabels.team` can be fixed alone.
 // Fields that tenantkit itself sets to keep tenants apart can never be enforced.
 
-import { type EnforcedKind, specPathOf, unenforceable } from '../../api/backup-policy.ts';
+import { type EnforcedKind, specPathOf, unenforceable } from '../../crds/backup-policy.ts';
 import { type Json, type JsonObject, jsonEqual } from '../../kube/merge-patch.ts';
 
 export { type EnforcedKind, type Json, type JsonObject, jsonEqual, specPathOf, unenforceable };

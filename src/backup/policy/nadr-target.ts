@@ -1,7 +1,7 @@
 // What a NonAdminDownloadRequest's target means: the file kind decides whether `target.name` names a
 // NonAdminBackup or a NonAdminRestore of the request's namespace (never a Velero object: tenants do not
 // know, and must not choose, names in Velero's namespace). Pure, shared by the controller and admission.
-import { downloadTargetKinds } from '../../api/velero.ts';
+import { downloadTargetKinds } from '../../crds/velero.ts';
 
 export type TargetKind = (typeof downloadTargetKinds)[number];
 

@@ -1,7 +1,7 @@
 // What a tenant may ask of a NonAdminSchedule, checked the same way by the admission webhook and the
 // controller: a cron expression Velero accepts, no more often than the admin allows, and the
 // NonAdminBackup rules for its template, worded for a schedule.
-import type { NonAdminSchedule } from '../../api/backup.ts';
+import type { NonAdminSchedule } from '../../crds/backup.ts';
 import { formatDuration as formatMs, parseCron, shortestGapMs } from './cron.ts';
 import type { JsonObject } from './enforce.ts';
 import { backupSpecProblems } from './validate.ts';

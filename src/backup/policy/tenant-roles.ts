@@ -1,6 +1,6 @@
 // The ClusterRoles that give tenants the backup capability: namespace admins and editors manage the
 // non-admin kinds, viewers read them (the roles the seed's RBAC shows). Nothing in Velero's namespace.
-import { crdTypes } from '../../api/generated/crd-types.ts';
+import { crdTypes } from '../../crds/generated/crd-types.ts';
 import type { KubeObject } from '../../kube/resources.ts';
 
 // Storage location requests are the admin's (approval), not the tenant's.

@@ -2,7 +2,7 @@
 // controller: every problem names the field, the rule and the fix. Tenant data is never trusted to widen
 // the reach of a backup or restore: namespaces, cluster-scoped resources and storage locations are
 // tenantkit's to set.
-import type { NonAdminBackup } from '../../api/backup.ts';
+import type { NonAdminBackup } from '../../crds/backup.ts';
 import { parseDuration } from './config.ts';
 import { enforcedMessage, type JsonObject, unenforceable, violations } from './enforce.ts';
 
@@ -138,7 +138,7 @@ export function backupSpecProblems(
 
 const restorePath = 'spec.restoreSpec';
 
-/** The Velero phases a Backup ends in without being restorable (src/api/velero.ts finishedPhases). */
+/** The Velero phases a Backup ends in without being restorable (src/crds/velero.ts finishedPhases). */
 const failedBackupPhases = ['PartiallyFailed', 'Failed', 'FailedValidation'];
 
 /**

@@ -16,7 +16,7 @@
 // (the UID recorded on the Backup) or belongs to the same organization (the organization recorded on it):
 // {@link ownerNow}. A Backup with neither record (made before tenantkit recorded them) belongs to nobody
 // until an admin annotates it (docs/backup.md, "Backups made before owners were recorded").
-import { DefaultOrganizationLabel } from '../../api/tenancy.ts';
+import { DefaultOrganizationLabel } from '../../crds/tenancy.ts';
 import { Annotations, Labels, ManagedByValue } from '../model.ts';
 
 export interface OwnedBackup {
@@ -51,7 +51,7 @@ export interface NamespaceLike {
   };
 }
 
-/** The label that names a namespace's organization (tenancy's default, src/api/tenancy.ts). */
+/** The label that names a namespace's organization (tenancy's default, src/crds/tenancy.ts). */
 export const OrganizationLabel = DefaultOrganizationLabel;
 
 export interface Location {

@@ -1,8 +1,8 @@
 // The caches the ownership rules read (velero/ownership.ts), bundled once for the admission webhook and
 // the controllers: which namespace each Velero Backup belongs to now, which NonAdminBackups name it, and
 // the checks both sides share (may this namespace restore from, or have a NonAdminBackup for, a Backup).
-import { type NonAdminBackup, NonAdminBackupCrd } from '../../api/backup.ts';
-import { VeleroResources } from '../../api/velero.ts';
+import { type NonAdminBackup, NonAdminBackupCrd } from '../../crds/backup.ts';
+import { VeleroResources } from '../../crds/velero.ts';
 import { ByNamespace, type Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, Resources } from '../../kube/resources.ts';

@@ -7,7 +7,7 @@
 //   there or holds all its rules there. A namespaceSelector (which can match namespaces created later)
 //   and a cluster-wide instance are checked at cluster scope;
 // - rules granting escalate/bind/impersonate or `*` on RBAC resources need a cluster admin.
-import { type ScopeInstance, type ScopeTemplate, ScopeTemplateCrd } from '../../api/scopes.ts';
+import { type ScopeInstance, type ScopeTemplate, ScopeTemplateCrd } from '../../crds/scopes.ts';
 import type { UserInfo } from '../../kube/access.ts';
 import { type AccessQuery, mapLimit, subjectCan } from '../../kube/access.ts';
 import type { KubeClient } from '../../kube/client.ts';

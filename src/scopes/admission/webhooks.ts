@@ -1,7 +1,8 @@
 // Every admission webhook of the scopes capability, declared in one place: the escalation guard of
 // templates and instances (the reviews live in escalation.ts).
-import { ScopeInstanceCrd, type ScopeTemplate, ScopeTemplateCrd } from '../../api/scopes.ts';
+
 import type { CapabilityContext } from '../../capability.ts';
+import { ScopeInstanceCrd, type ScopeTemplate, ScopeTemplateCrd } from '../../crds/scopes.ts';
 import type { WebhookDefinition } from '../../webhook/registration.ts';
 import { scopesGroup } from '../model.ts';
 import { reviewInstance, reviewTemplate } from './escalation.ts';

@@ -1,6 +1,6 @@
 // The cached views the scopes controllers share: only objects labelled as ours are cached, so memory
 // follows what tenantkit created, not the size of the cluster's RBAC.
-import type { ScopeInstance } from '../../api/scopes.ts';
+import type { ScopeInstance } from '../../crds/scopes.ts';
 import type { Informer } from '../../kube/informer.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
 import { isEmptySelector } from '../../kube/selectors.ts';

@@ -10,7 +10,7 @@ import {
   ScopeInstanceCrd,
   type ScopeTemplate,
   ScopeTemplateCrd,
-} from '../../api/scopes.ts';
+} from '../../crds/scopes.ts';
 import { mapLimit } from '../../kube/access.ts';
 import type { ConditionInput } from '../../kube/conditions.ts';
 import { type ReconcileContext, type ReconcileResult, ReconcilerOf } from '../../kube/controller.ts';

@@ -6,7 +6,7 @@ import {
   ScopeInstanceCrd,
   type ScopeTemplate,
   ScopeTemplateCrd,
-} from '../../api/scopes.ts';
+} from '../../crds/scopes.ts';
 import type { ConditionInput } from '../../kube/conditions.ts';
 import { type ReconcileContext, type ReconcileResult, ReconcilerOf } from '../../kube/controller.ts';
 import { ensureOwned } from '../../kube/ensure.ts';

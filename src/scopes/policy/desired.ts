@@ -1,5 +1,5 @@
 // The objects a template or instance should produce, as pure functions of the specs.
-import type { ScopeInstance, ScopeTemplate } from '../../api/scopes.ts';
+import type { ScopeInstance, ScopeTemplate } from '../../crds/scopes.ts';
 import { stableJson } from '../../kube/equality.ts';
 import type { KubeObject, OwnerReference } from '../../kube/resources.ts';
 import {

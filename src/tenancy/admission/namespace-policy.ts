@@ -11,7 +11,7 @@
 // - an organization owns at most its quota of namespaces, checked on create and on transfer;
 // - the labels and annotations its organization's guardrails enforce are filled in on create, and tenants
 //   may not change or remove them (the namespace metadata controller puts them on existing namespaces).
-import type { Organization } from '../../api/tenancy.ts';
+import type { Organization } from '../../crds/tenancy.ts';
 import type { UserInfo } from '../../kube/access.ts';
 import type { KubeObject } from '../../kube/resources.ts';
 import { type AdmissionRequest, allow, deny, mutate, type Verdict } from '../../webhook/admission.ts';

@@ -1,5 +1,5 @@
 // Admission for the TenancyConfig: unknown keys are mistakes, and mistakes are rejected loudly.
-import { tenancyConfigKeys } from '../../api/tenancy.ts';
+import { tenancyConfigKeys } from '../../crds/tenancy.ts';
 import { type AdmissionRequest, allow, deny, type Verdict } from '../../webhook/admission.ts';
 import { unknownConfigKeys } from '../policy/config.ts';
 

@@ -1,6 +1,6 @@
 // The live tenancy configuration: read from the TenancyConfig informer on every request, so an edit takes
 // effect without a restart.
-import { type TenancyConfig, TenancyConfigCrd } from '../../api/tenancy.ts';
+import { type TenancyConfig, TenancyConfigCrd } from '../../crds/tenancy.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import type { ConfigSource, EffectiveConfig } from '../model.ts';

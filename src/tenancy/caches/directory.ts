@@ -6,7 +6,7 @@ import {
   TenantUserCrd,
   type UsageProfile,
   UsageProfileCrd,
-} from '../../api/tenancy.ts';
+} from '../../crds/tenancy.ts';
 import { ByLabel, type Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';

@@ -1,8 +1,9 @@
 // What `tenantkit dev` seeds for tenancy: an organization per example tenant (its group as members), the
 // tenant's user record, its namespace, and the right to create more namespaces (which the tenancy policies
 // then give to the creator's organization).
-import { DefaultOrganizationLabel, OrganizationCrd, TenantUserCrd } from '../../api/tenancy.ts';
+
 import type { DevSeedContext } from '../../capability.ts';
+import { DefaultOrganizationLabel, OrganizationCrd, TenantUserCrd } from '../../crds/tenancy.ts';
 import { type KubeObject, Resources } from '../../kube/resources.ts';
 import { namespaceCreatorRole } from '../policy/tenant-roles.ts';
 

@@ -3,7 +3,7 @@
 // tenant's change to them; this controller puts them on namespaces that were there before the admin set
 // them, that moved into the organization, or whose policy was switched off for a while. It writes only
 // the required keys (server-side apply under its own field manager) and only when one differs.
-import { type Organization, OrganizationCrd, TenancyConfigCrd } from '../../api/tenancy.ts';
+import { type Organization, OrganizationCrd, TenancyConfigCrd } from '../../crds/tenancy.ts';
 import { isInvalid } from '../../kube/client.ts';
 import type { ReconcileContext, ReconcileResult } from '../../kube/controller.ts';
 import { generationChanged, ReconcilerOf } from '../../kube/controller.ts';

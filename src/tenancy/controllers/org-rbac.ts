@@ -7,7 +7,7 @@
 // whatever its organization label says (an admin's slip or a disabled webhook must not make a tenant admin
 // of kube-system), and loses the bindings tenantkit made there before.
 import { createHash } from 'node:crypto';
-import { type Organization, OrganizationCrd, TenancyConfigCrd } from '../../api/tenancy.ts';
+import { type Organization, OrganizationCrd, TenancyConfigCrd } from '../../crds/tenancy.ts';
 import { isAlreadyExists } from '../../kube/client.ts';
 import {
   generationChanged,

@@ -4,7 +4,7 @@
 // limited to that one object by resourceNames, bound to exactly the members. Both RBAC objects are owned
 // by the Organization, so deleting it removes them; a member removed from spec.members loses read access
 // with the next reconcile.
-import { type Organization, OrganizationCrd, TenancyConfigCrd, UsageProfileCrd } from '../../api/tenancy.ts';
+import { type Organization, OrganizationCrd, TenancyConfigCrd, UsageProfileCrd } from '../../crds/tenancy.ts';
 import { isNotFound } from '../../kube/client.ts';
 import type { ReconcileContext, ReconcileResult } from '../../kube/controller.ts';
 import { generationChanged, ReconcilerOf } from '../../kube/controller.ts';

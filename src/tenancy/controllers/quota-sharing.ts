@@ -2,7 +2,7 @@
 // (policy/organization-quota.ts decides the split). Parts are lowered first, each with a write conditioned on
 // the ResourceQuota's resourceVersion (a Pod admitted meanwhile changes it: then the step starts over),
 // and raised or created only after, so their sum never passes the organization's total.
-import type { Organization } from '../../api/tenancy.ts';
+import type { Organization } from '../../crds/tenancy.ts';
 import { isAlreadyExists, isConflict, type KubeClient } from '../../kube/client.ts';
 import { semanticEqual } from '../../kube/equality.ts';
 import type { Informer } from '../../kube/informer.ts';

@@ -10,7 +10,7 @@ import {
   TenancyConfigCrd,
   type UsageProfile,
   UsageProfileCrd,
-} from '../../api/tenancy.ts';
+} from '../../crds/tenancy.ts';
 import {
   generationChanged,
   type ReconcileContext,

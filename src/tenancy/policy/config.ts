@@ -6,7 +6,7 @@ import {
   type switchablePolicies,
   type TenancyConfig,
   tenancyConfigKeys,
-} from '../../api/tenancy.ts';
+} from '../../crds/tenancy.ts';
 import { type ConfigSource, type EffectiveConfig, notForTenantsLabel } from '../model.ts';
 
 export const defaults: EffectiveConfig = {

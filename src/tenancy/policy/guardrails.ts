@@ -4,7 +4,7 @@
 // spec.guardrails replaces them field by field. Only admins write either object. The rules here need no
 // cluster: admission (admission/guardrails.ts), the namespace policy and the namespace metadata controller
 // apply them.
-import type { Guardrails, Organization } from '../../api/tenancy.ts';
+import type { Guardrails, Organization } from '../../crds/tenancy.ts';
 import type { EffectiveConfig } from '../model.ts';
 import { matchesAny, wildcard } from './config.ts';
 

@@ -1,6 +1,6 @@
 // An organization's members as RBAC subjects: what the organization RBAC controller binds in its
 // namespaces and the organization controller binds to its reader role.
-import type { Organization } from '../../api/tenancy.ts';
+import type { Organization } from '../../crds/tenancy.ts';
 
 /** An organization's members as RBAC subjects (users, then groups). */
 export function memberSubjects(

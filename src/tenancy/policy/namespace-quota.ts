@@ -1,6 +1,6 @@
 // How many namespaces an organization may own (the namespace policy holds it to it through the quota
 // ledger; the organization reconciler reports it).
-import type { Organization } from '../../api/tenancy.ts';
+import type { Organization } from '../../crds/tenancy.ts';
 import type { Directory, EffectiveConfig } from '../model.ts';
 
 /** How many namespaces an organization may own: its own number, else its usage profile's, else the default. */

@@ -5,7 +5,7 @@
 // Pod. Tenants cannot write AdminNetworkPolicies (cluster-scoped, admin only), and no NetworkPolicy of
 // theirs can let in what the Deny rule drops: the guardrail lives above their policies. Pure: the
 // organization reconciler decides when to apply it.
-import type { Organization } from '../../api/tenancy.ts';
+import type { Organization } from '../../crds/tenancy.ts';
 import type { KubeObject, ResourceType } from '../../kube/resources.ts';
 import { type EffectiveConfig, notForTenantsLabel } from '../model.ts';
 

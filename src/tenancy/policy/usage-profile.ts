@@ -2,7 +2,7 @@
 // reserved and managed by tenantkit, with the namespace's admin overrides (the annotation
 //   resourcequota.tenantkit.io/<quota name>.<resource>: "<quantity>") applied. Pure: the usage profile
 // controller writes them.
-import type { UsageProfile } from '../../api/tenancy.ts';
+import type { UsageProfile } from '../../crds/tenancy.ts';
 import type { KubeObject } from '../../kube/resources.ts';
 import { type Namespace, reservedLabel } from '../model.ts';
 

@@ -1,8 +1,8 @@
 // spec.deleteBackup of a NonAdminBackup: Velero deletes the backup's data through a DeleteBackupRequest,
 // which tenantkit makes (named and labelled by the NAB's NACUUID) and asks again for after a refusal.
-import type { NonAdminBackup } from '../../../api/backup.ts';
-import { NonAdminBackupCrd } from '../../../api/backup.ts';
-import { VeleroResources } from '../../../api/velero.ts';
+import type { NonAdminBackup } from '../../../crds/backup.ts';
+import { NonAdminBackupCrd } from '../../../crds/backup.ts';
+import { VeleroResources } from '../../../crds/velero.ts';
 import type { ReconcileContext, ReconcileResult } from '../../../kube/controller.ts';
 import { removeFinalizer } from '../../../kube/finalizers.ts';
 import type { KubeObject } from '../../../kube/resources.ts';

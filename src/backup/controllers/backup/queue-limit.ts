@@ -1,7 +1,7 @@
 // A namespace's share of Velero's one backup queue (policy.maxQueuedBackupsPerNamespace), and the NABs
 // that wait for the queue or a location: pure rules on the NABs the cache holds.
-import type { NonAdminBackup } from '../../../api/backup.ts';
-import { finishedPhases } from '../../../api/velero.ts';
+import type { NonAdminBackup } from '../../../crds/backup.ts';
+import { finishedPhases } from '../../../crds/velero.ts';
 import { type Condition, findCondition } from '../../../kube/conditions.ts';
 import { objectKey } from '../../../kube/resources.ts';
 import { Annotations, syncedFromOf, type VeleroObject } from '../../model.ts';

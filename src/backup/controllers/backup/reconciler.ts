@@ -7,8 +7,8 @@ import {
   type NonAdminBackupConfig,
   NonAdminBackupCrd,
   NonAdminBackupStorageLocationCrd,
-} from '../../../api/backup.ts';
-import { finishedPhases, VeleroResources } from '../../../api/velero.ts';
+} from '../../../crds/backup.ts';
+import { finishedPhases, VeleroResources } from '../../../crds/velero.ts';
 import { type Condition, findCondition } from '../../../kube/conditions.ts';
 import {
   generationChanged,

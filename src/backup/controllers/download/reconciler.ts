@@ -17,8 +17,8 @@ import {
   NonAdminDownloadRequestCrd,
   type NonAdminRestore,
   NonAdminRestoreCrd,
-} from '../../../api/backup.ts';
-import { VeleroResources } from '../../../api/velero.ts';
+} from '../../../crds/backup.ts';
+import { VeleroResources } from '../../../crds/velero.ts';
 import { type Condition, type ConditionInput, isTrue } from '../../../kube/conditions.ts';
 import {
   generationChanged,

@@ -1,7 +1,7 @@
 // What a NonAdminDownloadRequest's target is in Velero: the Backup or Restore behind one of the tenant's
 // own NonAdminBackups or NonAdminRestores, found through the caches, or why it cannot be downloaded (yet).
-import type { NonAdminBackup, NonAdminRestore } from '../../../api/backup.ts';
-import { finishedPhases } from '../../../api/velero.ts';
+import type { NonAdminBackup, NonAdminRestore } from '../../../crds/backup.ts';
+import { finishedPhases } from '../../../crds/velero.ts';
 import type { Informer } from '../../../kube/informer.ts';
 import { Annotations, Index, type VeleroObject } from '../../model.ts';
 import type { TargetOwner } from '../../policy/nadr-target.ts';

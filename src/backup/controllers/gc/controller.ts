@@ -32,7 +32,7 @@
 // cancel a deletion someone asked for.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter, Gauge } from 'prom-client';
-import type { NonAdminBackupConfig } from '../../../api/backup.ts';
+import type { NonAdminBackupConfig } from '../../../crds/backup.ts';
 import type { KubeClient } from '../../../kube/client.ts';
 import {
   type Condition,

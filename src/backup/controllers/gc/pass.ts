@@ -3,7 +3,7 @@
 // object judged by rules.ts, an orphan removed by UID, and a Backup whose namespace is gone for good
 // deleted through Velero with its data.
 import { Counter } from 'prom-client';
-import { finishedPhases, VeleroResources } from '../../../api/velero.ts';
+import { finishedPhases, VeleroResources } from '../../../crds/velero.ts';
 import { isAlreadyExists, isConflict, type KubeClient } from '../../../kube/client.ts';
 import type { Informer } from '../../../kube/informer.ts';
 import type { Logger } from '../../../kube/log.ts';

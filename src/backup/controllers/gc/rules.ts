@@ -9,8 +9,8 @@ import {
   NonAdminDownloadRequestCrd,
   NonAdminRestoreCrd,
   NonAdminScheduleCrd,
-} from '../../../api/backup.ts';
-import { VeleroResources } from '../../../api/velero.ts';
+} from '../../../crds/backup.ts';
+import { VeleroResources } from '../../../crds/velero.ts';
 import type { ConditionInput } from '../../../kube/conditions.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../../kube/resources.ts';
 import { Annotations, isManaged, Labels } from '../../model.ts';

@@ -4,8 +4,8 @@
 import type {
   NonAdminBackupStorageLocation,
   NonAdminBackupStorageLocationRequest,
-} from '../../../api/backup.ts';
-import { NonAdminBackupStorageLocationRequestCrd } from '../../../api/backup.ts';
+} from '../../../crds/backup.ts';
+import { NonAdminBackupStorageLocationRequestCrd } from '../../../crds/backup.ts';
 import { isAlreadyExists, isConflict, PatchType } from '../../../kube/client.ts';
 import type { ReconcileContext } from '../../../kube/controller.ts';
 import { Annotations, Labels, managedLabels } from '../../model.ts';

@@ -1,7 +1,10 @@
 // Where a tenant's storage location stands, as the controllers that use one see it: whether a Velero
 // BackupStorageLocation is tenantkit's own for exactly that NonAdminBackupStorageLocation, and which one a
 // NonAdminBackup or NonAdminSchedule naming the location may write to, or what it waits for.
-import { type NonAdminBackupStorageLocation, NonAdminBackupStorageLocationCrd } from '../../../api/backup.ts';
+import {
+  type NonAdminBackupStorageLocation,
+  NonAdminBackupStorageLocationCrd,
+} from '../../../crds/backup.ts';
 import type { Manager } from '../../../kube/manager.ts';
 import type { KubeObject } from '../../../kube/resources.ts';
 import { Annotations, Index, Labels, managedLabels } from '../../model.ts';

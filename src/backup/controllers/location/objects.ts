@@ -4,8 +4,8 @@
 import {
   type NonAdminBackupStorageLocationRequest,
   NonAdminBackupStorageLocationRequestCrd,
-} from '../../../api/backup.ts';
-import { VeleroResources } from '../../../api/velero.ts';
+} from '../../../crds/backup.ts';
+import { VeleroResources } from '../../../crds/velero.ts';
 import { isAlreadyExists } from '../../../kube/client.ts';
 import type { ReconcileContext } from '../../../kube/controller.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../../kube/resources.ts';

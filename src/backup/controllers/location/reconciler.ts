@@ -13,8 +13,8 @@ import {
   type NonAdminBackupStorageLocation,
   NonAdminBackupStorageLocationCrd,
   type NonAdminBackupStorageLocationRequest,
-} from '../../../api/backup.ts';
-import { VeleroResources } from '../../../api/velero.ts';
+} from '../../../crds/backup.ts';
+import { VeleroResources } from '../../../crds/velero.ts';
 import type { Condition, ConditionInput } from '../../../kube/conditions.ts';
 import {
   generationChanged,

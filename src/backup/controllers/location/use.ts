@@ -4,7 +4,7 @@
 // fixed after v1.18.3). So tenantkit hands Velero a backup only for a location Velero reports Available,
 // and never removes a tenant location's BSL while one of tenantkit's unfinished backups still names it.
 
-import { finishedPhases, VeleroResources } from '../../../api/velero.ts';
+import { finishedPhases, VeleroResources } from '../../../crds/velero.ts';
 import type { Informer } from '../../../kube/informer.ts';
 import type { Manager } from '../../../kube/manager.ts';
 import { Labels, type VeleroObject } from '../../model.ts';

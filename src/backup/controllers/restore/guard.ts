@@ -8,7 +8,7 @@
 //   refusal, at most every few seconds, and when Velero stops it at the end of the restore); `open` in it
 //   counts plugin processes that have not written their last refusals, so a process that died is seen.
 
-import { VeleroResources } from '../../../api/velero.ts';
+import { VeleroResources } from '../../../crds/velero.ts';
 import type { KubeClient } from '../../../kube/client.ts';
 import { type KubeObject, Resources } from '../../../kube/resources.ts';
 import { Labels, ManagedByValue, RefusalsKey, RefusalsLabel, RestoreGuardPlugin } from '../../model.ts';

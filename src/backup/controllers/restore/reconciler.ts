@@ -11,8 +11,8 @@ import {
   NonAdminBackupCrd,
   type NonAdminRestore,
   NonAdminRestoreCrd,
-} from '../../../api/backup.ts';
-import { finishedPhases, VeleroResources } from '../../../api/velero.ts';
+} from '../../../crds/backup.ts';
+import { finishedPhases, VeleroResources } from '../../../crds/velero.ts';
 import { type Condition, findCondition, isTrue } from '../../../kube/conditions.ts';
 import {
   generationChanged,

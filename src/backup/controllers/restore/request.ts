@@ -1,7 +1,7 @@
 // What a NonAdminRestore asks for, checked before its Velero Restore is made: the admin's rules, the
 // NonAdminBackup it names and that backup's Velero Backup (one tenantkit made for it, or one its namespace
 // owns), and who asked; then the Velero RestoreSpec made from it, bounded to the tenant's namespace.
-import type { NonAdminBackup, NonAdminRestore } from '../../../api/backup.ts';
+import type { NonAdminBackup, NonAdminRestore } from '../../../crds/backup.ts';
 import type { UserInfo } from '../../../kube/access.ts';
 import type { Informer } from '../../../kube/informer.ts';
 import { Annotations, Index, requesterOf, type VeleroObject } from '../../model.ts';

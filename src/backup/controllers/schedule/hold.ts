@@ -9,7 +9,7 @@
 // - the namespace's share of Velero's queue: its unfinished Backups (NonAdminBackups, schedule runs,
 //   anything made for it) count, and only as many schedules as there are free places may run, the ones
 //   due first. Pure.
-import type { NonAdminSchedule } from '../../../api/backup.ts';
+import type { NonAdminSchedule } from '../../../crds/backup.ts';
 import type { BackupPolicy } from '../../policy/config.ts';
 import { formatDuration, parseCron } from '../../policy/cron.ts';
 import type { VeleroSchedule } from './runs.ts';

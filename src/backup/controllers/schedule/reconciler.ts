@@ -13,8 +13,8 @@ import {
   NonAdminBackupCrd,
   type NonAdminSchedule,
   NonAdminScheduleCrd,
-} from '../../../api/backup.ts';
-import { VeleroResources } from '../../../api/velero.ts';
+} from '../../../crds/backup.ts';
+import { VeleroResources } from '../../../crds/velero.ts';
 import { apiVersionOf, PatchType } from '../../../kube/client.ts';
 import {
   generationChanged,

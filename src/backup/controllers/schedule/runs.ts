@@ -1,6 +1,6 @@
 // A NonAdminSchedule's Velero side as the tenant sees it: the names and labels of what tenantkit makes
 // for it, its runs newest first, the next run Velero will make, and the Scheduled condition. Pure.
-import type { NonAdminBackup, NonAdminSchedule } from '../../../api/backup.ts';
+import type { NonAdminBackup, NonAdminSchedule } from '../../../crds/backup.ts';
 import type { ConditionInput } from '../../../kube/conditions.ts';
 import type { KubeObject } from '../../../kube/resources.ts';
 import { Labels, ManagedByValue, type VeleroBackup } from '../../model.ts';

@@ -6,8 +6,8 @@
 // labels, so the label is only a request: the admission webhook (admission/synced-from.ts) and the
 // controller both check it, and a NAB carrying it never makes a Velero Backup of its own (that would
 // duplicate the one it names).
-import { type NonAdminBackup, NonAdminBackupCrd } from '../../../api/backup.ts';
-import { VeleroResources } from '../../../api/velero.ts';
+import { type NonAdminBackup, NonAdminBackupCrd } from '../../../crds/backup.ts';
+import { VeleroResources } from '../../../crds/velero.ts';
 import { isAlreadyExists, isForbidden, isNotFound } from '../../../kube/client.ts';
 import type { ReconcileContext } from '../../../kube/controller.ts';
 import { ensureFinalizer } from '../../../kube/finalizers.ts';

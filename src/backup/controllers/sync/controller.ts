@@ -5,8 +5,8 @@
 // so the tenant can restore from them. Runs per Backup on its events, for a namespace's Backups when the
 // namespace is made, and again every backupSyncPeriod of NonAdminBackupConfig "cluster" (read live; 0 turns
 // sync off).
-import type { NonAdminBackupConfig } from '../../../api/backup.ts';
-import { VeleroResources } from '../../../api/velero.ts';
+import type { NonAdminBackupConfig } from '../../../crds/backup.ts';
+import { VeleroResources } from '../../../crds/velero.ts';
 import { generationChanged } from '../../../kube/controller.ts';
 import type { Informer } from '../../../kube/informer.ts';
 import type { Manager } from '../../../kube/manager.ts';

@@ -14,8 +14,8 @@
 // bucket's contents) moves another namespace's backup into its Role. Keys are tenant namespace names;
 // reconcile is level-triggered.
 import { createHash } from 'node:crypto';
-import type { NonAdminBackupConfig } from '../../../api/backup.ts';
-import { VeleroResources } from '../../../api/velero.ts';
+import type { NonAdminBackupConfig } from '../../../crds/backup.ts';
+import { VeleroResources } from '../../../crds/velero.ts';
 import { isAlreadyExists } from '../../../kube/client.ts';
 import { generationChanged, type ReconcileContext, ReconcilerOf } from '../../../kube/controller.ts';
 import { stableJson } from '../../../kube/equality.ts';

@@ -24,7 +24,7 @@ import type {
   NonAdminBackupConfig,
   NonAdminRestore,
   NonAdminSchedule,
-} from '../../../../api/backup.ts';
+} from '../../../../crds/backup.ts';
 import { apiVersionOf, pathOf, type Resource, resources } from '../generated/resources.ts';
 import { type Api, ApiFailure, type MaybeSpec } from '../shell/http.ts';
 

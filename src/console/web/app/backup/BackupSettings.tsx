@@ -1,6 +1,6 @@
 // The Backups tab's cards for a namespace's schedules and storage locations.
 import { Button, Card, CardBody, CardTitle } from '@patternfly/react-core';
-import type { NonAdminBackupStorageLocation, NonAdminSchedule } from '../../../../api/backup.ts';
+import type { NonAdminBackupStorageLocation, NonAdminSchedule } from '../../../../crds/backup.ts';
 import { pathOf, resources } from '../generated/resources.ts';
 import type { Api, MaybeSpec } from '../shell/http.ts';
 import { ListView, useList } from '../shell/lists.tsx';

@@ -11,8 +11,8 @@ import {
   ModalHeader,
 } from '@patternfly/react-core';
 import { useCallback, useEffect, useState } from 'react';
-import type { NonAdminBackup, NonAdminRestore } from '../../../../api/backup.ts';
-import type { DownloadTarget } from '../../../../api/velero.ts';
+import type { NonAdminBackup, NonAdminRestore } from '../../../../crds/backup.ts';
+import type { DownloadTarget } from '../../../../crds/velero.ts';
 import { apiVersionOf, pathOf, type Resource, resources } from '../generated/resources.ts';
 import type { Api } from '../shell/http.ts';
 import { InputForm } from '../shell/InputForm.tsx';

@@ -1,8 +1,8 @@
 // A backup's or restore's log or results, fetched through a NonAdminDownloadRequest.
 import { Alert, Button, Spinner } from '@patternfly/react-core';
 import { useEffect, useState } from 'react';
-import type { NonAdminDownloadRequest } from '../../../../api/backup.ts';
-import type { DownloadTarget } from '../../../../api/velero.ts';
+import type { NonAdminDownloadRequest } from '../../../../crds/backup.ts';
+import type { DownloadTarget } from '../../../../crds/velero.ts';
 import { apiVersionOf, pathOf, resources } from '../generated/resources.ts';
 import { type Api, ApiFailure } from '../shell/http.ts';
 

@@ -6,7 +6,7 @@ import type { KubeObject } from '../../../../kube/resources.ts';
 import { KubePrefix, ProxySessionPath, SearchPath, TokenProtocolPrefix } from '../../../model.ts';
 import { apiVersionOf, pathOf, resources } from '../generated/resources.ts';
 
-/** What every Kubernetes object has (apiVersion, kind, metadata); each kind's type is in src/api. */
+/** What every Kubernetes object has (apiVersion, kind, metadata); each kind's type is in src/crds. */
 export type { KubeObject };
 
 /** A refused or failed call, with the message the server (API server, admission, console) gave. */

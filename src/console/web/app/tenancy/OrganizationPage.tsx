@@ -12,7 +12,7 @@ import {
   Spinner,
 } from '@patternfly/react-core';
 import { useEffect, useState } from 'react';
-import type { Organization } from '../../../../api/tenancy.ts';
+import type { Organization } from '../../../../crds/tenancy.ts';
 import { apiVersionOf, pathOf, resources } from '../generated/resources.ts';
 import { type Api, ApiFailure, type KubeList, type KubeObject } from '../shell/http.ts';
 import { InputForm } from '../shell/InputForm.tsx';

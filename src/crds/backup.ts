@@ -2,7 +2,7 @@
 // OADP non-admin controller defines them, so that existing OADP clients (oadp-cli, console plugins,
 // scripts) work against tenantkit unchanged: NonAdminBackup, NonAdminRestore, NonAdminSchedule,
 // NonAdminBackupStorageLocation (with the admin's NonAdminBackupStorageLocationRequest to approve it)
-// and NonAdminDownloadRequest. Each wraps a Velero spec (src/api/velero.ts) that tenantkit turns into a
+// and NonAdminDownloadRequest. Each wraps a Velero spec (src/crds/velero.ts) that tenantkit turns into a
 // Velero object in Velero's namespace; status mirrors that object.
 //
 // Cluster admins configure the capability with one NonAdminBackupConfig (backup.tenantkit.io), whose
