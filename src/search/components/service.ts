@@ -91,34 +91,24 @@ async function clusterAuthentication(
   }
 }
 
-export async function startSearchService(
-  options: SearchServiceOptions,
-  signal: AbortSignal,
-): Promise<SearchService> {
-  const { client, logger } = options;
-  const store = await openIndexStore({
-    logger,
-    ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
-    ...(options.embeddedDir ? { embeddedDir: options.embeddedDir } : {}),
-    ...(options.queryLimits ? { limits: options.queryLimits } : {}),
-    ...(options.waitForDatabaseMs ? { waitForDatabaseMs: options.waitForDatabaseMs } : {}),
-  });
-  const access = new RbacAccessProvider({ client, logger });
-  const running = [access.start(signal), store.run(signal)];
+/** The hub's own collector, streaming this cluster into the index (when asked for). */
+function hubCollector(options: SearchServiceOptions, store: IndexStore): Collector | undefined {
   const hub = options.hubCollector;
-  const collector = hub
-    ? new Collector({
-        client: hub.client,
-        sink: store.indexer,
-        cluster: store.hubCluster,
-        hub: true,
-        logger: logger.child({ part: 'collector' }),
-        ...(hub.sensitiveFields ? { sensitiveFields: hub.sensitiveFields } : {}),
-        ...(hub.resyncPeriodMs !== undefined ? { resyncPeriodMs: hub.resyncPeriodMs } : {}),
-      })
-    : undefined;
-  if (collector) running.push(collector.run(signal));
-  const messages = (): Message[] => [
+  if (!hub) return undefined;
+  return new Collector({
+    client: hub.client,
+    sink: store.indexer,
+    cluster: store.hubCluster,
+    hub: true,
+    logger: options.logger.child({ part: 'collector' }),
+    ...(hub.sensitiveFields ? { sensitiveFields: hub.sensitiveFields } : {}),
+    ...(hub.resyncPeriodMs !== undefined ? { resyncPeriodMs: hub.resyncPeriodMs } : {}),
+  });
+}
+
+/** What the API tells every caller besides results: the index still filling, and the caller's own. */
+function serviceMessages(options: SearchServiceOptions, collector: Collector | undefined): () => Message[] {
+  return () => [
     ...(collector && !collector.stats().synced
       ? [
           {
@@ -130,10 +120,21 @@ export async function startSearchService(
       : []),
     ...(options.messages?.() ?? []),
   ];
+}
+
+/**
+ * Callers' bearer tokens, reviewed by the API server and cached; a deleted ServiceAccount's tokens are
+ * refused at once, not when their cached review expires (its informer runs in `running`).
+ */
+function tokenAuthenticator(
+  options: SearchServiceOptions,
+  running: Promise<unknown>[],
+  signal: AbortSignal,
+): TokenAuthenticator {
+  const { client, logger } = options;
   const authenticator = new TokenAuthenticator(client, {
     ...(options.tokenTtlMs !== undefined ? { ttlMs: options.tokenTtlMs } : {}),
   });
-  // A deleted ServiceAccount's tokens are refused at once, not when their cached review expires.
   const serviceAccounts = new Informer<KubeObject>(client, Resources.serviceAccounts, { logger });
   serviceAccounts.addHandlers({
     onDelete: (sa) =>
@@ -143,15 +144,30 @@ export async function startSearchService(
       }),
   });
   running.push(serviceAccounts.run(signal));
-  const authentication = await clusterAuthentication(client, logger);
-  const clientCaPem = authentication?.['client-ca-file'];
-  const server = new SearchServer({
+  return authenticator;
+}
+
+/** The HTTPS server: the GraphQL API and/or the collectors' endpoint, as the options ask. */
+function searchServer(
+  options: SearchServiceOptions,
+  parts: {
+    store: IndexStore;
+    access: RbacAccessProvider;
+    authenticator: TokenAuthenticator;
+    messages: () => Message[];
+    clientCaPem: string | undefined;
+  },
+): SearchServer {
+  const { client, logger } = options;
+  const { store, access, authenticator, messages, clientCaPem } = parts;
+  const authenticate = (token: string) => authenticator.authenticate(token);
+  return new SearchServer({
     logger,
     ...(clientCaPem ? { clientCaPem } : {}),
     certificate: options.certificate,
     ...(options.host ? { host: options.host } : {}),
     ...(options.port !== undefined ? { port: options.port } : {}),
-    authenticate: (token) => authenticator.authenticate(token),
+    authenticate,
     mayReadMetrics: (user) => subjectCan(client, user, { nonResource: { path: '/metrics', verb: 'get' } }),
     ...(options.allowedOrigins ? { allowedOrigins: options.allowedOrigins } : {}),
     ...(options.api !== false
@@ -169,12 +185,39 @@ export async function startSearchService(
           indexer: indexerEndpoint({
             sink: store.indexer,
             logger,
-            authenticate: (token) => authenticator.authenticate(token),
+            authenticate,
             mayWrite: clusterWriteAuthorizer(client),
           }),
         }
       : {}),
     ready: () => access.hasSynced(),
+  });
+}
+
+export async function startSearchService(
+  options: SearchServiceOptions,
+  signal: AbortSignal,
+): Promise<SearchService> {
+  const { client, logger } = options;
+  const store = await openIndexStore({
+    logger,
+    ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+    ...(options.embeddedDir ? { embeddedDir: options.embeddedDir } : {}),
+    ...(options.queryLimits ? { limits: options.queryLimits } : {}),
+    ...(options.waitForDatabaseMs ? { waitForDatabaseMs: options.waitForDatabaseMs } : {}),
+  });
+  const access = new RbacAccessProvider({ client, logger });
+  const running: Promise<unknown>[] = [access.start(signal), store.run(signal)];
+  const collector = hubCollector(options, store);
+  if (collector) running.push(collector.run(signal));
+  const authenticator = tokenAuthenticator(options, running, signal);
+  const authentication = await clusterAuthentication(client, logger);
+  const server = searchServer(options, {
+    store,
+    access,
+    authenticator,
+    messages: serviceMessages(options, collector),
+    clientCaPem: authentication?.['client-ca-file'],
   });
   const projects = await projectsServer(options, authentication, access, running, signal);
   let port: number;
