@@ -3,12 +3,22 @@
 // the controller-manager loops Pods need. Everything is written under the node's folder.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { KubeClient } from '../../src/kube/client.ts';
 import { freePort } from '../../src/ports.ts';
+import type { IssueRequest, KeyPair } from '../../src/serving/certs.ts';
 import { renderKubeconfig } from '../controlplane/kubeconfig.ts';
 import { clusterDNS, clusterDomain } from './addons.ts';
 import type { NodeBinaries } from './build.ts';
-import type { NodeClusterAccess } from './launch.ts';
 import { nodeBridge, nodeIP, nodeName, podCgroupRoot, podSubnet } from './network.ts';
+
+/** What the node's components need of the cluster: its address and CA, certificates from it, an admin client. */
+export interface NodeClusterAccess {
+  server: string;
+  caPem: string;
+  /** Issues a certificate from the cluster CA (client identities of the node's components, kubelet's serving certificate). */
+  issue(request: IssueRequest): Promise<KeyPair>;
+  admin: KubeClient;
+}
 
 export interface NodeFiles {
   containerdConfig: string;

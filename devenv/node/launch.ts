@@ -26,7 +26,16 @@ import {
   uninstallAddons,
 } from './addons.ts';
 import { ensureNodeBinaries, type NodeBinaries, type NodeImage } from './build.ts';
-import { containerdSocketPath, kubeletRootDir, nriDir, writeNodeFiles } from './config.ts';
+import {
+  containerdSocketPath,
+  kubeletRootDir,
+  type NodeClusterAccess,
+  nriDir,
+  writeNodeFiles,
+} from './config.ts';
+
+export type { NodeClusterAccess } from './config.ts';
+
 import {
   cgroupHierarchies,
   cgroupProcesses,
@@ -65,14 +74,6 @@ export function nodeUnavailable(): string | undefined {
 }
 
 /** What the node needs from the control plane it joins. */
-export interface NodeClusterAccess {
-  server: string;
-  caPem: string;
-  /** Issues a certificate from the cluster CA (client identities of the node's components, kubelet's serving certificate). */
-  issue(request: IssueRequest): Promise<KeyPair>;
-  admin: KubeClient;
-}
-
 export interface NodeOptions {
   /** Holds containerd's and kubelet's data, the configs and the logs; removed on stop. */
   dir: string;
