@@ -13,7 +13,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import type { IssueRequest, KeyPair } from '../../src/serving/certs.ts';
 import { ensureControlPlaneBinary, type Progress } from '../controlplane/build.ts';
 import { type GroupProcess, spawnGroup } from '../controlplane/process-group.ts';
 import {
