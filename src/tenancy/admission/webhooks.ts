@@ -33,50 +33,52 @@ const matching = (
   resources: string[],
 ) => [{ operations, apiGroups: [apiGroup], apiVersions: [apiVersion], resources }];
 
-export function tenancyWebhooks({ client, manager, namespace }: CapabilityContext): WebhookDefinition[] {
+/** What the reviews read: the configuration, privilege, the directory, the ledger and the caches. */
+function admissionParts({ client, manager, namespace }: CapabilityContext) {
   const config = configSource(manager, namespace);
   const privileged = privilegeChecker(manager);
   const dir = directory(manager);
-  const deps = {
-    config,
-    privileged,
-    directory: dir,
-    quota: new QuotaLedger(client, dir, manager, namespace),
-  };
-  const podDeps = {
-    config,
-    privileged,
-    directory: dir,
-    quotas: manager.informer<KubeObject>(Resources.resourceQuotas),
-  };
-  const guardrailDeps = {
+  const quotas = manager.informer<KubeObject>(Resources.resourceQuotas);
+  return {
     client,
     config,
     privileged,
-    directory: dir,
-    storageClasses: manager.informer<KubeObject>(Resources.storageClasses),
-    ingressClasses: manager.informer<KubeObject>(Resources.ingressClasses),
-    quotas: manager.informer<KubeObject>(Resources.resourceQuotas),
+    deps: { config, privileged, directory: dir, quota: new QuotaLedger(client, dir, manager, namespace) },
+    podDeps: { config, privileged, directory: dir, quotas },
+    guardrailDeps: {
+      client,
+      config,
+      privileged,
+      directory: dir,
+      storageClasses: manager.informer<KubeObject>(Resources.storageClasses),
+      ingressClasses: manager.informer<KubeObject>(Resources.ingressClasses),
+      quotas,
+    },
+    // Pods of the control plane's and tenantkit's own namespaces never wait for these webhooks.
+    notSystem: {
+      matchExpressions: [
+        {
+          key: 'kubernetes.io/metadata.name',
+          operator: 'NotIn' as const,
+          values: [
+            ...new Set(['kube-system', 'kube-public', 'kube-node-lease', 'tenantkit-system', namespace]),
+          ],
+        },
+      ],
+    },
   };
-  const pods = [
-    { operations: ['CREATE' as const], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] },
-  ];
-  // Pods of the control plane's and tenantkit's own namespaces never wait for these webhooks.
-  const notSystem = {
-    matchExpressions: [
-      {
-        key: 'kubernetes.io/metadata.name',
-        operator: 'NotIn' as const,
-        values: [
-          ...new Set(['kube-system', 'kube-public', 'kube-node-lease', 'tenantkit-system', namespace]),
-        ],
-      },
-    ],
-  };
-  const namespaces = (operations: ('CREATE' | 'UPDATE')[]) => [
-    { operations, apiGroups: [''], apiVersions: ['v1'], resources: ['namespaces'] },
-  ];
-  const definitions: WebhookDefinition[] = [
+}
+
+type Parts = ReturnType<typeof admissionParts>;
+
+const namespaces = (operations: ('CREATE' | 'UPDATE')[]) => [
+  { operations, apiGroups: [''], apiVersions: ['v1'], resources: ['namespaces'] },
+];
+const pods = [{ operations: ['CREATE' as const], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }];
+
+/** A namespace's creation (organization and policy in one call) and its later changes. */
+function namespaceWebhooks({ config, deps }: Parts): WebhookDefinition[] {
+  return [
     {
       // A new namespace in one call: its organization filled in and the namespace policy checked on
       // the result (see admitNewNamespace); both switch off on their own.
@@ -109,6 +111,12 @@ export function tenancyWebhooks({ client, manager, namespace }: CapabilityContex
       sideEffects: 'NoneOnDryRun',
       handler: (req) => validateNamespace(deps, req),
     },
+  ];
+}
+
+/** Every Pod of an organization's namespaces: defaults and advice, and the organization's guardrails. */
+function podWebhooks({ config, podDeps, guardrailDeps, notSystem }: Parts): WebhookDefinition[] {
+  return [
     {
       // Defaults and fair-use advice in one call (see admitPod); both switch off on their own.
       name: 'pod-defaults',
@@ -144,6 +152,12 @@ export function tenancyWebhooks({ client, manager, namespace }: CapabilityContex
       matchConditions: [imageChanges],
       handler: (req) => validatePodGuardrails(guardrailDeps, req),
     },
+  ];
+}
+
+/** Claims, Ingresses, OpenShift's projects, the configuration and the objects tenantkit reserves. */
+function objectWebhooks({ client, config, privileged, deps, guardrailDeps }: Parts): WebhookDefinition[] {
+  return [
     {
       name: 'claim-guardrails',
       type: 'mutating',
@@ -209,8 +223,13 @@ export function tenancyWebhooks({ client, manager, namespace }: CapabilityContex
       handler: (req) => validateReservedObject(config, privileged, req),
     },
   ];
-  // Every policy but the configuration check itself can be switched off, live (the pod policies
-  // check their switches themselves); the three guardrail webhooks switch off together.
+}
+
+/**
+ * Every policy but the configuration check itself can be switched off, live (the pod policies and the
+ * namespace create check their switches themselves); the three guardrail webhooks switch off together.
+ */
+function switchable(definitions: WebhookDefinition[], config: Parts['config']): WebhookDefinition[] {
   const switchName = (d: WebhookDefinition) => (d.name.endsWith('-guardrails') ? 'guardrails' : d.name);
   return definitions.map((d) =>
     d.name === 'tenancy-config' || d.name === 'pod-defaults' || d.name === 'namespace-create'
@@ -220,5 +239,13 @@ export function tenancyWebhooks({ client, manager, namespace }: CapabilityContex
           handler: (req, signal) =>
             config().disabledPolicies.includes(switchName(d)) ? allow() : d.handler(req, signal),
         },
+  );
+}
+
+export function tenancyWebhooks(ctx: CapabilityContext): WebhookDefinition[] {
+  const parts = admissionParts(ctx);
+  return switchable(
+    [...namespaceWebhooks(parts), ...podWebhooks(parts), ...objectWebhooks(parts)],
+    parts.config,
   );
 }
