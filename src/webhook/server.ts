@@ -103,15 +103,7 @@ export class WebhookServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0]!;
-    if (req.method === 'GET' && path === '/healthz') return void res.writeHead(200).end('ok');
-    if (req.method === 'GET' && path === '/readyz') {
-      const ready = this.listening && (this.options.ready?.() ?? true);
-      return void res.writeHead(ready ? 200 : 503).end(ready ? 'ok' : 'not ready');
-    }
-    if (req.method === 'GET' && path === '/metrics') {
-      const body = await registry.metrics();
-      return void res.writeHead(200, { 'Content-Type': registry.contentType }).end(body);
-    }
+    if (req.method === 'GET' && (await this.probe(path, res))) return;
     const webhook = req.method === 'POST' ? this.webhooks.get(path.replace(/^\//, '')) : undefined;
     if (!webhook) return void res.writeHead(404).end('not found');
     if (this.options.clientCaPem && !(req.socket as TLSSocket).authorized) {
@@ -128,53 +120,13 @@ export class WebhookServer {
     const body = await readBody(req, maxBodyBytes);
     const read = performance.now();
     metrics.webhookPhase.observe({ webhook: webhook.name, phase: 'body' }, (read - arrived) / 1000);
-    if (body === undefined) {
-      metrics.webhookErrors.inc({ webhook: webhook.name, reason: 'too_large' });
-      return refuse(
-        res,
-        413,
-        'RequestTooLarge',
-        `request body too large: the limit is ${maxBodyBytes} bytes`,
-      );
+    const review = readReview(body);
+    if ('refusal' in review) {
+      const { metric, status, reason, message } = review.refusal;
+      metrics.webhookErrors.inc({ webhook: webhook.name, reason: metric });
+      return refuse(res, status, reason, message);
     }
-    if (nestedDeeperThan(body, MaxJsonDepth)) {
-      metrics.webhookErrors.inc({ webhook: webhook.name, reason: 'too_deep' });
-      return refuse(
-        res,
-        400,
-        'NestedTooDeep',
-        `JSON nested deeper than ${MaxJsonDepth} levels; no AdmissionReview is`,
-      );
-    }
-    let review: AdmissionReview;
-    try {
-      review = JSON.parse(body) as AdmissionReview;
-    } catch {
-      metrics.webhookErrors.inc({ webhook: webhook.name, reason: 'bad_json' });
-      return refuse(res, 400, 'InvalidJSON', 'body is not JSON');
-    }
-    // `null`, a number or an array parse as JSON too: only an object can be a review. Without a string
-    // uid there is nothing to answer to: the HTTP request itself is refused.
-    const envelope =
-      typeof review === 'object' && review !== null && !Array.isArray(review) ? review : undefined;
-    const request = envelope?.request as unknown;
-    const uid =
-      typeof request === 'object' && request !== null ? (request as { uid?: unknown }).uid : undefined;
-    if (
-      envelope?.apiVersion !== 'admission.k8s.io/v1' ||
-      envelope.kind !== 'AdmissionReview' ||
-      typeof uid !== 'string' ||
-      uid === '' ||
-      uid.length > 128
-    ) {
-      metrics.webhookErrors.inc({ webhook: webhook.name, reason: 'bad_review' });
-      return refuse(
-        res,
-        400,
-        'InvalidReview',
-        'expected an admission.k8s.io/v1 AdmissionReview whose request.uid is a string of 1 to 128 characters',
-      );
-    }
+    const { uid, request } = review;
     // A review the API server would never send gets a denial naming the field, before any handler
     // reads it: never a JavaScript error, and never an allowance because a handler could not read it.
     const problem =
@@ -200,6 +152,25 @@ export class WebhookServer {
       (performance.now() - started) / 1000,
     );
     this.reply(res, webhook.name, uid, verdict);
+  }
+
+  /** Answers the health, readiness and metrics endpoints (true), or leaves the request alone (false). */
+  private async probe(path: string, res: ServerResponse): Promise<boolean> {
+    if (path === '/healthz') {
+      res.writeHead(200).end('ok');
+      return true;
+    }
+    if (path === '/readyz') {
+      const ready = this.listening && (this.options.ready?.() ?? true);
+      res.writeHead(ready ? 200 : 503).end(ready ? 'ok' : 'not ready');
+      return true;
+    }
+    if (path === '/metrics') {
+      const body = await registry.metrics();
+      res.writeHead(200, { 'Content-Type': registry.contentType }).end(body);
+      return true;
+    }
+    return false;
   }
 
   private reply(res: ServerResponse, name: string, uid: string, verdict: Verdict): void {
@@ -269,4 +240,55 @@ export class WebhookServer {
       clearTimeout(timer);
     }
   }
+}
+
+interface ReviewRefusal {
+  /** The reason label of the error metric. */
+  metric: string;
+  status: number;
+  reason: string;
+  message: string;
+}
+
+/**
+ * The AdmissionReview in a request body, or why the HTTP request itself is refused: too large, nested too
+ * deep, not JSON, or not an admission.k8s.io/v1 AdmissionReview with a string uid to answer to (`null`, a
+ * number or an array parse as JSON too: only an object can be a review).
+ */
+function readReview(
+  body: string | undefined,
+): { refusal: ReviewRefusal } | { uid: string; request: unknown } {
+  if (body === undefined) {
+    const message = `request body too large: the limit is ${maxBodyBytes} bytes`;
+    return { refusal: { metric: 'too_large', status: 413, reason: 'RequestTooLarge', message } };
+  }
+  if (nestedDeeperThan(body, MaxJsonDepth)) {
+    const message = `JSON nested deeper than ${MaxJsonDepth} levels; no AdmissionReview is`;
+    return { refusal: { metric: 'too_deep', status: 400, reason: 'NestedTooDeep', message } };
+  }
+  let review: AdmissionReview;
+  try {
+    review = JSON.parse(body) as AdmissionReview;
+  } catch {
+    return {
+      refusal: { metric: 'bad_json', status: 400, reason: 'InvalidJSON', message: 'body is not JSON' },
+    };
+  }
+  const envelope =
+    typeof review === 'object' && review !== null && !Array.isArray(review) ? review : undefined;
+  const request = envelope?.request as unknown;
+  const uid =
+    typeof request === 'object' && request !== null ? (request as { uid?: unknown }).uid : undefined;
+  if (
+    envelope?.apiVersion !== 'admission.k8s.io/v1' ||
+    envelope.kind !== 'AdmissionReview' ||
+    typeof uid !== 'string' ||
+    uid === '' ||
+    uid.length > 128
+  ) {
+    const message =
+      'expected an admission.k8s.io/v1 AdmissionReview whose request.uid is a string of 1 to 128 characters';
+    return { refusal: { metric: 'bad_review', status: 400, reason: 'InvalidReview', message } };
+  }
+  return { uid, request };
 }
