@@ -149,6 +149,23 @@ async function enforcedBy(
   );
 }
 
+/** The labels and annotations the owning organization requires that this change would alter or remove. */
+function requiredMetadataChanges(
+  owner: Awaited<ReturnType<typeof enforcedBy>>[number],
+  previous: KubeObject | undefined,
+  namespace: KubeObject,
+): string[] {
+  const { namespaceLabels: labels, namespaceAnnotations: annotations } = owner.rules;
+  return [
+    ...enforcedChanges(labels, previous?.metadata.labels, namespace.metadata.labels).map(
+      (k) => `label ${k}=${labels![k]} (${owner.source('namespaceLabels')})`,
+    ),
+    ...enforcedChanges(annotations, previous?.metadata.annotations, namespace.metadata.annotations).map(
+      (k) => `annotation ${k}=${annotations![k]} (${owner.source('namespaceAnnotations')})`,
+    ),
+  ];
+}
+
 const denial = (rule: string, problems: string[]) => deny(`namespace policy ${rule}: ${problems.join('; ')}`);
 
 export async function validateNamespace(deps: NamespacePolicyDeps, req: AdmissionRequest): Promise<Verdict> {
@@ -180,21 +197,7 @@ export async function validateNamespace(deps: NamespacePolicyDeps, req: Admissio
   const enforced = await enforcedBy(deps, config, [source, target]);
   const owner = enforced.find((g) => g.organization === (source ?? target));
   if (owner) {
-    const changed = [
-      ...enforcedChanges(
-        owner.rules.namespaceLabels,
-        previous?.metadata.labels,
-        namespace.metadata.labels,
-      ).map((k) => `label ${k}=${owner.rules.namespaceLabels![k]} (${owner.source('namespaceLabels')})`),
-      ...enforcedChanges(
-        owner.rules.namespaceAnnotations,
-        previous?.metadata.annotations,
-        namespace.metadata.annotations,
-      ).map(
-        (k) =>
-          `annotation ${k}=${owner.rules.namespaceAnnotations![k]} (${owner.source('namespaceAnnotations')})`,
-      ),
-    ];
+    const changed = requiredMetadataChanges(owner, previous, namespace);
     if (changed.length)
       return denial('organization-guardrails', [
         `organization "${owner.organization}" requires ${changed.join(', ')} on its namespaces: tenants may not change or remove them; a cluster admin changes what an organization requires`,
