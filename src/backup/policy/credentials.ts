@@ -126,17 +126,11 @@ function valueProblem(key: StaticKeyName, value: string): string | undefined {
 }
 
 /**
- * Reads a tenant's credential Secret key (an AWS credentials file): the static keys of `profile` (the
- * location's config.profile, default `default`), or every problem found, each saying what to change.
- * `where` names the Secret and key in messages.
+ * The settings of any profile that would make Velero's AWS SDK use something other than the static keys
+ * given (a process to run, a role, a web identity, SSO), each said once.
  */
-export function readCredentials(
-  text: string,
-  profile = 'default',
-  where = 'the Secret',
-): { keys: StaticCredentials; problems: [] } | { keys?: undefined; problems: string[] } {
-  const ini = parseIni(text, where);
-  const problems = [...ini.problems];
+function refusedSettings(ini: ReturnType<typeof parseIni>, where: string): string[] {
+  const problems: string[] = [];
   const told = new Set<string>();
   for (const { key } of ini.entries) {
     const why = reasonFor(refusedKeys, key) ?? (key.startsWith('sso_') ? refusedKeys.sso_session : undefined);
@@ -154,6 +148,21 @@ export function readCredentials(
       );
     }
   }
+  return problems;
+}
+
+/**
+ * Reads a tenant's credential Secret key (an AWS credentials file): the static keys of `profile` (the
+ * location's config.profile, default `default`), or every problem found, each saying what to change.
+ * `where` names the Secret and key in messages.
+ */
+export function readCredentials(
+  text: string,
+  profile = 'default',
+  where = 'the Secret',
+): { keys: StaticCredentials; problems: [] } | { keys?: undefined; problems: string[] } {
+  const ini = parseIni(text, where);
+  const problems = [...ini.problems, ...refusedSettings(ini, where)];
   if (ini.sections.length === 0) {
     problems.push(
       `${where} is not an AWS credentials file: write "[default]" followed by aws_access_key_id = ... and aws_secret_access_key = ...`,
