@@ -67,6 +67,17 @@ export class SocketPipe {
       refuseUpgrade(socket, 503, 'the console has too many live connections open; try again shortly');
       return;
     }
+    const caller = await this.caller(req, socket);
+    if (!caller) return;
+    socket.once('close', this.claim(caller.username));
+    this.pipe(req, socket, head, caller);
+  }
+
+  /** Who is asking, by the token the request carries; refused (undefined) when nobody or over the limit. */
+  private async caller(
+    req: IncomingMessage,
+    socket: Duplex,
+  ): Promise<{ token: string; username: string; protocols: string[] } | undefined> {
     const offered = tokenProtocol(req.headers['sec-websocket-protocol']);
     const token = bearerToken(req) ?? offered.token;
     if (!token) {
@@ -75,7 +86,7 @@ export class SocketPipe {
         401,
         `sign in: live results need your token, as "Authorization: Bearer <token>" or the subprotocol ${TokenProtocolPrefix}<base64url token>`,
       );
-      return;
+      return undefined;
     }
     let username: string | undefined;
     try {
@@ -86,12 +97,12 @@ export class SocketPipe {
         503,
         `the token could not be checked with the API server (${(err as Error).message}); try again`,
       );
-      return;
+      return undefined;
     }
-    if (socket.destroyed) return;
+    if (socket.destroyed) return undefined;
     if (!username) {
       refuseUpgrade(socket, 401, 'the token is not valid (expired or revoked); sign in again');
-      return;
+      return undefined;
     }
     const held = this.socketsOf(username);
     if (held >= this.perUser) {
@@ -100,26 +111,39 @@ export class SocketPipe {
         429,
         `user "${username}" already holds ${held} live-result connections, the most one user may (${this.perUser}); close another tab of the console, or ask your admin to raise the console's limit per user`,
       );
-      return;
+      return undefined;
     }
-    this.users.set(username, held + 1);
+    return { token, username, protocols: offered.protocols };
+  }
+
+  /** Counts one more socket for `username`; the function returned gives it back (once). */
+  private claim(username: string): () => void {
+    this.users.set(username, this.socketsOf(username) + 1);
     let released = false;
-    const release = () => {
+    return () => {
       if (released) return;
       released = true;
       const left = this.socketsOf(username) - 1;
       if (left > 0) this.users.set(username, left);
       else this.users.delete(username);
     };
-    socket.once('close', release);
+  }
+
+  /** Opens the upstream WebSocket with the caller's token as the only credential and pipes the two. */
+  private pipe(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    caller: { token: string; protocols: string[] },
+  ): void {
     const headers: Record<string, string> = { connection: 'Upgrade', upgrade: 'websocket' };
     for (const name of HandshakeHeaders) {
       const value = req.headers[name];
       if (typeof value === 'string') headers[name] = value;
     }
-    if (offered.protocols.length > 0) headers['sec-websocket-protocol'] = offered.protocols.join(', ');
+    if (caller.protocols.length > 0) headers['sec-websocket-protocol'] = caller.protocols.join(', ');
     // The caller's token, checked above, is the only credential passed on.
-    headers.authorization = `Bearer ${token}`;
+    headers.authorization = `Bearer ${caller.token}`;
     const base = this.upstream.url;
     const target = new URL(base.pathname.replace(/\/$/, '') + this.path, base);
     const out = request(target, { headers, ca: this.upstream.caPem, agent: false });
