@@ -106,6 +106,47 @@ function finish(set: Omit<AccessSet, 'digest'>): AccessSet {
   return { ...set, digest: digestOf(set) };
 }
 
+/**
+ * The grants of each namespace beyond what the cluster-wide rights give, with the namespaces that get the
+ * same grants in one entry. Namespaces bound to the same roles get the same grants: they are worked out
+ * once per combination.
+ */
+function namespacedGrants(
+  rolesByNamespace: Map<string, RoleSummary[]>,
+  clusterRights: Rights,
+): { namespaces: string[]; grants: ResourceGrant[] }[] {
+  const byCombination = new Map<string, { key: string; grants: ResourceGrant[] } | null>();
+  const groupsByGrants = new Map<string, { namespaces: string[]; grants: ResourceGrant[] }>();
+  for (const [namespace, roles] of rolesByNamespace) {
+    const combination = [...new Set(roles.map((r) => r.id))].sort((a, b) => a - b).join(',');
+    let result = byCombination.get(combination);
+    if (result === undefined) {
+      let beyond: Rights;
+      if (roles.length === 1 && clusterRights.size === 0) beyond = roles[0]!.rights;
+      else {
+        const rights: Rights = new Map();
+        for (const role of roles) mergeRights(rights, role.rights);
+        beyond = rightsBeyond(rights, clusterRights);
+      }
+      const grants = rightsToGrants(beyond);
+      result = grants.length === 0 ? null : { key: JSON.stringify(grants), grants };
+      byCombination.set(combination, result);
+    }
+    if (!result) continue;
+    let entry = groupsByGrants.get(result.key);
+    if (!entry) {
+      entry = { namespaces: [], grants: result.grants };
+      groupsByGrants.set(result.key, entry);
+    }
+    entry.namespaces.push(namespace);
+  }
+  const namespaced = [...groupsByGrants.values()];
+  for (const entry of namespaced) entry.namespaces.sort(byText);
+  namespaced.sort((a, b) => byText(a.namespaces[0]!, b.namespaces[0]!));
+
+  return namespaced;
+}
+
 export function computeAccessSet(snapshot: RbacSnapshot, user: SearchUser): AccessSet {
   const groups = effectiveGroups(user);
   if (groups.includes(PrivilegedGroup)) {
@@ -151,35 +192,7 @@ export function computeAccessSet(snapshot: RbacSnapshot, user: SearchUser): Acce
     list.push(summary);
   }
 
-  // Namespaces bound to the same roles get the same grants: work them out once per combination.
-  const byCombination = new Map<string, { key: string; grants: ResourceGrant[] } | null>();
-  const groupsByGrants = new Map<string, { namespaces: string[]; grants: ResourceGrant[] }>();
-  for (const [namespace, roles] of rolesByNamespace) {
-    const combination = [...new Set(roles.map((r) => r.id))].sort((a, b) => a - b).join(',');
-    let result = byCombination.get(combination);
-    if (result === undefined) {
-      let beyond: Rights;
-      if (roles.length === 1 && clusterRights.size === 0) beyond = roles[0]!.rights;
-      else {
-        const rights: Rights = new Map();
-        for (const role of roles) mergeRights(rights, role.rights);
-        beyond = rightsBeyond(rights, clusterRights);
-      }
-      const grants = rightsToGrants(beyond);
-      result = grants.length === 0 ? null : { key: JSON.stringify(grants), grants };
-      byCombination.set(combination, result);
-    }
-    if (!result) continue;
-    let entry = groupsByGrants.get(result.key);
-    if (!entry) {
-      entry = { namespaces: [], grants: result.grants };
-      groupsByGrants.set(result.key, entry);
-    }
-    entry.namespaces.push(namespace);
-  }
-  const namespaced = [...groupsByGrants.values()];
-  for (const entry of namespaced) entry.namespaces.sort(byText);
-  namespaced.sort((a, b) => byText(a.namespaces[0]!, b.namespaces[0]!));
+  const namespaced = namespacedGrants(rolesByNamespace, clusterRights);
 
   return finish({
     all: false,
