@@ -16,7 +16,7 @@ import type { DownloadTarget } from '../../../../crds/velero.ts';
 import { apiVersionOf, pathOf, type Resource, resources } from '../generated/resources.ts';
 import type { Api } from '../shell/http.ts';
 import { InputForm } from '../shell/InputForm.tsx';
-import { ListView, useList } from '../shell/lists.tsx';
+import { type Listed, ListView, useList } from '../shell/lists.tsx';
 import { ResourceTable } from '../shell/ResourceTable.tsx';
 import { BackupDialog, type DialogMode } from './BackupDialog.tsx';
 import { LocationsCard, SchedulesCard } from './BackupSettings.tsx';
@@ -241,67 +241,15 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
       )}
       {namespace && (
         <>
-          <Card>
-            <CardTitle component="h2">NonAdminBackups in {namespace}</CardTitle>
-            <CardBody>
-              <Button id="create-backup" onClick={() => setDialog({ kind: 'backup' })}>
-                Back up {namespace}
-              </Button>
-              <ListView
-                listed={backups}
-                kind="NonAdminBackups"
-                namespace={namespace}
-                render={(items) => (
-                  <ResourceTable
-                    detail="Phase"
-                    rows={items.map((b) => ({
-                      name: b.metadata.name ?? '',
-                      namespace,
-                      detail: summaryOf(b, b.status?.fileSystemPodVolumeBackups),
-                      actions: (
-                        <>
-                          <Button
-                            variant="link"
-                            isDisabled={veleroPhaseOf(b) !== ' · Completed'}
-                            onClick={() => setDialog({ kind: 'restore', backup: b.metadata.name ?? '' })}
-                          >
-                            Restore
-                          </Button>
-                          <FileButtons of={b} files={['BackupLog', 'BackupResults']} onFetch={setLog} />
-                          <Button variant="link" isDanger onClick={() => setDeleting(b.metadata.name)}>
-                            Delete
-                          </Button>
-                        </>
-                      ),
-                    }))}
-                  />
-                )}
-              />
-            </CardBody>
-          </Card>
-          <Card id="restores">
-            <CardTitle component="h2">NonAdminRestores in {namespace}</CardTitle>
-            <CardBody>
-              <ListView
-                listed={restores}
-                kind="NonAdminRestores"
-                namespace={namespace}
-                render={(items) => (
-                  <ResourceTable
-                    detail="Phase"
-                    rows={items.map((r) => ({
-                      name: r.metadata.name ?? '',
-                      namespace,
-                      detail: summaryOf(r, r.status?.fileSystemPodVolumeRestores),
-                      actions: (
-                        <FileButtons of={r} files={['RestoreLog', 'RestoreResults']} onFetch={setLog} />
-                      ),
-                    }))}
-                  />
-                )}
-              />
-            </CardBody>
-          </Card>
+          <BackupsCard
+            listed={backups}
+            namespace={namespace}
+            onRestore={(backup) => setDialog({ kind: 'restore', backup })}
+            onFetch={setLog}
+            onDelete={setDeleting}
+            onCreate={() => setDialog({ kind: 'backup' })}
+          />
+          <RestoresCard listed={restores} namespace={namespace} onFetch={setLog} />
           <SchedulesCard
             api={api}
             namespace={namespace}
@@ -311,33 +259,143 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
           <LocationsCard api={api} namespace={namespace} tick={tick} />
         </>
       )}
-      <Modal
-        isOpen={deleting !== undefined}
-        onClose={() => setDeleting(undefined)}
-        variant="small"
-        aria-labelledby="delete-title"
-      >
-        <ModalHeader title={`Delete backup ${deleting}?`} labelId="delete-title" />
-        <ModalBody>
-          The NonAdminBackup goes; its data stays in storage unless it was marked for deletion.
-        </ModalBody>
-        <ModalFooter>
-          <Button
-            variant="danger"
-            id="confirm-delete"
-            onClick={() => {
-              const name = deleting;
-              setDeleting(undefined);
-              if (name) void remove(name);
-            }}
-          >
-            Delete
-          </Button>
-          <Button variant="link" onClick={() => setDeleting(undefined)}>
-            Cancel
-          </Button>
-        </ModalFooter>
-      </Modal>
+      <DeleteBackup
+        name={deleting}
+        onCancel={() => setDeleting(undefined)}
+        onConfirm={(name) => {
+          setDeleting(undefined);
+          void remove(name);
+        }}
+      />
     </div>
+  );
+}
+
+type FileFetch = (file: { kind: FileKind; target: string }) => void;
+
+/** The namespace's NonAdminBackups, with what can be done to each. */
+function BackupsCard({
+  listed,
+  namespace,
+  onCreate,
+  onRestore,
+  onFetch,
+  onDelete,
+}: {
+  listed: Listed<NonAdminBackup>;
+  namespace: string;
+  onCreate(): void;
+  onRestore(backup: string): void;
+  onFetch: FileFetch;
+  onDelete(backup: string | undefined): void;
+}) {
+  return (
+    <Card>
+      <CardTitle component="h2">NonAdminBackups in {namespace}</CardTitle>
+      <CardBody>
+        <Button id="create-backup" onClick={onCreate}>
+          Back up {namespace}
+        </Button>
+        <ListView
+          listed={listed}
+          kind="NonAdminBackups"
+          namespace={namespace}
+          render={(items) => (
+            <ResourceTable
+              detail="Phase"
+              rows={items.map((b) => ({
+                name: b.metadata.name ?? '',
+                namespace,
+                detail: summaryOf(b, b.status?.fileSystemPodVolumeBackups),
+                actions: (
+                  <>
+                    <Button
+                      variant="link"
+                      isDisabled={veleroPhaseOf(b) !== ' · Completed'}
+                      onClick={() => onRestore(b.metadata.name ?? '')}
+                    >
+                      Restore
+                    </Button>
+                    <FileButtons of={b} files={['BackupLog', 'BackupResults']} onFetch={onFetch} />
+                    <Button variant="link" isDanger onClick={() => onDelete(b.metadata.name)}>
+                      Delete
+                    </Button>
+                  </>
+                ),
+              }))}
+            />
+          )}
+        />
+      </CardBody>
+    </Card>
+  );
+}
+
+/** The namespace's NonAdminRestores, with their logs and results. */
+function RestoresCard({
+  listed,
+  namespace,
+  onFetch,
+}: {
+  listed: Listed<NonAdminRestore>;
+  namespace: string;
+  onFetch: FileFetch;
+}) {
+  return (
+    <Card id="restores">
+      <CardTitle component="h2">NonAdminRestores in {namespace}</CardTitle>
+      <CardBody>
+        <ListView
+          listed={listed}
+          kind="NonAdminRestores"
+          namespace={namespace}
+          render={(items) => (
+            <ResourceTable
+              detail="Phase"
+              rows={items.map((r) => ({
+                name: r.metadata.name ?? '',
+                namespace,
+                detail: summaryOf(r, r.status?.fileSystemPodVolumeRestores),
+                actions: <FileButtons of={r} files={['RestoreLog', 'RestoreResults']} onFetch={onFetch} />,
+              }))}
+            />
+          )}
+        />
+      </CardBody>
+    </Card>
+  );
+}
+
+/** Asks before a backup is deleted (its data stays unless it was marked for deletion). */
+function DeleteBackup({
+  name,
+  onCancel,
+  onConfirm,
+}: {
+  name: string | undefined;
+  onCancel(): void;
+  onConfirm(name: string): void;
+}) {
+  return (
+    <Modal isOpen={name !== undefined} onClose={onCancel} variant="small" aria-labelledby="delete-title">
+      <ModalHeader title={`Delete backup ${name}?`} labelId="delete-title" />
+      <ModalBody>
+        The NonAdminBackup goes; its data stays in storage unless it was marked for deletion.
+      </ModalBody>
+      <ModalFooter>
+        <Button
+          variant="danger"
+          id="confirm-delete"
+          onClick={() => {
+            if (name) onConfirm(name);
+          }}
+        >
+          Delete
+        </Button>
+        <Button variant="link" onClick={onCancel}>
+          Cancel
+        </Button>
+      </ModalFooter>
+    </Modal>
   );
 }
