@@ -69,42 +69,18 @@ function byKind(items: Item[]): [string, Item[]][] {
   return [...groups].sort(([a], [b]) => a.localeCompare(b));
 }
 
-export function SearchPage({
-  api,
-  username,
-  initial,
-  savedIn,
-}: {
-  api: Api;
-  username: string;
-  initial: string;
-  savedIn: string;
-}) {
-  const [text, setText] = useState(initial);
-  const [outcome, setOutcome] = useState<Outcome>({ state: 'idle' });
-  const [suggestions, setSuggestions] = useState<{ property: string; values: string[] }>();
-  const [selected, setSelected] = useState<Item>();
+type Done = Extract<Outcome, { state: 'done' }>;
+
+/**
+ * Keeps the answer `watched` current through the search API's watch subscription (one per answer), and
+ * says whether the subscription is live.
+ */
+function useLiveResults(
+  api: Api,
+  watched: Done | undefined,
+  setOutcome: (update: (current: Outcome) => Outcome) => void,
+): Live {
   const [live, setLive] = useState<Live>('connecting');
-
-  const run = async (query: string) => {
-    setText(query);
-    window.location.hash = `search?${new URLSearchParams({ q: query })}`;
-    setOutcome({ state: 'loading' });
-    setSelected(undefined);
-    try {
-      const input = parseSearchText(query);
-      const data = await api.search<{ search: { count: number; items: Item[] }[] }>(searchQuery, {
-        input: [{ ...input, limit: 1000 }],
-      });
-      const result = data.search[0] ?? { count: 0, items: [] };
-      setOutcome({ state: 'done', count: result.count, items: result.items, seq: ++answers, input });
-    } catch (err) {
-      setOutcome({ state: 'error', message: (err as Error).message });
-    }
-  };
-
-  // Open results stay current: the search API's watch subscription, as this user, for the same query.
-  const watched = outcome.state === 'done' ? outcome : undefined;
   // biome-ignore lint/correctness/useExhaustiveDependencies: one subscription per answer (its seq)
   useEffect(() => {
     if (!watched) return;
@@ -125,13 +101,12 @@ export function SearchPage({
     };
   }, [api, watched?.seq]);
 
-  // A shared link runs its search at once.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: only on arrival
-  useEffect(() => {
-    if (initial) void run(initial);
-  }, []);
+  return live;
+}
 
-  // Suggestions for the word being typed: `property:` completes values of that property.
+/** Suggestions for the word being typed: `property:` completes values of that property. */
+function useSuggestions(api: Api, text: string) {
+  const [suggestions, setSuggestions] = useState<{ property: string; values: string[] }>();
   useEffect(() => {
     const last = text.split(/\s+/).at(-1) ?? '';
     const match = /^([A-Za-z_][\w./-]*):([^,]*)$/.exec(last);
@@ -152,6 +127,52 @@ export function SearchPage({
     }, 200);
     return () => clearTimeout(timer);
   }, [text, api]);
+
+  return [suggestions, setSuggestions] as const;
+}
+
+export function SearchPage({
+  api,
+  username,
+  initial,
+  savedIn,
+}: {
+  api: Api;
+  username: string;
+  initial: string;
+  savedIn: string;
+}) {
+  const [text, setText] = useState(initial);
+  const [outcome, setOutcome] = useState<Outcome>({ state: 'idle' });
+  const [selected, setSelected] = useState<Item>();
+
+  const run = async (query: string) => {
+    setText(query);
+    window.location.hash = `search?${new URLSearchParams({ q: query })}`;
+    setOutcome({ state: 'loading' });
+    setSelected(undefined);
+    try {
+      const input = parseSearchText(query);
+      const data = await api.search<{ search: { count: number; items: Item[] }[] }>(searchQuery, {
+        input: [{ ...input, limit: 1000 }],
+      });
+      const result = data.search[0] ?? { count: 0, items: [] };
+      setOutcome({ state: 'done', count: result.count, items: result.items, seq: ++answers, input });
+    } catch (err) {
+      setOutcome({ state: 'error', message: (err as Error).message });
+    }
+  };
+
+  // Open results stay current: the search API's watch subscription, as this user, for the same query.
+  const live = useLiveResults(api, outcome.state === 'done' ? outcome : undefined, setOutcome);
+
+  // A shared link runs its search at once.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: only on arrival
+  useEffect(() => {
+    if (initial) void run(initial);
+  }, []);
+
+  const [suggestions, setSuggestions] = useSuggestions(api, text);
 
   const pick = (property: string, value: string) => {
     const words = text.split(/\s+/);
