@@ -1,6 +1,6 @@
 // Searches a user keeps, in a ConfigMap of a namespace they pick.
 import { Alert, Button, Card, CardBody, CardTitle, List, ListItem } from '@patternfly/react-core';
-import { useCallback, useEffect, useState } from 'react';
+import { useEffect, useState } from 'react';
 import { SavedSearchesConfigMap } from '../../../model.ts';
 import { apiVersionOf, pathOf, resources } from '../generated/resources.ts';
 import { type Api, ApiFailure, type KubeObject } from '../shell/http.ts';
@@ -29,6 +29,44 @@ function parse(text: string | undefined): Saved[] {
   }
 }
 
+/** The namespace's saved-searches ConfigMap, or undefined when nobody saved a search there yet. */
+async function loadSaved(api: Api, namespace: string): Promise<ConfigMap | undefined> {
+  try {
+    return await api.kube<ConfigMap>('GET', pathOf(configMaps, namespace, SavedSearchesConfigMap));
+  } catch (err) {
+    if (err instanceof ApiFailure && err.status === 404) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * Puts `entry` in the user's list (replacing one of the same name) with the ConfigMap's resourceVersion, so
+ * another user's save in between is never lost: on a conflict it reads again and retries, three times in
+ * all. Returns the list as stored.
+ */
+async function storeSearch(api: Api, namespace: string, key: string, entry: Saved): Promise<Saved[]> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const cm = await loadSaved(api, namespace);
+      const list = [...parse(cm?.data?.[key]).filter((s) => s.name !== entry.name), entry];
+      const data = { ...cm?.data, [key]: JSON.stringify(list) };
+      if (cm) await api.kube('PUT', pathOf(configMaps, namespace, SavedSearchesConfigMap), { ...cm, data });
+      else {
+        await api.kube('POST', pathOf(configMaps, namespace), {
+          apiVersion: apiVersionOf(configMaps),
+          kind: configMaps.kind,
+          metadata: { name: SavedSearchesConfigMap },
+          data,
+        });
+      }
+      return list;
+    } catch (err) {
+      if (err instanceof ApiFailure && err.status === 409 && attempt < 2) continue;
+      throw err;
+    }
+  }
+}
+
 /**
  * Searches a user keeps, in ConfigMap tenantkit-saved-searches of a namespace they pick (their own entry,
  * under a key of their name). Saving reads the ConfigMap and writes it back with its resourceVersion, so
@@ -54,19 +92,10 @@ export function SavedSearches({
   const [problem, setProblem] = useState<string>();
   const key = keyOf(username);
 
-  const load = useCallback(async (): Promise<ConfigMap | undefined> => {
-    try {
-      return await api.kube<ConfigMap>('GET', pathOf(configMaps, namespace, SavedSearchesConfigMap));
-    } catch (err) {
-      if (err instanceof ApiFailure && err.status === 404) return undefined;
-      throw err;
-    }
-  }, [api, namespace]);
-
   useEffect(() => {
     if (!namespace) return;
     setProblem(undefined);
-    load()
+    loadSaved(api, namespace)
       .then((cm) => setSaved(parse(cm?.data?.[key])))
       .catch((err: unknown) => {
         setSaved([]);
@@ -76,32 +105,15 @@ export function SavedSearches({
             : (err as Error).message,
         );
       });
-  }, [load, key, namespace]);
+  }, [api, key, namespace]);
 
   const save = async () => {
     setProblem(undefined);
-    for (let attempt = 0; attempt < 3; attempt++) {
-      try {
-        const cm = await load();
-        const list = [...parse(cm?.data?.[key]).filter((s) => s.name !== name), { name, query }];
-        const data = { ...cm?.data, [key]: JSON.stringify(list) };
-        if (cm) await api.kube('PUT', pathOf(configMaps, namespace, SavedSearchesConfigMap), { ...cm, data });
-        else {
-          await api.kube('POST', pathOf(configMaps, namespace), {
-            apiVersion: apiVersionOf(configMaps),
-            kind: configMaps.kind,
-            metadata: { name: SavedSearchesConfigMap },
-            data,
-          });
-        }
-        setSaved(list);
-        setName('');
-        return;
-      } catch (err) {
-        if (err instanceof ApiFailure && err.status === 409 && attempt < 2) continue;
-        setProblem(`Not saved: ${(err as Error).message}`);
-        return;
-      }
+    try {
+      setSaved(await storeSearch(api, namespace, key, { name, query }));
+      setName('');
+    } catch (err) {
+      setProblem(`Not saved: ${(err as Error).message}`);
     }
   };
 
