@@ -223,31 +223,7 @@ export function BackupDialog({
               onChange={set('volumes')}
             />
           )}
-          <FormGroup label="Enforced by your admin" fieldId="enforced">
-            <div id="enforced">
-              {enforced === 'loading' ? (
-                <Spinner size="md" aria-label="Loading enforced values" />
-              ) : 'unreadable' in enforced ? (
-                <FormHelperText>
-                  <HelperText>
-                    <HelperTextItem>{enforced.unreadable}</HelperTextItem>
-                  </HelperText>
-                </FormHelperText>
-              ) : Object.keys(enforced.values).length === 0 ? (
-                <p>Nothing: your values are used as they are.</p>
-              ) : (
-                <>
-                  <p>
-                    These values apply to every {mode.kind === 'restore' ? 'restore' : 'backup'}; a different
-                    value of yours is refused.
-                  </p>
-                  <CodeBlock>
-                    <CodeBlockCode>{stringify(enforced.values)}</CodeBlockCode>
-                  </CodeBlock>
-                </>
-              )}
-            </div>
-          </FormGroup>
+          <EnforcedValues enforced={enforced} restore={mode.kind === 'restore'} />
         </Form>
       </ModalBody>
       <ModalFooter>
@@ -259,5 +235,42 @@ export function BackupDialog({
         </Button>
       </ModalFooter>
     </Modal>
+  );
+}
+
+/** What the admin enforces on every backup (or restore), beside the fields, or why it cannot be shown. */
+function EnforcedValues({
+  enforced,
+  restore,
+}: {
+  enforced: ReturnType<typeof useEnforced>;
+  restore: boolean;
+}) {
+  return (
+    <FormGroup label="Enforced by your admin" fieldId="enforced">
+      <div id="enforced">
+        {enforced === 'loading' ? (
+          <Spinner size="md" aria-label="Loading enforced values" />
+        ) : 'unreadable' in enforced ? (
+          <FormHelperText>
+            <HelperText>
+              <HelperTextItem>{enforced.unreadable}</HelperTextItem>
+            </HelperText>
+          </FormHelperText>
+        ) : Object.keys(enforced.values).length === 0 ? (
+          <p>Nothing: your values are used as they are.</p>
+        ) : (
+          <>
+            <p>
+              These values apply to every {restore ? 'restore' : 'backup'}; a different value of yours is
+              refused.
+            </p>
+            <CodeBlock>
+              <CodeBlockCode>{stringify(enforced.values)}</CodeBlockCode>
+            </CodeBlock>
+          </>
+        )}
+      </div>
+    </FormGroup>
   );
 }
