@@ -138,8 +138,6 @@ function OrganizationCard({
   const [name, setName] = useState('');
   const [notice, setNotice] = useState<{ variant: 'success' | 'danger'; text: string }>();
   const org = organization.metadata.name ?? '';
-  const used = organization.status?.namespaceCount ?? 0;
-  const quota = organization.status?.namespaceQuota;
   const label = organization.status?.namespaceLabel;
 
   const create = async () => {
@@ -165,44 +163,7 @@ function OrganizationCard({
         {organization.spec?.displayName ? `${organization.spec.displayName} (${org})` : org}
       </CardTitle>
       <CardBody>
-        {quota !== undefined ? (
-          <Progress
-            id={`quota-${org}`}
-            title="Namespaces"
-            value={quota > 0 ? (100 * used) / quota : 100}
-            label={`${used} of ${quota} namespaces`}
-            measureLocation={ProgressMeasureLocation.outside}
-            {...(used >= quota ? { variant: 'warning' as const } : {})}
-          />
-        ) : (
-          <Spinner size="md" aria-label="Counting namespaces" />
-        )}
-        {(organization.status?.namespaces ?? []).length === 0 ? (
-          <EmptyState titleText="No namespaces yet" headingLevel="h3">
-            <EmptyStateBody>Create the first one below.</EmptyStateBody>
-          </EmptyState>
-        ) : (
-          <ResourceTable
-            detail="Go to"
-            namespaced={false}
-            rows={(organization.status?.namespaces ?? []).map((ns) => ({
-              name: ns,
-              namespace: '',
-              detail: (
-                <>
-                  <a href={`#backups?${new URLSearchParams({ namespace: ns })}`}>Backups</a>
-                  {' · '}
-                  <a href={`#search?${new URLSearchParams({ q: `namespace:${ns}` })}`}>Search</a>
-                </>
-              ),
-              actions: (
-                <Button variant="link" onClick={() => onAccess(ns)}>
-                  Access
-                </Button>
-              ),
-            }))}
-          />
-        )}
+        <OrganizationNamespaces organization={organization} onAccess={onAccess} />
         <InputForm
           id={`new-namespace-${org}`}
           label={`New namespace in ${org}`}
@@ -218,6 +179,61 @@ function OrganizationCard({
         )}
       </CardBody>
     </Card>
+  );
+}
+
+/** An organization's namespaces against its quota, each with links to its pages and who has access. */
+function OrganizationNamespaces({
+  organization,
+  onAccess,
+}: {
+  organization: Organization;
+  onAccess(namespace: string): void;
+}) {
+  const org = organization.metadata.name ?? '';
+  const used = organization.status?.namespaceCount ?? 0;
+  const quota = organization.status?.namespaceQuota;
+  return (
+    <>
+      {quota !== undefined ? (
+        <Progress
+          id={`quota-${org}`}
+          title="Namespaces"
+          value={quota > 0 ? (100 * used) / quota : 100}
+          label={`${used} of ${quota} namespaces`}
+          measureLocation={ProgressMeasureLocation.outside}
+          {...(used >= quota ? { variant: 'warning' as const } : {})}
+        />
+      ) : (
+        <Spinner size="md" aria-label="Counting namespaces" />
+      )}
+      {(organization.status?.namespaces ?? []).length === 0 ? (
+        <EmptyState titleText="No namespaces yet" headingLevel="h3">
+          <EmptyStateBody>Create the first one below.</EmptyStateBody>
+        </EmptyState>
+      ) : (
+        <ResourceTable
+          detail="Go to"
+          namespaced={false}
+          rows={(organization.status?.namespaces ?? []).map((ns) => ({
+            name: ns,
+            namespace: '',
+            detail: (
+              <>
+                <a href={`#backups?${new URLSearchParams({ namespace: ns })}`}>Backups</a>
+                {' · '}
+                <a href={`#search?${new URLSearchParams({ q: `namespace:${ns}` })}`}>Search</a>
+              </>
+            ),
+            actions: (
+              <Button variant="link" onClick={() => onAccess(ns)}>
+                Access
+              </Button>
+            ),
+          }))}
+        />
+      )}
+    </>
   );
 }
 
