@@ -159,10 +159,22 @@ function YourNamespaces({ api, onPick }: { api: Api; onPick(namespace: string): 
   );
 }
 
+/** A counter that moves every RefreshMs while a namespace is shown (the lists refetch on it), or on demand. */
+function useRefresh(namespace: string): [number, () => void] {
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    if (!namespace) return;
+    const timer = setInterval(() => setTick((t) => t + 1), RefreshMs);
+    return () => clearInterval(timer);
+  }, [namespace]);
+  const refresh = useCallback(() => setTick((t) => t + 1), []);
+  return [tick, refresh];
+}
+
 export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
   const [typed, setTyped] = useState(initial);
   const [namespace, setNamespace] = useState(initial);
-  const [tick, setTick] = useState(0);
+  const [tick, refresh] = useRefresh(namespace);
   const [notice, setNotice] = useState<{ variant: 'success' | 'danger'; text: string }>();
   const [deleting, setDeleting] = useState<string>();
   /** The one file being fetched (a backup's or a restore's log). */
@@ -171,50 +183,28 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
   const backups = useList<NonAdminBackup>(api, listPath(namespace, resources.NonAdminBackup), tick);
   const restores = useList<NonAdminRestore>(api, listPath(namespace, resources.NonAdminRestore), tick);
 
-  useEffect(() => {
-    if (!namespace) return;
-    const timer = setInterval(() => setTick((t) => t + 1), RefreshMs);
-    return () => clearInterval(timer);
-  }, [namespace]);
-
-  const act = useCallback(async (what: string, call: () => Promise<unknown>) => {
+  const remove = async (backup: string) => {
+    const what = `Backup ${backup} deleted`;
     try {
-      await call();
+      await api.kube('DELETE', pathOf(resources.NonAdminBackup, namespace, backup));
       setNotice({ variant: 'success', text: what });
     } catch (err) {
       setNotice({ variant: 'danger', text: `${what} was refused: ${(err as Error).message}` });
     }
-    setTick((t) => t + 1);
-  }, []);
-
-  const remove = (backup: string) =>
-    act(`Backup ${backup} deleted`, () =>
-      api.kube('DELETE', pathOf(resources.NonAdminBackup, namespace, backup)),
-    );
+    refresh();
+  };
 
   return (
     <div>
-      <InputForm
-        id="backup-namespace"
-        label="Namespace"
-        value={typed}
-        onChange={setTyped}
-        onSubmit={() => {
-          setNamespace(typed.trim());
-          window.location.hash = `backups?${new URLSearchParams({ namespace: typed.trim() })}`;
+      <NamespacePicker
+        api={api}
+        typed={typed}
+        onType={setTyped}
+        onShow={(picked) => {
+          setNamespace(picked);
+          window.location.hash = `backups?${new URLSearchParams({ namespace: picked })}`;
         }}
-        button="Show"
-        secondary
-      >
-        <YourNamespaces
-          api={api}
-          onPick={(picked) => {
-            setTyped(picked);
-            setNamespace(picked);
-            window.location.hash = `backups?${new URLSearchParams({ namespace: picked })}`;
-          }}
-        />
-      </InputForm>
+      />
       {notice && <Alert id="backup-notice" variant={notice.variant} isInline title={notice.text} />}
       {log && (
         <Download
@@ -235,29 +225,21 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
           onCreated={(text) => {
             setDialog(undefined);
             setNotice({ variant: 'success', text });
-            setTick((t) => t + 1);
+            refresh();
           }}
         />
       )}
       {namespace && (
-        <>
-          <BackupsCard
-            listed={backups}
-            namespace={namespace}
-            onRestore={(backup) => setDialog({ kind: 'restore', backup })}
-            onFetch={setLog}
-            onDelete={setDeleting}
-            onCreate={() => setDialog({ kind: 'backup' })}
-          />
-          <RestoresCard listed={restores} namespace={namespace} onFetch={setLog} />
-          <SchedulesCard
-            api={api}
-            namespace={namespace}
-            tick={tick}
-            onCreate={() => setDialog({ kind: 'schedule' })}
-          />
-          <LocationsCard api={api} namespace={namespace} tick={tick} />
-        </>
+        <NamespaceBackups
+          api={api}
+          namespace={namespace}
+          tick={tick}
+          backups={backups}
+          restores={restores}
+          onDialog={setDialog}
+          onFetch={setLog}
+          onDelete={setDeleting}
+        />
       )}
       <DeleteBackup
         name={deleting}
@@ -397,5 +379,80 @@ function DeleteBackup({
         </Button>
       </ModalFooter>
     </Modal>
+  );
+}
+
+/** The namespace whose backups are shown: typed, or picked from the user's namespaces. */
+function NamespacePicker({
+  api,
+  typed,
+  onType,
+  onShow,
+}: {
+  api: Api;
+  typed: string;
+  onType(value: string): void;
+  onShow(namespace: string): void;
+}) {
+  return (
+    <InputForm
+      id="backup-namespace"
+      label="Namespace"
+      value={typed}
+      onChange={onType}
+      onSubmit={() => onShow(typed.trim())}
+      button="Show"
+      secondary
+    >
+      <YourNamespaces
+        api={api}
+        onPick={(picked) => {
+          onType(picked);
+          onShow(picked);
+        }}
+      />
+    </InputForm>
+  );
+}
+
+/** Everything of one namespace's: its backups, restores, schedules and storage locations. */
+function NamespaceBackups({
+  api,
+  namespace,
+  tick,
+  backups,
+  restores,
+  onDialog,
+  onFetch,
+  onDelete,
+}: {
+  api: Api;
+  namespace: string;
+  tick: number;
+  backups: Listed<NonAdminBackup>;
+  restores: Listed<NonAdminRestore>;
+  onDialog(mode: DialogMode): void;
+  onFetch: FileFetch;
+  onDelete(backup: string | undefined): void;
+}) {
+  return (
+    <>
+      <BackupsCard
+        listed={backups}
+        namespace={namespace}
+        onRestore={(backup) => onDialog({ kind: 'restore', backup })}
+        onFetch={onFetch}
+        onDelete={onDelete}
+        onCreate={() => onDialog({ kind: 'backup' })}
+      />
+      <RestoresCard listed={restores} namespace={namespace} onFetch={onFetch} />
+      <SchedulesCard
+        api={api}
+        namespace={namespace}
+        tick={tick}
+        onCreate={() => onDialog({ kind: 'schedule' })}
+      />
+      <LocationsCard api={api} namespace={namespace} tick={tick} />
+    </>
   );
 }
