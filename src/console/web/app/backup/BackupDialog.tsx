@@ -203,18 +203,7 @@ export function BackupDialog({
             void submit();
           }}
         >
-          {fields
-            .filter((f) => (f.modes as readonly string[]).includes(mode.kind))
-            .map((f) => (
-              <FormGroup key={f.key} label={f.label} fieldId={`backup-${f.key}`}>
-                <TextInput
-                  id={`backup-${f.key}`}
-                  value={form[f.key]}
-                  onChange={set(f.key)}
-                  placeholder={f.placeholder}
-                />
-              </FormGroup>
-            ))}
+          <DialogFields kind={mode.kind} form={form} set={set} />
           {mode.kind !== 'restore' && (
             <Checkbox
               id="backup-volumes"
@@ -272,5 +261,33 @@ function EnforcedValues({
         )}
       </div>
     </FormGroup>
+  );
+}
+
+/** The text fields of this kind of request. */
+function DialogFields({
+  kind,
+  form,
+  set,
+}: {
+  kind: DialogMode['kind'];
+  form: Record<(typeof fields)[number]['key'], string>;
+  set(key: (typeof fields)[number]['key']): (_e: unknown, value: string) => void;
+}) {
+  return (
+    <>
+      {fields
+        .filter((f) => (f.modes as readonly string[]).includes(kind))
+        .map((f) => (
+          <FormGroup key={f.key} label={f.label} fieldId={`backup-${f.key}`}>
+            <TextInput
+              id={`backup-${f.key}`}
+              value={form[f.key]}
+              onChange={set(f.key)}
+              placeholder={f.placeholder}
+            />
+          </FormGroup>
+        ))}
+    </>
   );
 }

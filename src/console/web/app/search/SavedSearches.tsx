@@ -134,20 +134,7 @@ export function SavedSearches({
         {problem && <Alert variant="warning" isInline title={problem} />}
         {namespace && !problem && (
           <>
-            {saved.length === 0 ? (
-              <p>No saved searches in {namespace} yet.</p>
-            ) : (
-              <List id="saved-list">
-                {saved.map((s) => (
-                  <ListItem key={s.name}>
-                    <Button variant="link" isInline data-name={s.name} onClick={() => onRun(s.query)}>
-                      {s.name}
-                    </Button>{' '}
-                    <code>{s.query}</code>
-                  </ListItem>
-                ))}
-              </List>
-            )}
+            <SavedList namespace={namespace} saved={saved} onRun={onRun} />
             <InputForm
               id="save-name"
               label="Save this search as"
@@ -163,5 +150,31 @@ export function SavedSearches({
         )}
       </CardBody>
     </Card>
+  );
+}
+
+/** The searches saved in the namespace, each run by a click. */
+function SavedList({
+  namespace,
+  saved,
+  onRun,
+}: {
+  namespace: string;
+  saved: Saved[];
+  onRun(query: string): void;
+}) {
+  return saved.length === 0 ? (
+    <p>No saved searches in {namespace} yet.</p>
+  ) : (
+    <List id="saved-list">
+      {saved.map((s) => (
+        <ListItem key={s.name}>
+          <Button variant="link" isInline data-name={s.name} onClick={() => onRun(s.query)}>
+            {s.name}
+          </Button>{' '}
+          <code>{s.query}</code>
+        </ListItem>
+      ))}
+    </List>
   );
 }

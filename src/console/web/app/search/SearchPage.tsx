@@ -193,15 +193,7 @@ export function SearchPage({
         button="Search"
         buttonId="search-submit"
       >
-        {suggestions && suggestions.values.length > 0 && (
-          <LabelGroup categoryName={`${suggestions.property}:`} id="search-suggestions">
-            {suggestions.values.map((v) => (
-              <Label key={v} onClick={() => pick(suggestions.property, v)}>
-                {v}
-              </Label>
-            ))}
-          </LabelGroup>
-        )}
+        {suggestions && <Suggestions {...suggestions} onPick={pick} />}
       </InputForm>
       <SavedSearches
         api={api}
@@ -296,5 +288,27 @@ function KindGroup({ kind, items, onOpen }: { kind: string; items: Item[]; onOpe
         )}
       </CardBody>
     </Card>
+  );
+}
+
+/** Values the search API knows for the property being typed, each put in the query by a click. */
+function Suggestions({
+  property,
+  values,
+  onPick,
+}: {
+  property: string;
+  values: string[];
+  onPick(property: string, value: string): void;
+}) {
+  if (values.length === 0) return null;
+  return (
+    <LabelGroup categoryName={`${property}:`} id="search-suggestions">
+      {values.map((v) => (
+        <Label key={v} onClick={() => onPick(property, v)}>
+          {v}
+        </Label>
+      ))}
+    </LabelGroup>
   );
 }
