@@ -159,6 +159,19 @@ function YourNamespaces({ api, onPick }: { api: Api; onPick(namespace: string): 
   );
 }
 
+type Notice = { variant: 'success' | 'danger'; text: string };
+
+/** Deletes a NonAdminBackup; says how that went. */
+async function deleteBackup(api: Api, namespace: string, backup: string): Promise<Notice> {
+  const what = `Backup ${backup} deleted`;
+  try {
+    await api.kube('DELETE', pathOf(resources.NonAdminBackup, namespace, backup));
+    return { variant: 'success', text: what };
+  } catch (err) {
+    return { variant: 'danger', text: `${what} was refused: ${(err as Error).message}` };
+  }
+}
+
 /** A counter that moves every RefreshMs while a namespace is shown (the lists refetch on it), or on demand. */
 function useRefresh(namespace: string): [number, () => void] {
   const [tick, setTick] = useState(0);
@@ -175,7 +188,7 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
   const [typed, setTyped] = useState(initial);
   const [namespace, setNamespace] = useState(initial);
   const [tick, refresh] = useRefresh(namespace);
-  const [notice, setNotice] = useState<{ variant: 'success' | 'danger'; text: string }>();
+  const [notice, setNotice] = useState<Notice>();
   const [deleting, setDeleting] = useState<string>();
   /** The one file being fetched (a backup's or a restore's log). */
   const [log, setLog] = useState<{ kind: FileKind; target: string }>();
@@ -184,13 +197,7 @@ export function BackupsPage({ api, initial }: { api: Api; initial: string }) {
   const restores = useList<NonAdminRestore>(api, listPath(namespace, resources.NonAdminRestore), tick);
 
   const remove = async (backup: string) => {
-    const what = `Backup ${backup} deleted`;
-    try {
-      await api.kube('DELETE', pathOf(resources.NonAdminBackup, namespace, backup));
-      setNotice({ variant: 'success', text: what });
-    } catch (err) {
-      setNotice({ variant: 'danger', text: `${what} was refused: ${(err as Error).message}` });
-    }
+    setNotice(await deleteBackup(api, namespace, backup));
     refresh();
   };
 
