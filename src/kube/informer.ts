@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { isGone, type KubeClient, type WatchEvent } from './client.ts';
 import { metrics } from './metrics.ts';
 import { type KubeObject, objectKey, type ResourceType } from './resources.ts';
+import { slim } from './slim.ts';
 
 export type IndexFunc<T> = (object: T) => string[];
 
@@ -38,7 +39,8 @@ export class Informer<T extends KubeObject> {
   private readonly client: KubeClient;
   private readonly options: InformerOptions;
   private readonly store = new Map<string, T>();
-  private readonly indexFuncs = new Map<string, IndexFunc<T>>(Object.entries(builtinIndexes));
+  // Built-in indexes are built on first use: an index nobody reads costs a Set entry per object.
+  private readonly indexFuncs = new Map<string, IndexFunc<T>>();
   private readonly indexes = new Map<string, Map<string, Set<string>>>();
   private readonly handlers: EventHandlers<T>[] = [];
   private resourceVersion = '';
@@ -50,7 +52,6 @@ export class Informer<T extends KubeObject> {
     this.client = client;
     this.type = type;
     this.options = options;
-    for (const name of this.indexFuncs.keys()) this.indexes.set(name, new Map());
   }
 
   /**
@@ -59,10 +60,10 @@ export class Informer<T extends KubeObject> {
    * client-go's AddIndexers): two callers would each read the other's index as their own.
    */
   addIndex(name: string, fn: IndexFunc<T>): void {
-    const known = this.indexFuncs.get(name);
-    if (known === fn) return;
-    if (known)
+    const known = this.indexFuncs.get(name) ?? builtinIndexes[name];
+    if (known && known !== fn)
       throw new Error(`informer ${this.type.plural}: index ${name} already exists with another function`);
+    if (this.indexFuncs.has(name)) return;
     this.indexFuncs.set(name, fn);
     this.indexes.set(name, new Map());
     for (const [key, object] of this.store) this.indexOne(name, fn, key, object, 'add');
@@ -89,6 +90,8 @@ export class Informer<T extends KubeObject> {
 
   /** Objects whose index `name` yields `value`. */
   byIndex(name: string, value: string): T[] {
+    const builtin = builtinIndexes[name];
+    if (builtin && !this.indexFuncs.has(name)) this.addIndex(name, builtin);
     const keys = this.indexes.get(name)?.get(value);
     if (!keys) return [];
     return [...keys].map((k) => this.store.get(k)!).filter(Boolean);
@@ -183,11 +186,13 @@ export class Informer<T extends KubeObject> {
     this.upsert(key, event.object);
   }
 
-  private upsert(key: string, object: T): void {
+  private upsert(key: string, received: T): void {
     const previous = this.store.get(key);
-    if (previous?.metadata.resourceVersion === object.metadata.resourceVersion) return;
+    if (previous?.metadata.resourceVersion === received.metadata.resourceVersion) return;
+    const object = slim(received);
     if (previous) this.reindex(key, previous, 'remove');
     this.store.set(key, object);
+    if (!previous) this.counted();
     this.reindex(key, object, 'add');
     for (const h of this.handlers) {
       if (previous) h.onUpdate?.(previous, object);
@@ -199,7 +204,14 @@ export class Informer<T extends KubeObject> {
     const previous = this.store.get(key);
     if (previous) this.reindex(key, previous, 'remove');
     this.store.delete(key);
+    this.counted();
     for (const h of this.handlers) h.onDelete?.(object);
+  }
+
+  private counted(): void {
+    const o = this.options;
+    const selector = [o.namespace, o.labelSelector, o.fieldSelector].filter(Boolean).join(' ');
+    metrics.informerObjects.set({ resource: this.type.plural, selector }, this.store.size);
   }
 
   private reindex(key: string, object: T, op: 'add' | 'remove'): void {

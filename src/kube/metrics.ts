@@ -39,6 +39,12 @@ export const metrics = {
     labelNames: ['resource'],
     registers: [registry],
   }),
+  informerObjects: new Gauge({
+    name: 'tenantkit_informer_objects',
+    help: 'Objects an informer holds, by resource and the selector it caches (what its memory grows with).',
+    labelNames: ['resource', 'selector'],
+    registers: [registry],
+  }),
   kubeRequests: new Counter({
     name: 'tenantkit_kube_requests_total',
     help: 'Requests to the Kubernetes API by method and status code (watches excluded).',

@@ -74,6 +74,44 @@ describe('informer', () => {
     await run;
   });
 
+  it('keeps objects without managedFields and the last-applied annotation, from list and from watch', async () => {
+    const ns = await cluster.namespace('inf-slim');
+    const lastApplied = 'kubectl.kubernetes.io/last-applied-configuration';
+    const object = (name: string) => ({
+      metadata: {
+        name,
+        namespace: ns,
+        labels: { team: 'a' },
+        annotations: { [lastApplied]: '{"big":"copy"}', note: 'kept' },
+      },
+      data: { key: 'value' },
+    });
+    // Server-side apply: the API server records managedFields for the bench's field manager.
+    await cluster.admin.apply(Resources.configMaps, object('listed'), { fieldManager: 'inf', force: true });
+    const informer = new Informer<KubeObject & { data?: Record<string, string> }>(
+      cluster.admin,
+      Resources.configMaps,
+      { namespace: ns },
+    );
+    const stop = new AbortController();
+    const run = informer.run(stop.signal);
+    await informer.waitForSync();
+    await cluster.admin.apply(Resources.configMaps, object('watched'), { fieldManager: 'inf', force: true });
+    await eventually(() => informer.get(`${ns}/watched`) !== undefined, { what: 'watch event' });
+    const fromServer = await cluster.admin.get<KubeObject>(Resources.configMaps, 'watched', ns);
+    expect((fromServer!.metadata as { managedFields?: unknown[] }).managedFields?.length).toBeGreaterThan(0);
+    for (const name of ['listed', 'watched']) {
+      const cached = informer.get(`${ns}/${name}`)!;
+      expect(cached.metadata).not.toHaveProperty('managedFields');
+      expect(cached.metadata.annotations).toEqual({ note: 'kept' });
+      expect(cached.metadata.labels).toEqual({ team: 'a' });
+      expect(cached.data).toEqual({ key: 'value' });
+      expect(cached.metadata.uid).toMatch(/^[0-9a-f-]{36}$/);
+    }
+    stop.abort();
+    await run;
+  });
+
   it('caches only what a field selector matches, through list and watch', async () => {
     const ns = await cluster.namespace('inf-field');
     for (const name of ['wanted', 'other'])
