@@ -30,6 +30,15 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * Accept headers that ask kube-apiserver for PartialObjectMetadata (a list's, a watch's): the objects'
+ * metadata only, for readers that need no spec or status.
+ */
+export const metadataListAccept =
+  'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
+export const metadataWatchAccept =
+  'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
+
 export const isNotFound = (err: unknown): boolean => err instanceof ApiError && err.status === 404;
 export const isConflict = (err: unknown): boolean => err instanceof ApiError && err.status === 409;
 export const isInvalid = (err: unknown): boolean => err instanceof ApiError && err.status === 422;
@@ -241,11 +250,12 @@ export class KubeClient {
   /** Lists every item, following `continue` tokens. */
   async listAll<T extends KubeObject>(type: ResourceType, options: ListOptions = {}): Promise<ObjectList<T>> {
     const items: T[] = [];
+    // An empty PartialObjectMetadataList (metadata-only Accept) has `items: null`.
     let page = await this.list<T>(type, { limit: 500, ...options });
-    items.push(...page.items);
+    items.push(...(page.items ?? []));
     while (page.metadata.continue) {
       page = await this.list<T>(type, { limit: 500, ...options, continue: page.metadata.continue });
-      items.push(...page.items);
+      items.push(...(page.items ?? []));
     }
     return { metadata: page.metadata, items };
   }

@@ -3,7 +3,14 @@
 // too old; we relist and emit the difference, so handlers never miss a change or see a phantom one.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { isGone, type KubeClient, type WatchEvent } from './client.ts';
+import {
+  isGone,
+  type KubeClient,
+  metadataListAccept,
+  type ObjectList,
+  metadataWatchAccept,
+  type WatchEvent,
+} from './client.ts';
 import { metrics } from './metrics.ts';
 import { type KubeObject, objectKey, type ResourceType } from './resources.ts';
 import { slim } from './slim.ts';
@@ -20,6 +27,8 @@ export interface InformerOptions {
   namespace?: string;
   labelSelector?: string;
   fieldSelector?: string;
+  /** Cache PartialObjectMetadata: metadata only (see {@link ResourceType.metadataOnly}). */
+  metadataOnly?: boolean;
   logger?: Logger;
 }
 
@@ -37,6 +46,7 @@ const builtinIndexes: Record<string, IndexFunc<KubeObject>> = {
 export class Informer<T extends KubeObject> {
   readonly type: ResourceType;
   private readonly client: KubeClient;
+  private readonly watchClient: KubeClient;
   private readonly options: InformerOptions;
   private readonly store = new Map<string, T>();
   // Built-in indexes are built on first use: an index nobody reads costs a Set entry per object.
@@ -49,7 +59,8 @@ export class Informer<T extends KubeObject> {
   private started = false;
 
   constructor(client: KubeClient, type: ResourceType, options: InformerOptions = {}) {
-    this.client = client;
+    this.client = options.metadataOnly ? client.withHeaders({ Accept: metadataListAccept }) : client;
+    this.watchClient = options.metadataOnly ? client.withHeaders({ Accept: metadataWatchAccept }) : client;
     this.type = type;
     this.options = options;
   }
@@ -118,7 +129,7 @@ export class Informer<T extends KubeObject> {
           await this.relist();
           needList = false;
         }
-        await this.client.watch<T>(
+        await this.watchClient.watch<T>(
           this.type,
           {
             namespace: this.options.namespace,
@@ -151,18 +162,30 @@ export class Informer<T extends KubeObject> {
     }
   }
 
+  /**
+   * Lists page by page, storing each page's objects as they come: the raw objects of a whole list are
+   * never held at once (at 100,000 RoleBindings that would be a few hundred MiB at start-up).
+   */
   private async relist(): Promise<void> {
-    const list = await this.client.listAll<T>(this.type, {
+    const options = {
       namespace: this.options.namespace,
       labelSelector: this.options.labelSelector,
       fieldSelector: this.options.fieldSelector,
-    });
+      limit: 500,
+    };
     const seen = new Set<string>();
-    for (const object of list.items) {
-      const key = objectKey(object.metadata);
-      seen.add(key);
-      this.upsert(key, object);
-    }
+    let next: string | undefined;
+    let list: ObjectList<T>;
+    do {
+      list = await this.client.list<T>(this.type, { ...options, ...(next ? { continue: next } : {}) });
+      // An empty PartialObjectMetadataList has `items: null`.
+      for (const object of list.items ?? []) {
+        const key = objectKey(object.metadata);
+        seen.add(key);
+        this.upsert(key, object);
+      }
+      next = list.metadata.continue;
+    } while (next);
     for (const [key, object] of [...this.store]) {
       if (!seen.has(key)) this.remove(key, object);
     }

@@ -47,6 +47,11 @@ export interface ResourceType {
   fieldSelector?: string;
   /** For informers only: cache just this namespace (needs list/watch there only, not cluster-wide). */
   watchNamespace?: string;
+  /**
+   * For informers only: list and watch PartialObjectMetadata, so the cache holds metadata alone (for
+   * readers that never look at spec or status).
+   */
+  metadataOnly?: boolean;
 }
 
 export function resourcePath(

@@ -112,6 +112,35 @@ describe('informer', () => {
     await run;
   });
 
+  it('caches metadata alone when asked (PartialObjectMetadata), through list and watch, and an empty list', async () => {
+    const ns = await cluster.namespace('inf-meta');
+    const manager = new Manager({ client: cluster.admin, logger: silentLogger, component: 'test' });
+    // Selected by name, so the first list is empty (kube-root-ca.crt is in every namespace).
+    const type = {
+      ...Resources.configMaps,
+      watchNamespace: ns,
+      fieldSelector: 'metadata.name=big',
+      metadataOnly: true,
+    };
+    const informer = manager.informer<KubeObject & { data?: Record<string, string> }>(type);
+    expect(manager.informer({ ...type, metadataOnly: false })).not.toBe(informer);
+    const stop = new AbortController();
+    const run = informer.run(stop.signal);
+    await informer.waitForSync();
+    expect(informer.list()).toEqual([]);
+    await cluster.admin.create(Resources.configMaps, {
+      metadata: { name: 'big', namespace: ns, labels: { team: 'a' } },
+      data: { payload: 'x'.repeat(10_000) },
+    } as KubeObject);
+    await eventually(() => informer.get(`${ns}/big`) !== undefined, { what: 'watch event' });
+    const cached = informer.get(`${ns}/big`)!;
+    expect(cached.kind).toBe('PartialObjectMetadata');
+    expect(cached.data).toBeUndefined();
+    expect(cached.metadata.labels).toEqual({ team: 'a' });
+    stop.abort();
+    await run;
+  });
+
   it('caches only what a field selector matches, through list and watch', async () => {
     const ns = await cluster.namespace('inf-field');
     for (const name of ['wanted', 'other'])

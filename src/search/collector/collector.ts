@@ -8,7 +8,7 @@
 //   await collector.waitForInitialSync();
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { KubeClient } from '../../kube/client.ts';
+import { type KubeClient, metadataListAccept, metadataWatchAccept } from '../../kube/client.ts';
 import type { KubeObject, ResourceType } from '../../kube/resources.ts';
 import type { IndexedResource, IndexSink } from '../model.ts';
 import { validateBatch } from '../policy/batch.ts';
@@ -57,9 +57,6 @@ export interface CollectorStats {
   pauses: number;
 }
 
-const metadataListAccept =
-  'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
-const metadataWatchAccept = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
 const crdKey = 'apiextensions.k8s.io/customresourcedefinitions';
 const nodeKey = '/nodes';
 const listConcurrency = 4;

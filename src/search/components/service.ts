@@ -135,7 +135,11 @@ function tokenAuthenticator(
   const authenticator = new TokenAuthenticator(client, {
     ...(options.tokenTtlMs !== undefined ? { ttlMs: options.tokenTtlMs } : {}),
   });
-  const serviceAccounts = new Informer<KubeObject>(client, Resources.serviceAccounts, { logger });
+  // Only names and uids matter here: metadata-only, so a ServiceAccount's secrets lists are never held.
+  const serviceAccounts = new Informer<KubeObject>(client, Resources.serviceAccounts, {
+    logger,
+    metadataOnly: true,
+  });
   serviceAccounts.addHandlers({
     onDelete: (sa) =>
       authenticator.revoke({
