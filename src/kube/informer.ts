@@ -7,8 +7,8 @@ import {
   isGone,
   type KubeClient,
   metadataListAccept,
-  type ObjectList,
   metadataWatchAccept,
+  type ObjectList,
   type WatchEvent,
 } from './client.ts';
 import { metrics } from './metrics.ts';
