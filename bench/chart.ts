@@ -11,6 +11,7 @@ import { type KubeObject, Resources, type ResourceType } from '../src/kube/resou
 import type { AdmissionReview } from '../src/webhook/admission.ts';
 import { machineCpu, processCpu } from './cpu.ts';
 import { type Floor, type FloorRuntime, startFloor } from './floor.ts';
+import { podMemory } from './kubelet.ts';
 import { startBenchCluster } from './node.ts';
 import { addGrowth, perCall, percentiles, samplesOf } from './prom.ts';
 import { applyBenchTenant } from './tenant.ts';
@@ -201,26 +202,6 @@ async function throughService(
   }
 }
 
-interface Summary {
-  pods?: { podRef: { name: string; namespace: string }; memory?: { workingSetBytes?: number } }[];
-}
-
-/** Working set (MiB) of each Pod in `namespace`, from kubelet's summary API. */
-async function podMemory(admin: KubeClient, node: string, namespace: string): Promise<Map<string, number>> {
-  const summary = await admin.request<Summary>('GET', `/api/v1/nodes/${node}/proxy/stats/summary`);
-  const found = new Map<string, number>();
-  for (const pod of summary.pods ?? []) {
-    if (pod.podRef.namespace !== namespace) continue;
-    // Pods of one Deployment share a prefix; the component is what the chart names it.
-    const component = pod.podRef.name
-      .replace(/^bench-/, '')
-      .replace(/(-[a-z0-9]{8,10})?-[a-z0-9]{5}$|-\d+$/, '');
-    const mib = (pod.memory?.workingSetBytes ?? 0) / 2 ** 20;
-    found.set(`${component} (${pod.podRef.name})`, mib);
-  }
-  return found;
-}
-
 const bench = await startBenchCluster({ node: true });
 const { admin, cp, dir } = bench;
 const node = bench.node!;
@@ -384,7 +365,7 @@ try {
   say('helm install (warm)');
   const warm = await install();
 
-  const idle = await podMemory(admin, node.name, namespace);
+  const idle = await podMemory(admin, node.name, namespace, release);
   const family = 'apiserver_admission_webhook_admission_duration_seconds';
   const stepFamily = 'apiserver_admission_step_admission_duration_seconds';
   // The same release, its controllers, search collector and database running, with and without its
@@ -517,7 +498,7 @@ try {
   let bursting = true;
   const sampler = (async () => {
     while (bursting) {
-      for (const [k, v] of await podMemory(admin, node.name, namespace))
+      for (const [k, v] of await podMemory(admin, node.name, namespace, release))
         peak.set(k, Math.max(peak.get(k) ?? 0, v));
       await new Promise((r) => setTimeout(r, 500));
     }

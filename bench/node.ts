@@ -33,7 +33,11 @@ export interface BenchCluster {
 }
 
 /** A control plane with tenantkit's and Velero's CRDs, and the local node if `node` and possible. */
-export async function startBenchCluster(options: { node: boolean }): Promise<BenchCluster> {
+export async function startBenchCluster(options: {
+  node: boolean;
+  /** Extra kube-apiserver flags (sizing, audit). */
+  apiserverFlags?: string[];
+}): Promise<BenchCluster> {
   const noNode = options.node ? nodeUnavailable() : 'not asked for';
   const dir = await mkdtemp(join(tmpdir(), 'tenantkit-bench-'));
   const network = noNode ? undefined : await ensureNodeNetwork();
@@ -42,6 +46,7 @@ export async function startBenchCluster(options: { node: boolean }): Promise<Ben
     dir,
     ...(network ? { address: nodeIP } : {}),
     unsafeNoFsync: true,
+    ...(options.apiserverFlags ? { apiserverFlags: options.apiserverFlags } : {}),
     progress,
     beforeControllers: async (kubeconfig) =>
       installCrds(KubeClient.fromKubeconfig({ yaml: kubeconfig }), [

@@ -8,7 +8,8 @@
 import { X509Certificate } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ApiError, type KubeClient } from '../kube/client.ts';
-import { type KubeObject, Resources } from '../kube/resources.ts';
+import { Informer } from '../kube/informer.ts';
+import { type KubeObject, Resources, type ResourceType } from '../kube/resources.ts';
 import { createCA, type KeyPair, loadCA } from './certs.ts';
 
 const day = 24 * 60 * 60 * 1000;
@@ -84,10 +85,30 @@ export class SelfManagedTls {
     }
   }
 
-  /** Calls `reconcile` now and then every `intervalMs`, handing each serving certificate to `use`. */
-  async run(use: (serving: KeyPair) => void, signal: AbortSignal, intervalMs = 30_000): Promise<void> {
+  /**
+   * Calls `reconcile` now, again whenever the Secret or a configuration given the CA changes (each watched
+   * by name, so nothing is polled), and every `intervalMs` besides (renewal falls due by date, not by
+   * event); hands each new serving certificate to `use`.
+   */
+  async run(use: (serving: KeyPair) => void, signal: AbortSignal, intervalMs = day): Promise<void> {
     let current = '';
+    let changed = false;
+    let wake: (() => void) | undefined;
+    const kick = () => {
+      changed = true;
+      wake?.();
+    };
+    const watches = this.watchedObjects().map(([type, name, namespace]) => {
+      const informer = new Informer<KubeObject>(this.options.client, type, {
+        ...(namespace ? { namespace } : {}),
+        fieldSelector: `metadata.name=${name}`,
+        logger: this.options.logger,
+      });
+      informer.addHandlers({ onAdd: kick, onUpdate: kick, onDelete: kick });
+      return informer.run(signal);
+    });
     while (!signal.aborted) {
+      changed = false;
       try {
         const serving = await this.reconcile();
         if (serving.certPem !== current) {
@@ -95,23 +116,41 @@ export class SelfManagedTls {
           use(serving);
           this.options.logger.info(
             { secret: this.options.secretName, notAfter: new X509Certificate(serving.certPem).validTo },
-            'webhook serving certificate in use',
+            'serving certificate in use',
           );
         }
       } catch (err) {
-        this.options.logger.error(
-          { err, secret: this.options.secretName },
-          'webhook certificate upkeep failed',
-        );
+        this.options.logger.error({ err, secret: this.options.secretName }, 'certificate upkeep failed');
       }
-      await new Promise((done) => {
-        const timer = setTimeout(done, intervalMs);
-        signal.addEventListener('abort', () => {
+      if (changed) continue;
+      await new Promise<void>((done) => {
+        const finish = () => {
           clearTimeout(timer);
-          done(undefined);
-        });
+          signal.removeEventListener('abort', finish);
+          wake = undefined;
+          done();
+        };
+        const timer = setTimeout(finish, intervalMs);
+        signal.addEventListener('abort', finish, { once: true });
+        wake = finish;
       });
     }
+    await Promise.allSettled(watches);
+  }
+
+  /** The Secret and every object given the CA bundle: type, name and namespace. */
+  private watchedObjects(): [ResourceType, string, string?][] {
+    const o = this.options;
+    return [
+      [Resources.secrets, o.secretName, o.namespace],
+      ...(o.validatingWebhookConfigurations ?? []).map(
+        (n) => [Resources.validatingWebhookConfigurations, n] as [ResourceType, string],
+      ),
+      ...(o.mutatingWebhookConfigurations ?? []).map(
+        (n) => [Resources.mutatingWebhookConfigurations, n] as [ResourceType, string],
+      ),
+      ...(o.apiServices ?? []).map((n) => [Resources.apiServices, n] as [ResourceType, string]),
+    ];
   }
 
   private async ensureSecret(): Promise<Material> {

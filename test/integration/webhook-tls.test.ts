@@ -211,13 +211,27 @@ describe('self-managed webhook TLS', () => {
     await apiServerCallsTheWebhooks('the API server trusts the certificate made afresh');
   });
 
-  it('hands each new certificate to the server while it runs, and stops when told', async () => {
+  it('hands each new certificate to the server while it runs, on watch events (no polling), and stops when told', async () => {
     const used: KeyPair[] = [];
     const stop = new AbortController();
-    const running = upkeep().run((pair) => used.push(pair), stop.signal, 50);
+    // The default period (a day): what happens within the test is driven by the watches alone.
+    const running = upkeep().run((pair) => used.push(pair), stop.signal);
     await eventually(() => used.length === 1, { what: 'the first certificate handed over' });
     await cluster.admin.delete(Resources.secrets, secretName, home);
     await eventually(() => used.length === 2, { what: 'the remade certificate handed over' });
+    // Someone empties a configuration's CA bundle: it is filled again.
+    const type = Resources.validatingWebhookConfigurations;
+    const config = (await cluster.admin.get<WebhookConfiguration>(type, configName))!;
+    for (const w of config.webhooks) w.clientConfig.caBundle = '';
+    await cluster.admin.replace(type, config);
+    const bundle = (await readSecret()).data?.['ca.crt'];
+    await eventually(
+      async () =>
+        (await cluster.admin.get<WebhookConfiguration>(type, configName))!.webhooks.every(
+          (w) => w.clientConfig.caBundle === bundle,
+        ),
+      { what: 'the CA bundle injected again' },
+    );
     stop.abort();
     await running;
     expect(used[1]!.certPem).toBe(decoded(await readSecret(), 'tls.crt'));

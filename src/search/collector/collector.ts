@@ -29,9 +29,15 @@ export interface CollectorOptions {
   /** This is the hub's own collector: rows carry `_hubClusterResource: true`. */
   hub: boolean;
   logger: Logger;
-  /** Full list and resync of every type this often (default 10 min; 0 turns it off). */
+  /**
+   * Full list and resync of every type this often (default 10 h, as controller-runtime's resync; 0
+   * turns it off). A safety net only: watches keep the index current, and a 410 Gone relists.
+   */
   resyncPeriodMs?: number;
-  /** Discovery runs this often besides on CRD events (default 30 s). */
+  /**
+   * Discovery runs this often besides on CRD and APIService events, which are what changes discovery
+   * (default 1 h: a safety net, not polling).
+   */
   rediscoveryPeriodMs?: number;
   /** Fields never indexed, in the syntax of `sensitive.ts` (e.g. `apps/Deployment:spec.template.metadata.annotations.foo`). */
   sensitiveFields?: string[];
@@ -58,6 +64,8 @@ export interface CollectorStats {
 }
 
 const crdKey = 'apiextensions.k8s.io/customresourcedefinitions';
+/** APIServices register aggregated APIs (and every built-in group): their changes change discovery too. */
+const apiServiceKey = 'apiregistration.k8s.io/apiservices';
 const nodeKey = '/nodes';
 const listConcurrency = 4;
 
@@ -277,7 +285,7 @@ export class Collector {
         this.rediscoveryRequested = false;
         resolve();
       };
-      const timer = setTimeout(done, this.options.rediscoveryPeriodMs ?? 30_000);
+      const timer = setTimeout(done, this.options.rediscoveryPeriodMs ?? 60 * 60_000);
       signal.addEventListener('abort', done, { once: true });
       this.wake = done;
     });
@@ -330,7 +338,7 @@ export class Collector {
       cluster: this.cluster,
       logger: this.logger,
       queue: this.queue,
-      resyncPeriodMs: this.options.resyncPeriodMs ?? 10 * 60_000,
+      resyncPeriodMs: this.options.resyncPeriodMs ?? 10 * 60 * 60_000,
       watchTimeoutSeconds: this.options.watchTimeoutSeconds,
       clientsFor: (type) =>
         needsFullObject(type)
@@ -350,7 +358,7 @@ export class Collector {
       },
       changed: (type, change) => {
         const key = typeKey(type);
-        if (key === crdKey && !change.listing) this.requestRediscovery();
+        if ((key === crdKey || key === apiServiceKey) && !change.listing) this.requestRediscovery();
         if (key !== nodeKey) return;
         if (change.upserted)
           this.updateClusterRow(this.clusterRow.setNode(change.upserted.uid, change.upserted.data));
