@@ -3,8 +3,7 @@ import { join } from 'node:path';
 import { text } from 'node:stream/consumers';
 import { parseArgs } from 'node:util';
 import { helmFor } from '../devenv/helm/build.ts';
-import { ensurePostgresImage, ensureTenantkitImage, repoRoot } from '../devenv/images/build.ts';
-import { nodeUnavailable } from '../devenv/node/launch.ts';
+import { repoRoot } from '../devenv/images/build.ts';
 import { mapLimit } from '../src/kube/access.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { type KubeObject, Resources, type ResourceType } from '../src/kube/resources.ts';
@@ -12,7 +11,7 @@ import type { AdmissionReview } from '../src/webhook/admission.ts';
 import { machineCpu, processCpu } from './cpu.ts';
 import { type Floor, type FloorRuntime, startFloor } from './floor.ts';
 import { podMemory } from './kubelet.ts';
-import { startBenchCluster } from './node.ts';
+import { importChartImages, requireNode, startBenchCluster } from './node.ts';
 import { addGrowth, perCall, percentiles, samplesOf } from './prom.ts';
 import { applyBenchTenant } from './tenant.ts';
 
@@ -31,11 +30,7 @@ const { values } = parseArgs({
     set: { type: 'string', multiple: true, default: [] },
   },
 });
-const unavailable = nodeUnavailable();
-if (unavailable) {
-  console.error(`bench/chart.ts needs the local node: ${unavailable}`);
-  process.exit(2);
-}
+requireNode('bench/chart.ts');
 const say = (line: string) => console.error(line);
 const count = Number(values.creates);
 const organizationLabel = 'appuio.io/organization';
@@ -206,28 +201,13 @@ const bench = await startBenchCluster({ node: true });
 const { admin, cp, dir } = bench;
 const node = bench.node!;
 try {
-  const image = await ensureTenantkitImage({ progress: say });
-  const postgres = await ensurePostgresImage({ progress: say });
-  for (const built of [image, postgres]) await node.importImage(built);
+  const images = await importChartImages(node);
   const helm = await helmFor(cp.adminKubeconfigPath, join(dir, 'helm'), say);
   const chart = join(repoRoot, 'deploy', 'helm', 'tenantkit');
-  const ref = (built: { ref: string }) => {
-    const colon = built.ref.lastIndexOf(':');
-    return [built.ref.slice(0, colon), built.ref.slice(colon + 1)];
-  };
-  const [repository, tag] = ref(image);
-  const [dbRepository, dbTag] = ref(postgres);
   const release = 'bench';
   const namespace = 'tenantkit-system';
   await admin.apply(Resources.namespaces, { metadata: { name: 'velero' } }, apply);
-  const settings = [
-    `image.repository=${repository}`,
-    `image.tag=${tag}`,
-    `search.database.bundled.image.repository=${dbRepository}`,
-    `search.database.bundled.image.tag=${dbTag}`,
-    'search.replicas=1',
-    ...values.set,
-  ].flatMap((s) => ['--set', s]);
+  const settings = [...images.values, 'search.replicas=1', ...values.set].flatMap((s) => ['--set', s]);
   /** When each workload of the release first had all its replicas ready, in s from `started`. */
   const watchReady = (started: number) => {
     const ready = new Map<string, number>();
@@ -356,7 +336,7 @@ try {
   say('the floors: allow-all webhooks (Go, and Node in the tenantkit image) as 2 Pods behind a Service each');
   const floors: [FloorRuntime, Floor][] = [
     ['go', await startFloor(admin, 'go', node.workloadImage)],
-    ['node', await startFloor(admin, 'node', image.ref)],
+    ['node', await startFloor(admin, 'node', images.tenantkit)],
   ];
 
   say('helm install (cold)');

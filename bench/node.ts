@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ControlPlane, startControlPlane } from '../devenv/controlplane/launch.ts';
-import { ensureVeleroImage } from '../devenv/images/build.ts';
+import { ensurePostgresImage, ensureTenantkitImage, ensureVeleroImage } from '../devenv/images/build.ts';
 import { type LocalNode, nodeUnavailable, startNode } from '../devenv/node/launch.ts';
 import { ensureNodeNetwork, nodeIP } from '../devenv/node/network.ts';
 import { ensureVeleroBinaries, type VeleroBinaries } from '../devenv/velero/build.ts';
@@ -18,6 +18,33 @@ import { installCrds } from '../src/kube/crds.ts';
 import { type KubeObject, Resources } from '../src/kube/resources.ts';
 
 const progress = (line: string) => console.error(line);
+
+/** Ends the process (exit 2) saying why, when the local node cannot run here. */
+export function requireNode(bench: string): void {
+  const unavailable = nodeUnavailable();
+  if (!unavailable) return;
+  console.error(`${bench} needs the local node: ${unavailable}`);
+  process.exit(2);
+}
+
+/**
+ * The node with tenantkit's image and the bundled database's, built here and imported (there is no
+ * registry); returns the chart values that point at them, and tenantkit's image reference.
+ */
+export async function importChartImages(node: LocalNode): Promise<{ values: string[]; tenantkit: string }> {
+  const image = await ensureTenantkitImage({ progress });
+  const postgres = await ensurePostgresImage({ progress });
+  for (const built of [image, postgres]) await node.importImage(built);
+  const [repository, tag] = image.ref.split(/:(?=[^:]+$)/);
+  const [dbRepository, dbTag] = postgres.ref.split(/:(?=[^:]+$)/);
+  const values = [
+    `image.repository=${repository}`,
+    `image.tag=${tag}`,
+    `search.database.bundled.image.repository=${dbRepository}`,
+    `search.database.bundled.image.tag=${dbTag}`,
+  ];
+  return { values, tenantkit: image.ref };
+}
 
 export interface BenchCluster {
   dir: string;

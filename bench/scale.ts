@@ -11,13 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { helmFor } from '../devenv/helm/build.ts';
-import { ensurePostgresImage, ensureTenantkitImage, repoRoot } from '../devenv/images/build.ts';
-import { nodeUnavailable } from '../devenv/node/launch.ts';
+import { repoRoot } from '../devenv/images/build.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { type KubeObject, Resources } from '../src/kube/resources.ts';
 import { auditServiceAccounts, writeVerbs } from './audit.ts';
 import type { PodStats } from './kubelet.ts';
-import { startBenchCluster } from './node.ts';
+import { importChartImages, requireNode, startBenchCluster } from './node.ts';
 import { percentiles } from './prom.ts';
 import {
   admissionLatency,
@@ -45,11 +44,7 @@ const { values } = parseArgs({
     set: { type: 'string', multiple: true, default: [] },
   },
 });
-const unavailable = nodeUnavailable();
-if (unavailable) {
-  console.error(`bench/scale.ts needs the local node: ${unavailable}`);
-  process.exit(2);
-}
+requireNode('bench/scale.ts');
 const say = (line: string) => console.error(line);
 const divide = Number(values.divide);
 const allSizes = { S: [100, 1000], M: [500, 5000], L: [1000, 10000] } as const;
@@ -106,23 +101,11 @@ try {
 
 /** The chart installed with the images built here, the foundation applied, the tenant and searcher made. */
 async function install(): Promise<Release> {
-  const image = await ensureTenantkitImage({ progress: say });
-  const postgres = await ensurePostgresImage({ progress: say });
-  for (const built of [image, postgres]) await node.importImage(built);
+  const images = await importChartImages(node);
   const helm = await helmFor(cp.adminKubeconfigPath, join(bench.dir, 'helm'), say);
-  const ref = (built: { ref: string }) => built.ref.split(/:(?=[^:]+$)/);
-  const [repository, tag] = ref(image);
-  const [dbRepository, dbTag] = ref(postgres);
   await admin.apply(Resources.namespaces, { metadata: { name: 'velero' } }, apply);
-  const settings = [
-    `image.repository=${repository}`,
-    `image.tag=${tag}`,
-    `search.database.bundled.image.repository=${dbRepository}`,
-    `search.database.bundled.image.tag=${dbTag}`,
-    'search.replicas=1',
-    ...values.set,
-  ];
-  say(`helm install ${settings.slice(4).join(' ')}`);
+  const settings = [...images.values, 'search.replicas=1', ...values.set];
+  say(`helm install ${settings.slice(images.values.length).join(' ')}`);
   await helm([
     'install',
     release,

@@ -1,5 +1,4 @@
 import { parseArgs } from 'node:util';
-import { nodeUnavailable } from '../devenv/node/launch.ts';
 import { backup } from '../src/backup/index.ts';
 import { RequesterAnnotation, requesterValue } from '../src/backup/model.ts';
 import {
@@ -13,7 +12,15 @@ import { finishedPhases, VeleroResources } from '../src/crds/velero.ts';
 import { silentLogger } from '../src/kube/log.ts';
 import { Manager } from '../src/kube/manager.ts';
 import { type KubeObject, Resources } from '../src/kube/resources.ts';
-import { deployStore, fillArgs, poll, startBenchCluster, startVeleroOnNode, storeSums } from './node.ts';
+import {
+  deployStore,
+  fillArgs,
+  poll,
+  requireNode,
+  startBenchCluster,
+  startVeleroOnNode,
+  storeSums,
+} from './node.ts';
 
 const { values } = parseArgs({
   options: {
@@ -33,11 +40,7 @@ const finished = finishedPhases as readonly string[];
 const veleroNs = 'velero';
 const tenant = { username: 'bench-tenant', groups: ['system:authenticated'] };
 
-const unavailable = nodeUnavailable();
-if (unavailable) {
-  console.error(`bench/volumes.ts needs the local node: ${unavailable}`);
-  process.exit(2);
-}
+requireNode('bench/volumes.ts');
 const bench = await startBenchCluster({ node: true });
 const { admin } = bench;
 const node = bench.node!;
