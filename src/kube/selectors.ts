@@ -68,3 +68,19 @@ export function isEmptySelector(selector: LabelSelector | undefined): boolean {
     (Object.keys(selector.matchLabels ?? {}).length === 0 && (selector.matchExpressions ?? []).length === 0)
   );
 }
+
+/** The anchor of a selector that no cached object can narrow: every object must be checked. */
+export const AnyLabels = '*';
+
+/**
+ * `key=value` pairs of which every object the selector matches has at least one: its first matchLabels
+ * pair, or else the values of an `In` expression; [AnyLabels] when it names none (only NotIn, Exists,
+ * DoesNotExist). An index of objects by label then yields the candidates, instead of a scan of all.
+ */
+export function selectorAnchors(selector: LabelSelector): string[] {
+  const [first] = Object.entries(selector.matchLabels ?? {});
+  if (first) return [`${first[0]}=${first[1]}`];
+  const within = (selector.matchExpressions ?? []).find((e) => e.operator === 'In');
+  if (within) return (within.values ?? []).map((v) => `${within.key}=${v}`);
+  return [AnyLabels];
+}

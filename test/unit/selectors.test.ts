@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { semanticEqual, stableJson } from '../../src/kube/equality.ts';
-import { compileSelector, isEmptySelector } from '../../src/kube/selectors.ts';
+import { AnyLabels, compileSelector, isEmptySelector, selectorAnchors } from '../../src/kube/selectors.ts';
 
 describe('label selectors', () => {
   const match = (selector: Parameters<typeof compileSelector>[0], labels: Record<string, string>) => {
@@ -28,6 +28,35 @@ describe('label selectors', () => {
       ok: false,
       error: 'matchExpressions[0] (key team): operator In needs at least one value',
     });
+  });
+});
+
+describe('selector anchors', () => {
+  it('name label pairs every match has one of, so an index yields the candidates; all when none', () => {
+    const cases: [Parameters<typeof selectorAnchors>[0], string[]][] = [
+      [{ matchLabels: { team: 'a', tier: 'web' } }, ['team=a']],
+      [
+        { matchExpressions: [{ key: 'env', operator: 'In', values: ['dev', 'test'] }] },
+        ['env=dev', 'env=test'],
+      ],
+      [{ matchExpressions: [{ key: 'env', operator: 'Exists' }] }, [AnyLabels]],
+      [{ matchExpressions: [{ key: 'env', operator: 'NotIn', values: ['prod'] }] }, [AnyLabels]],
+    ];
+    for (const [selector, anchors] of cases) {
+      expect(selectorAnchors(selector)).toEqual(anchors);
+      // Every label set the selector matches holds one of its anchors.
+      const matches = compileSelector(selector);
+      const samples: Record<string, string>[] = [
+        { team: 'a', tier: 'web' },
+        { env: 'dev' },
+        { env: 'test' },
+        { env: 'x' },
+        {},
+      ];
+      for (const labels of samples)
+        if (matches.ok && matches.matches(labels) && !anchors.includes(AnyLabels))
+          expect(anchors.some((a) => Object.entries(labels).some(([k, v]) => `${k}=${v}` === a))).toBe(true);
+    }
   });
 });
 

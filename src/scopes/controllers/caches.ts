@@ -3,7 +3,7 @@
 import type { ScopeInstance } from '../../crds/scopes.ts';
 import type { Informer } from '../../kube/informer.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
-import { isEmptySelector } from '../../kube/selectors.ts';
+import { isEmptySelector, selectorAnchors } from '../../kube/selectors.ts';
 import { type Binding, managedBy, managedByLabel } from '../model.ts';
 
 const ours = `${managedByLabel}=${managedBy}`;
@@ -19,14 +19,16 @@ export const scopedBindingTypes = [scopedRoleBindings, scopedClusterRoleBindings
 export const ByTemplate = 'scopes.template';
 export const ByRoleRef = 'scopes.roleRef';
 export const ByListedNamespace = 'scopes.listedNamespace';
-export const BySelector = 'scopes.hasSelector';
+/** Instances with a namespace selector, by its anchors (selectorAnchors): who a namespace's labels concern. */
+export const BySelectorAnchor = 'scopes.selectorAnchor';
 
 /** The functions behind those indexes (one each: the informer refuses another under a known name). */
 export const IndexFunctions = {
   template: (i: ScopeInstance) => [i.spec.scopeTemplateName],
   roleRef: (b: Binding) => [b.roleRef.name],
   listedNamespace: (i: ScopeInstance) => i.spec.namespaces ?? [],
-  selector: (i: ScopeInstance) => (isEmptySelector(i.spec.namespaceSelector) ? [] : ['yes']),
+  selectorAnchor: (i: ScopeInstance) =>
+    isEmptySelector(i.spec.namespaceSelector) ? [] : selectorAnchors(i.spec.namespaceSelector!),
 };
 
 export const templateOf = (o: KubeObject): string => (o as ScopeInstance).spec?.scopeTemplateName ?? '';

@@ -15,10 +15,16 @@ import { mapLimit } from '../../kube/access.ts';
 import type { ConditionInput } from '../../kube/conditions.ts';
 import { type ReconcileContext, type ReconcileResult, ReconcilerOf } from '../../kube/controller.ts';
 import { ensureOwned } from '../../kube/ensure.ts';
-import { ByOwner, type Informer } from '../../kube/informer.ts';
+import { ByLabel, ByNamespace, ByOwner, type Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { Resources } from '../../kube/resources.ts';
-import { compileSelector, isEmptySelector, type LabelSelector } from '../../kube/selectors.ts';
+import {
+  AnyLabels,
+  compileSelector,
+  isEmptySelector,
+  type LabelSelector,
+  selectorAnchors,
+} from '../../kube/selectors.ts';
 import { StatusWriter } from '../../kube/status.ts';
 import {
   type Binding,
@@ -31,7 +37,7 @@ import { bindingUpToDate, desiredBinding, ownedBy } from '../policy/desired.ts';
 import { clusterRoleName } from '../policy/names.ts';
 import {
   ByListedNamespace,
-  BySelector,
+  BySelectorAnchor,
   ByTemplate,
   IndexFunctions,
   scopedClusterRoleBindings,
@@ -91,7 +97,7 @@ export function registerInstanceController(manager: Manager): void {
   const instances = manager.informer<ScopeInstance>(ScopeInstanceCrd.type);
   instances.addIndex(ByTemplate, IndexFunctions.template);
   instances.addIndex(ByListedNamespace, IndexFunctions.listedNamespace);
-  instances.addIndex(BySelector, IndexFunctions.selector);
+  instances.addIndex(BySelectorAnchor, IndexFunctions.selectorAnchor);
   const reconciler = new InstanceReconciler({
     instances,
     templates: manager.informer<ScopeTemplate>(ScopeTemplateCrd.type),
@@ -113,26 +119,54 @@ export function registerInstanceController(manager: Manager): void {
     .watches(scopedClusterRoles, (r) =>
       instancesOfTemplate(r.metadata.annotations?.[templateAnnotation] ?? ''),
     )
-    .watches(
-      Resources.namespaces,
-      (ns) =>
-        [
-          ...instances.byIndex(ByListedNamespace, ns.metadata.name!),
-          ...instances.byIndex(BySelector, 'yes'),
-        ].map((i) => i.metadata.name!),
-      {
-        predicate: (previous, current) =>
-          !previous ||
-          !isDeepStrictEqual(previous.metadata.labels, current.metadata.labels) ||
-          previous.metadata.deletionTimestamp !== current.metadata.deletionTimestamp ||
-          (previous as Namespace).status?.phase !== (current as Namespace).status?.phase,
-      },
-    )
+    // A namespace's change concerns the instances that list it, those whose selector matches it now
+    // (found through their anchors, not by trying all), and those holding a binding in it (to unbind).
+    .watches(Resources.namespaces, (ns) => reconciler.concerning(ns as Namespace), {
+      predicate: (previous, current) =>
+        !previous ||
+        !isDeepStrictEqual(previous.metadata.labels, current.metadata.labels) ||
+        previous.metadata.deletionTimestamp !== current.metadata.deletionTimestamp ||
+        (previous as Namespace).status?.phase !== (current as Namespace).status?.phase,
+    })
     .concurrency(2)
     .complete(reconciler);
 }
 
 export class InstanceReconciler extends ReconcilerOf<InstanceSources> {
+  /** Names of the instances a namespace's change concerns (see registerInstanceController). */
+  concerning(ns: Namespace): string[] {
+    const name = ns.metadata.name!;
+    const labels = ns.metadata.labels ?? {};
+    const anchors = [AnyLabels, ...Object.entries(labels).map(([k, v]) => `${k}=${v}`)];
+    const selecting = anchors
+      .flatMap((a) => this.from.instances.byIndex(BySelectorAnchor, a))
+      .filter((i) => {
+        const compiled = compileSelector(i.spec.namespaceSelector ?? {});
+        return compiled.ok && compiled.matches(labels);
+      });
+    const binding = this.from.roleBindings
+      .byIndex(ByNamespace, name)
+      .flatMap((b) => b.metadata.ownerReferences ?? [])
+      .filter((r) => r.kind === 'ScopeInstance')
+      .map((r) => r.name);
+    return [
+      ...new Set([
+        ...this.from.instances.byIndex(ByListedNamespace, name).map((i) => i.metadata.name!),
+        ...selecting.map((i) => i.metadata.name!),
+        ...binding,
+      ]),
+    ];
+  }
+
+  /** The namespaces an instance's selector may match: those with one of its anchors (all, when none). */
+  private candidates(instance: ScopeInstance): Namespace[] {
+    const selector = instance.spec.namespaceSelector;
+    if (!selector) return [];
+    const anchors = selectorAnchors(selector);
+    if (anchors.includes(AnyLabels)) return this.from.namespaces.list();
+    return [...new Set(anchors.flatMap((a) => this.from.namespaces.byIndex(ByLabel, a)))];
+  }
+
   override async reconcile(name: string, ctx: ReconcileContext): Promise<ReconcileResult | undefined> {
     const instance = this.from.instances.get(name);
     // Deleted: the garbage collector removes the bindings through their ownerReferences.
@@ -142,7 +176,7 @@ export class InstanceReconciler extends ReconcilerOf<InstanceSources> {
       instance,
       template,
       (ns) => this.from.namespaces.get(ns),
-      () => this.from.namespaces.list(),
+      () => this.candidates(instance),
     );
     const outcome = await this.apply(ctx, instance, plan);
     await this.prune(ctx, instance, template, plan, outcome);
