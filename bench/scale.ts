@@ -177,6 +177,16 @@ async function searcherToken(): Promise<string> {
   return reply.status.token;
 }
 
+/** Waits until no namespace is terminating; seconds waited. */
+async function untilNoneTerminating(): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    const list = await admin.listAll(Resources.namespaces);
+    if (!list.items.some((n) => n.metadata.deletionTimestamp)) return (performance.now() - started) / 1000;
+    await new Promise((res) => setTimeout(res, 2000));
+  }
+}
+
 async function etcdBytes(): Promise<number> {
   const text = await admin.request<string>('GET', '/metrics', { text: true });
   const line = text.split('\n').find((l) => l.startsWith('apiserver_storage_size_bytes'));
@@ -216,7 +226,9 @@ async function measureSize(
   say('  standby warm-up and failover');
   const failed = await failover(r, size.name.toLowerCase());
   const idleMinutes = Number(values['idle-minutes']);
-  say(`  idle for ${idleMinutes} min`);
+  // Idle means nothing left to do: the churned namespaces' deletions finished, then half a minute more.
+  const terminating = await untilNoneTerminating();
+  say(`  the last namespace deletions ended after ${terminating.toFixed(0)} s; idle for ${idleMinutes} min`);
   await new Promise((res) => setTimeout(res, 30_000));
   const from2 = Date.now();
   await new Promise((res) => setTimeout(res, idleMinutes * 60_000));

@@ -33,9 +33,11 @@ import {
   isolationPolicyName,
 } from '../policy/network-isolation.ts';
 import {
+  ByQuotaOrganization,
   organizationQuotas,
   type QuotaOutcome,
   quotaOrganization,
+  quotaOrganizationIndex,
   type ResourceQuota,
   shareQuota,
 } from './quota-sharing.ts';
@@ -94,6 +96,7 @@ export function registerOrganizationController(
     labelSelector: selector,
   });
   const quotas = manager.informer<ResourceQuota>(organizationQuotas);
+  quotas.addIndex(ByQuotaOrganization, quotaOrganizationIndex);
   const classTypes: Record<ClassKind, ResourceType> = {
     storageClasses: Resources.storageClasses,
     ingressClasses: Resources.ingressClasses,

@@ -31,6 +31,13 @@ export const organizationQuotas = {
 /** The organization a part belongs to (its annotation), for the organization controller's watch. */
 export const quotaOrganization = (q: KubeObject) => q.metadata.annotations?.[organizationAnnotation];
 
+/** Parts by their organization: an organization's reconcile reads its own, not every organization's. */
+export const ByQuotaOrganization = 'tenancy.quotaOrganization';
+export const quotaOrganizationIndex = (q: KubeObject) => {
+  const organization = quotaOrganization(q);
+  return organization ? [organization] : [];
+};
+
 export type QuotaOutcome =
   | { state: 'none' }
   | { state: 'shared'; summary: QuotaPlan['summary'] }
@@ -104,8 +111,7 @@ export async function shareQuota(
   const total = organization.spec.quota?.hard ?? {};
   const mine = new Set(namespaces);
   // Parts left in namespaces that are no longer the organization's (moved, or its quota removed).
-  for (const q of quotas.list()) {
-    if (quotaOrganization(q) !== name) continue;
+  for (const q of quotas.byIndex(ByQuotaOrganization, name)) {
     if (mine.has(q.metadata.namespace!) && Object.keys(total).length > 0) continue;
     await client.delete(Resources.resourceQuotas, q.metadata.name!, q.metadata.namespace);
   }
