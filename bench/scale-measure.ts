@@ -348,19 +348,37 @@ export async function failover(r: Release, tag: string) {
   return { warmUp, leaseMoved: moved, workDone: (performance.now() - t) / 1000 };
 }
 
-/** Objects the informers of every controllers Pod hold, summed per Pod (from their /metrics). */
-export async function cachedObjects(r: Release): Promise<Map<string, number>> {
+/** What a controllers Pod's /metrics says of its caches: objects its informers hold, and its live heap. */
+export interface CacheReading {
+  objects: number;
+  heapUsedMiB: number;
+  /** The five largest informers, `resource{selector} count`. */
+  largest: string[];
+}
+
+/** A reading of every controllers Pod, by Pod name (from their /metrics). */
+export async function cachedObjects(r: Release): Promise<Map<string, CacheReading>> {
   const pods = await controllerPods(r);
-  const out = new Map<string, number>();
+  const out = new Map<string, CacheReading>();
   await mapLimit(pods, 2, async (p) => {
     const ip = (p as KubeObject & { status?: { podIP?: string } }).status?.podIP;
     const text = await fetch(`http://${ip}:8080/metrics`)
       .then((res) => res.text())
       .catch(() => '');
-    let sum = 0;
-    for (const line of text.split('\n'))
-      if (line.startsWith('tenantkit_informer_objects{')) sum += Number(line.split(' ').at(-1));
-    out.set(p.metadata.name!, sum);
+    const informers: [string, number][] = [];
+    let heap = 0;
+    for (const line of text.split('\n')) {
+      const value = Number(line.split(' ').at(-1));
+      if (line.startsWith('tenantkit_informer_objects{'))
+        informers.push([line.slice(27, line.lastIndexOf(' ') - 1), value]);
+      if (line.startsWith('nodejs_heap_size_used_bytes ')) heap = value;
+    }
+    informers.sort((a, b) => b[1] - a[1]);
+    out.set(p.metadata.name!, {
+      objects: informers.reduce((sum, [, n]) => sum + n, 0),
+      heapUsedMiB: heap / 2 ** 20,
+      largest: informers.slice(0, 5).map(([k, n]) => `${k} ${n}`),
+    });
   });
   return out;
 }

@@ -20,6 +20,7 @@ import { importChartImages, requireNode, startBenchCluster } from './node.ts';
 import { percentiles } from './prom.ts';
 import {
   admissionLatency,
+  type CacheReading,
   cachedObjects,
   failover,
   newNamespaces,
@@ -66,8 +67,8 @@ interface SizeResult {
   settleSeconds: number;
   populated: PodStats[];
   idle: PodStats[];
-  cached: Map<string, number>;
-  cachedIdle: Map<string, number>;
+  cached: Map<string, CacheReading>;
+  cachedIdle: Map<string, CacheReading>;
   fresh: Awaited<ReturnType<typeof newNamespaces>>;
   admission: Awaited<ReturnType<typeof admissionLatency>>;
   failover: Awaited<ReturnType<typeof failover>>;
@@ -76,7 +77,7 @@ interface SizeResult {
 }
 
 /** The release's Pods and caches right after the install, before any tenant: what growth is measured from. */
-let baseline: { stats: PodStats[]; cached: Map<string, number> } = { stats: [], cached: new Map() };
+let baseline: { stats: PodStats[]; cached: Map<string, CacheReading> } = { stats: [], cached: new Map() };
 const auditDir = await mkdtemp(join(tmpdir(), 'tenantkit-scale-'));
 const audit = await auditServiceAccounts(auditDir, namespace);
 const bench = await startBenchCluster({ node: true, apiserverFlags: [...sizing, ...audit.flags] });
@@ -86,7 +87,7 @@ try {
   say(`kube-apiserver: ${sizing.join(' ')}; etcd: default quota (2 GiB), no fsync (bench)`);
   const r = await install();
   baseline = { stats: await stats(r), cached: await cachedObjects(r) };
-  say(`installed: controllers hold ${Math.max(...baseline.cached.values())} objects in their informers`);
+  say(`installed: controllers hold ${most(baseline.cached).objects} objects in their informers`);
   const results: SizeResult[] = [];
   let grown = { organizations: 0, namespaces: 0 };
   for (const size of sizes) {
@@ -250,6 +251,17 @@ async function measureSize(
   };
 }
 
+/** The controllers Pod whose informers hold the most. */
+function most(readings: Map<string, CacheReading>): CacheReading {
+  return (
+    [...readings.values()].sort((a, b) => b.objects - a.objects)[0] ?? {
+      objects: 0,
+      heapUsedMiB: 0,
+      largest: [],
+    }
+  );
+}
+
 function ms(samples: number[]): string {
   const p = percentiles(samples);
   return `p50 ${p.p50.toFixed(0)} ms, p99 ${p.p99.toFixed(0)} ms`;
@@ -283,15 +295,19 @@ function report(results: SizeResult[]): void {
       `    ${`${component} (${p.pods} Pods)`.padEnd(28)} ${p.mib.toFixed(0).padStart(5)} / ${idle?.mib.toFixed(0) ?? '-'}${was && idle ? ratio(idle.mib, was.mib) : ''}`,
     );
   }
-  // Growth per cached object: the controllers' working set after idle (garbage collected) over the
-  // objects their informers hold then, each measured from the install.
+  // Growth per cached object: the controllers' working set and live heap after idle (garbage collected)
+  // over the objects their informers hold then, each measured from the install.
   const grownMiB =
     (byComponent(last.idle).get('controllers')?.mib ?? 0) -
     (byComponent(baseline.stats).get('controllers')?.mib ?? 0);
-  const objects = Math.max(...last.cachedIdle.values()) - Math.max(...baseline.cached.values());
+  const now = most(last.cachedIdle);
+  const was = most(baseline.cached);
+  const added = Math.max(1, now.objects - was.objects);
+  const kib = (mib: number) => ((mib * 1024) / added).toFixed(2);
   console.log(
-    `    controllers' informers: ${Math.max(...last.cachedIdle.values())} objects (${Math.max(...baseline.cached.values())} at install); ${((grownMiB * 1024) / Math.max(1, objects)).toFixed(2)} KiB of working set per object added`,
+    `    controllers' informers: ${now.objects} objects (${was.objects} at install); per object added ${kib(grownMiB)} KiB of working set, ${kib(now.heapUsedMiB - was.heapUsedMiB)} KiB of live heap (${now.heapUsedMiB.toFixed(0)} MiB)`,
   );
+  console.log(`    largest informers: ${now.largest.join(', ')}`);
   const f = last.fresh;
   const g = first.fresh;
   const p99 = (s: number[]) => percentiles(s).p99;
