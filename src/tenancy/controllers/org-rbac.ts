@@ -78,6 +78,8 @@ export function registerOrgRbacController(
     .watches(TenancyConfigCrd.type, () => [...new Set(bindings.list().map((b) => b.metadata.namespace!))], {
       predicate: generationChanged,
     })
+    // Namespaces are independent of each other: a burst of new ones is worked through four at a time.
+    .concurrency(4)
     .complete(new OrgRbacReconciler({ organizations, bindings, directory, config }));
 }
 

@@ -11,6 +11,7 @@ import {
   type UsageProfile,
   UsageProfileCrd,
 } from '../../crds/tenancy.ts';
+import { isAlreadyExists } from '../../kube/client.ts';
 import {
   generationChanged,
   type ReconcileContext,
@@ -73,7 +74,10 @@ export function registerUsageProfileController(
       { predicate: generationChanged },
     );
   for (const type of Object.values(kinds)) builder.watches(type, inNamespace);
-  builder.complete(new UsageProfileReconciler({ organizations, profiles, informers, directory, config }));
+  // Namespaces are independent of each other: a burst of new ones is worked through four at a time.
+  builder
+    .concurrency(4)
+    .complete(new UsageProfileReconciler({ organizations, profiles, informers, directory, config }));
 }
 
 /** One organization namespace: its profile's objects applied, and ours the profile no longer lists gone. */
@@ -111,7 +115,16 @@ export class UsageProfileReconciler extends ReconcilerOf<Sources> {
     )
       return;
     if (!cached) {
-      // Not in our label-filtered cache: it may exist without our label (someone else's object).
+      // Not in our label-filtered cache: created now (one request, the usual case of a new namespace),
+      // unless an object of that name exists, which may be someone else's (without our label).
+      const created = await ctx.client.create(type, object, { fieldManager }).then(
+        () => true,
+        (err: unknown) => {
+          if (isAlreadyExists(err)) return false;
+          throw err;
+        },
+      );
+      if (created) return;
       const existing = await ctx.client.get<SpecObject>(type, object.metadata.name!, name);
       if (existing && existing.metadata.labels?.['app.kubernetes.io/managed-by'] !== managedBy) {
         ctx.events.record(
