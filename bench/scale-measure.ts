@@ -371,7 +371,7 @@ export async function cachedObjects(r: Release): Promise<Map<string, CacheReadin
       const value = Number(line.split(' ').at(-1));
       if (line.startsWith('tenantkit_informer_objects{'))
         informers.push([line.slice(27, line.lastIndexOf(' ') - 1), value]);
-      if (line.startsWith('nodejs_heap_size_used_bytes ')) heap = value;
+      if (/^(tenantkit_)?nodejs_heap_size_used_bytes /.test(line)) heap = value;
     }
     informers.sort((a, b) => b[1] - a[1]);
     out.set(p.metadata.name!, {
