@@ -12,7 +12,7 @@ import {
   type WatchEvent,
 } from './client.ts';
 import { metrics } from './metrics.ts';
-import { type KubeObject, objectKey, type ResourceType } from './resources.ts';
+import { type CacheView, type KubeObject, objectKey, type ResourceType } from './resources.ts';
 import { slim } from './slim.ts';
 
 export type IndexFunc<T> = (object: T) => string[];
@@ -29,6 +29,8 @@ export interface InformerOptions {
   fieldSelector?: string;
   /** Cache PartialObjectMetadata: metadata only (see {@link ResourceType.metadataOnly}). */
   metadataOnly?: boolean;
+  /** What of each object is cached (see {@link CacheView}). */
+  view?: CacheView;
   logger?: Logger;
 }
 
@@ -212,7 +214,12 @@ export class Informer<T extends KubeObject> {
   private upsert(key: string, received: T): void {
     const previous = this.store.get(key);
     if (previous?.metadata.resourceVersion === received.metadata.resourceVersion) return;
-    const object = slim(received);
+    const view = this.options.view;
+    if (view?.keep && !view.keep(received)) {
+      if (previous) this.remove(key, previous);
+      return;
+    }
+    const object = slim(view?.project ? (view.project(received) as T) : received);
     if (previous) this.reindex(key, previous, 'remove');
     this.store.set(key, object);
     if (!previous) this.counted();
@@ -233,7 +240,9 @@ export class Informer<T extends KubeObject> {
 
   private counted(): void {
     const o = this.options;
-    const selector = [o.namespace, o.labelSelector, o.fieldSelector].filter(Boolean).join(' ');
+    const selector = [o.namespace, o.labelSelector, o.fieldSelector, o.view && `view=${o.view.name}`]
+      .filter(Boolean)
+      .join(' ');
     metrics.informerObjects.set({ resource: this.type.plural, selector }, this.store.size);
   }
 

@@ -66,7 +66,7 @@ export class Manager {
 
   /** The shared informer for a resource type (created on first use; started with the manager). */
   informer<T extends KubeObject>(type: ResourceType): Informer<T> {
-    const key = `${type.group}/${type.version}/${type.plural}?${type.labelSelector ?? ''}&${type.fieldSelector ?? ''}@${type.watchNamespace ?? ''}${type.metadataOnly ? '#metadata' : ''}`;
+    const key = `${type.group}/${type.version}/${type.plural}?${type.labelSelector ?? ''}&${type.fieldSelector ?? ''}@${type.watchNamespace ?? ''}${type.metadataOnly ? '#metadata' : ''}${type.view ? `~${type.view.name}` : ''}`;
     let informer = this.informers.get(key);
     if (!informer) {
       informer = new Informer<KubeObject>(this.client, type, {
@@ -75,6 +75,7 @@ export class Manager {
         ...(type.fieldSelector ? { fieldSelector: type.fieldSelector } : {}),
         ...(type.watchNamespace ? { namespace: type.watchNamespace } : {}),
         ...(type.metadataOnly ? { metadataOnly: true } : {}),
+        ...(type.view ? { view: type.view } : {}),
       });
       this.informers.set(key, informer);
       if (this.informerSignal) this.informerRuns.push(informer.run(this.informerSignal));

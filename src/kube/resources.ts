@@ -52,6 +52,24 @@ export interface ResourceType {
    * readers that never look at spec or status).
    */
   metadataOnly?: boolean;
+  /**
+   * For informers only: what of each object the cache keeps (see {@link CacheView}). Informers with
+   * different views of one type are different caches.
+   */
+  view?: CacheView;
+}
+
+/**
+ * A reader's view of a type, applied as objects enter a cache. `keep` must decide from fields that never
+ * change once an object exists (a RoleBinding's roleRef, say): an object it refuses is not cached and its
+ * events are not seen. `project` keeps only the fields the reader uses (it must keep
+ * `metadata.resourceVersion`, `name` and `namespace`).
+ */
+export interface CacheView {
+  /** Names the view in the informer's key and metrics. */
+  name: string;
+  keep?: (object: KubeObject) => boolean;
+  project?: (object: KubeObject) => KubeObject;
 }
 
 export function resourcePath(

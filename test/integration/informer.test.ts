@@ -6,6 +6,7 @@ import { ByLabel, ByNamespace, ByOwner, Informer } from '../../src/kube/informer
 import { silentLogger } from '../../src/kube/log.ts';
 import { Manager } from '../../src/kube/manager.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { keepFields } from '../../src/kube/slim.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 
 const cluster = await TestCluster.connect();
@@ -137,6 +138,53 @@ describe('informer', () => {
     expect(cached.kind).toBe('PartialObjectMetadata');
     expect(cached.data).toBeUndefined();
     expect(cached.metadata.labels).toEqual({ team: 'a' });
+    stop.abort();
+    await run;
+  });
+
+  it('caches through a view: refused objects are never seen, kept ones hold only the projected fields', async () => {
+    const ns = await cluster.namespace('inf-view');
+    const binding = (name: string, role: string) =>
+      ({
+        metadata: { name, namespace: ns, labels: { team: 'a' }, annotations: { note: 'x' } },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+        subjects: [{ kind: 'User', name: 'alice', apiGroup: 'rbac.authorization.k8s.io' }],
+      }) as KubeObject;
+    await cluster.admin.create(Resources.roleBindings, binding('listed-admin', 'admin'));
+    await cluster.admin.create(Resources.roleBindings, binding('listed-view', 'view'));
+    const manager = new Manager({ client: cluster.admin, logger: silentLogger, component: 'test' });
+    const type = {
+      ...Resources.roleBindings,
+      watchNamespace: ns,
+      view: {
+        name: 'admins',
+        keep: (b: KubeObject) => (b as { roleRef?: { name: string } }).roleRef?.name === 'admin',
+        project: keepFields(['roleRef', 'subjects']),
+      },
+    };
+    const informer = manager.informer<KubeObject & { roleRef?: unknown; subjects?: unknown[] }>(type);
+    expect(manager.informer({ ...type, view: undefined })).not.toBe(informer);
+    const seen: string[] = [];
+    informer.addHandlers({ onAdd: (o) => seen.push(`add ${o.metadata.name}`) });
+    const stop = new AbortController();
+    const run = informer.run(stop.signal);
+    await informer.waitForSync();
+    await cluster.admin.create(Resources.roleBindings, binding('watched-view', 'view'));
+    await cluster.admin.create(Resources.roleBindings, binding('watched-admin', 'admin'));
+    await eventually(() => informer.get(`${ns}/watched-admin`) !== undefined, { what: 'watch event' });
+    expect(
+      informer
+        .list()
+        .map((o) => o.metadata.name)
+        .sort(),
+    ).toEqual(['listed-admin', 'watched-admin']);
+    expect(seen.sort()).toEqual(['add listed-admin', 'add watched-admin']);
+    const cached = informer.get(`${ns}/listed-admin`)!;
+    expect(Object.keys(cached).sort()).toEqual(['metadata', 'roleRef', 'subjects']);
+    expect(Object.keys(cached.metadata).sort()).toEqual(['name', 'namespace', 'resourceVersion']);
+    expect(cached.subjects).toEqual([{ kind: 'User', name: 'alice', apiGroup: 'rbac.authorization.k8s.io' }]);
+    await cluster.admin.delete(Resources.roleBindings, 'listed-admin', ns);
+    await eventually(() => informer.get(`${ns}/listed-admin`) === undefined, { what: 'delete event' });
     stop.abort();
     await run;
   });

@@ -14,6 +14,7 @@ import { silentLogger } from '../../src/kube/log.ts';
 import { Manager } from '../../src/kube/manager.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import {
+  AccessTypes,
   accessProviderRules,
   accessVerificationRules,
   allows,
@@ -578,7 +579,7 @@ describe('runtime wiring', () => {
     const running = Promise.all([manager.start(managerStop.signal), shared.start(managerStop.signal)]);
     try {
       await shared.waitForSync();
-      expect(manager.informer(Resources.clusterRoleBindings).hasSynced()).toBe(true);
+      expect(manager.informer(AccessTypes.clusterRoleBindings).hasSynced()).toBe(true);
       const root = shared.forUser({ username: 'root', groups: ['system:masters'] });
       expect(root.all).toBe(true);
       const someone = { username: cluster.unique('someone'), groups: [] };

@@ -4,7 +4,13 @@
 export { allows, type ObjectAttributes } from './allows.ts';
 export { computeAccessSet, digestOf, type RbacSnapshot } from './compute.ts';
 export { ManagedClusterCrdName, ManagedClusterTracker, ManagedClusterType } from './managed-clusters.ts';
-export { BySubject, RbacAccessProvider, type RbacAccessProviderOptions, userCacheKey } from './provider.ts';
+export {
+  AccessTypes,
+  BySubject,
+  RbacAccessProvider,
+  type RbacAccessProviderOptions,
+  userCacheKey,
+} from './provider.ts';
 export * from './rbac.ts';
 export { accessProviderRules, accessVerificationRules } from './rules.ts';
 export * from './search-api.ts';

@@ -6,7 +6,8 @@ import type { Logger } from 'pino';
 import type { KubeClient } from '../../kube/client.ts';
 import { Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
-import { type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
+import { type CacheView, type KubeObject, Resources, type ResourceType } from '../../kube/resources.ts';
+import { keepFields } from '../../kube/slim.ts';
 import type { AccessProvider, AccessSet, SearchUser } from '../model.ts';
 import { computeAccessSet, type RbacSnapshot } from './compute.ts';
 import { ManagedClusterCrdName, ManagedClusterTracker } from './managed-clusters.ts';
@@ -32,6 +33,18 @@ export function userCacheKey(user: SearchUser): string {
   return JSON.stringify([user.username, user.uid ?? '', [...user.groups].sort(), extra]);
 }
 
+/** Access sets read a role's rules and a binding's roleRef and subjects; nothing else is cached. */
+const ruleView: CacheView = { name: 'rules', project: keepFields(['rules']) };
+const bindingView: CacheView = { name: 'grants', project: keepFields(['roleRef', 'subjects']) };
+
+/** The RBAC types as the provider caches them (a manager shares these informers, not the whole objects'). */
+export const AccessTypes = {
+  roles: { ...Resources.roles, view: ruleView },
+  clusterRoles: { ...Resources.clusterRoles, view: ruleView },
+  roleBindings: { ...Resources.roleBindings, view: bindingView },
+  clusterRoleBindings: { ...Resources.clusterRoleBindings, view: bindingView },
+} satisfies Record<string, ResourceType>;
+
 export class RbacAccessProvider implements AccessProvider {
   private readonly ownInformers: Informer<KubeObject>[] = [];
   private readonly roles: Informer<RbacRole>;
@@ -54,14 +67,15 @@ export class RbacAccessProvider implements AccessProvider {
       const own = new Informer<KubeObject>(client, type, {
         ...(logger ? { logger } : {}),
         ...(type.fieldSelector ? { fieldSelector: type.fieldSelector } : {}),
+        ...(type.view ? { view: type.view } : {}),
       });
       this.ownInformers.push(own);
       return own as unknown as Informer<T>;
     };
-    this.roles = informer<RbacRole>(Resources.roles);
-    this.clusterRoles = informer<RbacRole>(Resources.clusterRoles);
-    this.roleBindings = informer<RbacBinding>(Resources.roleBindings);
-    this.clusterRoleBindings = informer<RbacBinding>(Resources.clusterRoleBindings);
+    this.roles = informer<RbacRole>(AccessTypes.roles);
+    this.clusterRoles = informer<RbacRole>(AccessTypes.clusterRoles);
+    this.roleBindings = informer<RbacBinding>(AccessTypes.roleBindings);
+    this.clusterRoleBindings = informer<RbacBinding>(AccessTypes.clusterRoleBindings);
     this.roleBindings.addIndex(BySubject, bindingSubjectKeys);
     this.clusterRoleBindings.addIndex(BySubject, bindingSubjectKeys);
     const invalidate = () => this.invalidate();

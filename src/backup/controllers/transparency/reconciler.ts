@@ -22,6 +22,7 @@ import { stableJson } from '../../../kube/equality.ts';
 import { ByNamespace, type Informer } from '../../../kube/informer.ts';
 import type { Manager } from '../../../kube/manager.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../../kube/resources.ts';
+import { keepFields } from '../../../kube/slim.ts';
 import { Annotations, isManaged, Labels, TenantNamespaceLabel } from '../../model.ts';
 import { configType, currentPolicy } from '../../policy/config.ts';
 import { defaultLocationOf, type Location, type NamespaceLike, ownerNow } from '../../velero/ownership.ts';
@@ -119,6 +120,20 @@ const administers = (b: RoleBinding) =>
   b.roleRef.apiGroup === rbacGroup &&
   AdministeringClusterRoles.includes(b.roleRef.name);
 
+/**
+ * The RoleBindings that make their subjects administer a namespace, with their subjects and roleRef only.
+ * A binding's roleRef cannot change, so one that binds another role never needs to be cached: in a big
+ * cluster most RoleBindings (view, app-specific roles) are not kept at all.
+ */
+const administeringBindings: ResourceType = {
+  ...Resources.roleBindings,
+  view: {
+    name: 'administering',
+    keep: (b) => administers(b as RoleBinding),
+    project: keepFields(['roleRef', 'subjects']),
+  },
+};
+
 /** The rules for a namespace's objects; a kind without names gets no rule (empty resourceNames means all). */
 export function viewRules(backupNames: string[], restoreNames: string[]): Rule[] {
   const rule = (resource: string, names: string[]): Rule[] =>
@@ -182,7 +197,7 @@ export function registerTransparencyController(manager: Manager): void {
     backups: manager.informer<Backup>(VeleroResources.backups),
     bsls: manager.informer<Bsl>(VeleroResources.backupStorageLocations),
     restores: managedCache<KubeObject>(manager, 'restores'),
-    bindings: manager.informer<RoleBinding>(Resources.roleBindings),
+    bindings: manager.informer<RoleBinding>(administeringBindings),
     roles: manager.informer<Role>(viewRoles),
     views: manager.informer<RoleBinding>(viewBindings),
     configs: manager.informer<NonAdminBackupConfig>(configType),
@@ -223,9 +238,7 @@ export function registerTransparencyController(manager: Manager): void {
     .watches(VeleroResources.backupStorageLocations, locationKeys)
     .watches(ManagedTypes.restores, restoreOrigin)
     // Who administers a namespace changes with its RoleBindings.
-    .watches(Resources.roleBindings, (b) =>
-      b.metadata.namespace && administers(b as RoleBinding) ? [b.metadata.namespace] : [],
-    )
+    .watches(administeringBindings, (b) => (b.metadata.namespace ? [b.metadata.namespace] : []))
     // Our own objects: repaired when edited or deleted by someone else.
     .watches(viewRoles, tenantOf)
     .watches(viewBindings, tenantOf)
