@@ -130,6 +130,35 @@ export function registerInstanceController(manager: Manager): void {
     })
     .concurrency(2)
     .complete(reconciler);
+
+  // The fast path for a new or relabelled namespace: its bindings are written by a queue of their own,
+  // without waiting for whole-instance reconciles (status, pruning) of large instances ahead of it.
+  manager
+    .controller('scopeinstance-namespace')
+    .for(Resources.namespaces, (previous, current) => {
+      const ns = current as Namespace;
+      return (
+        (!previous || !isDeepStrictEqual(previous.metadata.labels, ns.metadata.labels)) &&
+        !ns.metadata.deletionTimestamp
+      );
+    })
+    .concurrency(2)
+    .complete(new NamespaceBindingsReconciler(reconciler));
+}
+
+/**
+ * Keys are namespace names: every concerned instance's bindings in that namespace are created or updated
+ * (nothing is deleted here: pruning, with its access-continuity rules, and the status stay with the
+ * instance's own reconcile, which the new bindings' events queue).
+ */
+export class NamespaceBindingsReconciler extends ReconcilerOf<InstanceReconciler> {
+  override async reconcile(namespace: string, ctx: ReconcileContext): Promise<undefined> {
+    const instances = this.from;
+    const ns = instances.namespace(namespace);
+    if (!ns || ns.metadata.deletionTimestamp) return undefined;
+    for (const name of instances.concerning(ns)) await instances.bindIn(ctx, name, namespace);
+    return undefined;
+  }
 }
 
 export class InstanceReconciler extends ReconcilerOf<InstanceSources> {
@@ -158,6 +187,28 @@ export class InstanceReconciler extends ReconcilerOf<InstanceSources> {
     ];
   }
 
+  namespace(name: string): Namespace | undefined {
+    return this.from.namespaces.get(name);
+  }
+
+  /** Writes the bindings `name` wants in `namespace` (the same plan as a whole reconcile, cut to it). */
+  async bindIn(ctx: ReconcileContext, name: string, namespace: string): Promise<void> {
+    const instance = this.from.instances.get(name);
+    if (!instance || instance.metadata.deletionTimestamp) return;
+    const plan = this.plan(instance, this.from.templates.get(instance.spec.scopeTemplateName));
+    const desired = plan.desired.filter((b) => b.metadata.namespace === namespace);
+    if (desired.length > 0) await this.apply(ctx, instance, { ...plan, desired, failures: [] });
+  }
+
+  private plan(instance: ScopeInstance, template: ScopeTemplate | undefined): Plan {
+    return planBindings(
+      instance,
+      template,
+      (ns) => this.from.namespaces.get(ns),
+      () => this.candidates(instance),
+    );
+  }
+
   /** The namespaces an instance's selector may match: those with one of its anchors (all, when none). */
   private candidates(instance: ScopeInstance): Namespace[] {
     const selector = instance.spec.namespaceSelector;
@@ -172,12 +223,7 @@ export class InstanceReconciler extends ReconcilerOf<InstanceSources> {
     // Deleted: the garbage collector removes the bindings through their ownerReferences.
     if (!instance || instance.metadata.deletionTimestamp) return undefined;
     const template = this.from.templates.get(instance.spec.scopeTemplateName);
-    const plan = planBindings(
-      instance,
-      template,
-      (ns) => this.from.namespaces.get(ns),
-      () => this.candidates(instance),
-    );
+    const plan = this.plan(instance, template);
     const outcome = await this.apply(ctx, instance, plan);
     await this.prune(ctx, instance, template, plan, outcome);
     await this.report(ctx, instance, plan, outcome);
