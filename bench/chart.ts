@@ -6,7 +6,7 @@ import { helmFor } from '../devenv/helm/build.ts';
 import { repoRoot } from '../devenv/images/build.ts';
 import { mapLimit } from '../src/kube/access.ts';
 import { KubeClient } from '../src/kube/client.ts';
-import { type KubeObject, Resources, type ResourceType } from '../src/kube/resources.ts';
+import { type KubeObject, Resources } from '../src/kube/resources.ts';
 import type { AdmissionReview } from '../src/webhook/admission.ts';
 import { machineCpu, processCpu } from './cpu.ts';
 import { type Floor, type FloorRuntime, startFloor } from './floor.ts';
@@ -14,6 +14,7 @@ import { podMemory } from './kubelet.ts';
 import { importChartImages, requireNode, startBenchCluster } from './node.ts';
 import { addGrowth, perCall, percentiles, samplesOf } from './prom.ts';
 import { applyBenchTenant } from './tenant.ts';
+import { webhookSwitch } from './webhooks.ts';
 
 const { values } = parseArgs({
   options: {
@@ -352,25 +353,9 @@ try {
   // webhook configurations: the same background load, so the difference is the webhooks' alone. The two
   // alternate in blocks (hooked, unhooked, unhooked, hooked, ...), so that neither gets the quieter
   // minutes once the release settled after its install.
-  const hookTypes = [Resources.validatingWebhookConfigurations, Resources.mutatingWebhookConfigurations];
-  const saved: [ResourceType, KubeObject][] = [];
-  // The chart names both configurations after the release.
-  for (const type of hookTypes) {
-    const hook = await admin.get<KubeObject>(type, release);
-    if (hook) saved.push([type, hook]);
-  }
-  let hooked = true;
-  const setHooks = async (on: boolean) => {
-    if (on === hooked) return;
-    for (const [type, hook] of saved) {
-      const { name, labels, annotations } = hook.metadata;
-      if (on) await admin.create(type, { ...hook, metadata: { name, labels, annotations } } as KubeObject);
-      else await admin.delete(type, name!);
-    }
-    hooked = on;
-    // kube-apiserver picks the change up from its own watch (milliseconds); leave it a moment more.
-    await new Promise((r) => setTimeout(r, 1000));
-  };
+  const hooks = await webhookSwitch(admin, release);
+  const { saved } = hooks;
+  const setHooks = (on: boolean) => hooks.set(on);
   const grown = {
     calls: new Map<string, number>(),
     steps: new Map<string, number>(),

@@ -7,6 +7,7 @@ import { processCpu } from './cpu.ts';
 import { type PodStats, podStats } from './kubelet.ts';
 import { percentiles } from './prom.ts';
 import { organizationLabel, organizationName } from './scale-population.ts';
+import { webhookSwitch } from './webhooks.ts';
 
 export interface Release {
   admin: KubeClient;
@@ -241,7 +242,12 @@ function cpuDelta(
   return out;
 }
 
-/** The tenant's namespace and Pod creates through the webhooks, one at a time, `gapMs` apart (ms each). */
+/**
+ * The tenant's namespace and Pod creates, one at a time, `gapMs` apart (ms each), with tenantkit's webhooks
+ * and without them (their configurations deleted, as bench:chart does), in alternating blocks so that
+ * neither gets the quieter minutes. Meant for when nothing else writes (no churn): the webhooks are off
+ * for a while.
+ */
 export async function admissionLatency(r: Release, count: number, tag: string, gapMs = 100) {
   const podsNamespace = `pods-${tag}`;
   await r.tenant.create(Resources.namespaces, {
@@ -257,22 +263,22 @@ export async function admissionLatency(r: Release, count: number, tag: string, g
     if (waited > 60_000) throw new Error(`the tenant could not list Pods in ${podsNamespace} within 60 s`);
     await sleep(200);
   }
-  const timed = async (one: (i: number) => Promise<unknown>) => {
+  let made = 0;
+  const timed = async (n: number, one: (i: number) => Promise<unknown>) => {
     const samples: number[] = [];
-    for (let i = 0; i < count; i++) {
+    for (let i = 0; i < n; i++) {
       await sleep(gapMs);
       const t = performance.now();
-      await one(i);
+      await one(made++);
       samples.push(performance.now() - t);
     }
-    return percentiles(samples);
+    return samples;
   };
-  const namespaces = await timed((i) =>
+  const createNamespace = (i: number) =>
     r.tenant.create(Resources.namespaces, {
       metadata: { name: `adm-${tag}-${i}`, labels: { [organizationLabel]: r.tenantOrganization } },
-    }),
-  );
-  const pods = await timed((i) =>
+    });
+  const createPod = (i: number) =>
     r.tenant.create(Resources.pods, {
       metadata: { name: `p-${i}`, namespace: podsNamespace },
       spec: {
@@ -281,9 +287,30 @@ export async function admissionLatency(r: Release, count: number, tag: string, g
           { name: 'c', image: r.workloadImage, resources: { requests: { cpu: '10m', memory: '16Mi' } } },
         ],
       },
-    } as KubeObject),
-  );
-  return { namespaces, pods };
+    } as KubeObject);
+  const hooks = await webhookSwitch(r.admin, r.release);
+  const samples = {
+    with: { namespaces: [] as number[], pods: [] as number[] },
+    without: { namespaces: [] as number[], pods: [] as number[] },
+  };
+  const blocks = 4;
+  const perBlock = Math.ceil(count / (blocks / 2));
+  try {
+    for (let b = 0; b < blocks; b++) {
+      const on = b % 4 === 0 || b % 4 === 3;
+      await hooks.set(on);
+      const mode = on ? 'with' : 'without';
+      samples[mode].namespaces.push(...(await timed(perBlock, createNamespace)));
+      samples[mode].pods.push(...(await timed(perBlock, createPod)));
+    }
+  } finally {
+    await hooks.set(true);
+  }
+  const summary = (s: { namespaces: number[]; pods: number[] }) => ({
+    namespaces: percentiles(s.namespaces),
+    pods: percentiles(s.pods),
+  });
+  return { with: summary(samples.with), without: summary(samples.without) };
 }
 
 interface Lease extends KubeObject {

@@ -98,6 +98,8 @@ const create = (client: KubeClient, type: ResourceType, object: object) =>
     if (!isAlreadyExists(err)) throw err;
   });
 
+const roleOf = (k: number) => (k % 5 === 0 ? 'admin' : k % 5 === 1 ? 'edit' : 'view');
+
 /** Namespace `i` of organization `org`, with its objects. Returns the objects created. */
 export async function createTeamNamespace(admin: KubeClient, i: number, org: string, image: string) {
   const namespace = namespaceName(i);
@@ -108,7 +110,8 @@ export async function createTeamNamespace(admin: KubeClient, i: number, org: str
   for (let k = 0; k < perNamespace.RoleBinding; k++)
     await create(admin, Resources.roleBindings, {
       metadata: meta(`binding-${k}`),
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
+      // A mix like a team's: admins, editors, and most bindings read-only.
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: roleOf(k) },
       subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: `viewer-${i}-${k}` }],
     });
   for (let k = 0; k < perNamespace.ConfigMap; k++)

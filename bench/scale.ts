@@ -6,6 +6,7 @@
 // tenant's namespace and Pod creates through the webhooks, a standby's warm-up and a failover, the
 // requests tenantkit's ServiceAccounts send at idle (kube-apiserver's audit log), and CPU per change.
 //   npm run bench:scale -- [--sizes S,M,L] [--creates 200] [--idle-minutes 10] [--divide 1]
+// --idle-minutes takes one figure for every size or one per size (e.g. 2,2,10: the full window at L only).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -73,6 +74,7 @@ interface SizeResult {
   admission: Awaited<ReturnType<typeof admissionLatency>>;
   failover: Awaited<ReturnType<typeof failover>>;
   idleRequests: Map<string, number>;
+  idleMinutes: number;
   etcdBytes: number;
 }
 
@@ -90,8 +92,9 @@ try {
   say(`installed: controllers hold ${most(baseline.cached).objects} objects in their informers`);
   const results: SizeResult[] = [];
   let grown = { organizations: 0, namespaces: 0 };
-  for (const size of sizes) {
-    results.push(await measureSize(r, size, grown));
+  const idle = values['idle-minutes'].split(',').map(Number);
+  for (const [i, size] of sizes.entries()) {
+    results.push(await measureSize(r, size, grown, idle[Math.min(i, idle.length - 1)]!));
     grown = size;
     report(results);
   }
@@ -198,6 +201,7 @@ async function measureSize(
   r: Release,
   size: { name: string; organizations: number; namespaces: number },
   from: { organizations: number; namespaces: number },
+  idleMinutes: number,
 ): Promise<SizeResult> {
   say(`size ${size.name}: growing to ${size.organizations} organizations, ${size.namespaces} namespaces`);
   const grown = await grow(admin, {
@@ -226,7 +230,6 @@ async function measureSize(
   const admission = await admissionLatency(r, 100, size.name.toLowerCase());
   say('  standby warm-up and failover');
   const failed = await failover(r, size.name.toLowerCase());
-  const idleMinutes = Number(values['idle-minutes']);
   // Idle means nothing left to do: the churned namespaces' deletions finished, then half a minute more.
   const terminating = await untilNoneTerminating();
   say(`  the last namespace deletions ended after ${terminating.toFixed(0)} s; idle for ${idleMinutes} min`);
@@ -247,6 +250,7 @@ async function measureSize(
     admission,
     failover: failed,
     idleRequests,
+    idleMinutes,
     etcdBytes: await etcdBytes(),
   };
 }
@@ -318,16 +322,22 @@ function report(results: SizeResult[]): void {
   console.log(
     `    CPU per change (ms): ${[...f.cpuPerChange].map(([c, s]) => `${c} ${(s * 1000).toFixed(2)}`).join(', ')}`,
   );
-  const a = last.admission;
-  console.log(
-    `  tenant creates through the webhooks: namespaces p50 ${a.namespaces.p50.toFixed(1)} ms, p99 ${a.namespaces.p99.toFixed(1)} ms${ratio(a.namespaces.p50, first.admission.namespaces.p50)}; Pods p50 ${a.pods.p50.toFixed(1)} ms, p99 ${a.pods.p99.toFixed(1)} ms${ratio(a.pods.p50, first.admission.pods.p50)}`,
-  );
+  // The webhooks' overhead: p50 with them minus p50 without, in the same minutes.
+  const overhead = (m: SizeResult['admission'], kind: 'namespaces' | 'pods') =>
+    m.with[kind].p50 - m.without[kind].p50;
+  for (const kind of ['namespaces', 'pods'] as const) {
+    const a = last.admission;
+    const o = overhead(a, kind);
+    console.log(
+      `  tenant ${kind} creates: with the webhooks p50 ${a.with[kind].p50.toFixed(1)} ms, p99 ${a.with[kind].p99.toFixed(1)} ms; without p50 ${a.without[kind].p50.toFixed(1)} ms, p99 ${a.without[kind].p99.toFixed(1)} ms; overhead ${o.toFixed(1)} ms${ratio(o, overhead(first.admission, kind))}`,
+    );
+  }
   console.log(
     `  standby replaced, Ready (caches synced) in ${last.failover.warmUp.toFixed(1)} s; leader deleted, lease moved in ${last.failover.leaseMoved.toFixed(1)} s, a namespace created then bound in ${last.failover.workDone.toFixed(1)} s`,
   );
   const idle = [...last.idleRequests].sort();
   const writes = idle.filter(([k]) => writeVerbs.has(k.split(' ')[1]!)).reduce((s, [, n]) => s + n, 0);
   console.log(
-    `  idle ${values['idle-minutes']} min: ${writes} writes; requests by ServiceAccount and verb: ${idle.map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`,
+    `  idle ${last.idleMinutes} min: ${writes} writes; requests by ServiceAccount and verb: ${idle.map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`,
   );
 }
