@@ -11,7 +11,7 @@ import type { AdmissionReview } from '../src/webhook/admission.ts';
 import { machineCpu, processCpu } from './cpu.ts';
 import { type Floor, type FloorRuntime, startFloor } from './floor.ts';
 import { podMemory } from './kubelet.ts';
-import { importChartImages, requireNode, startBenchCluster } from './node.ts';
+import { helmInstallArgs, importChartImages, requireNode, startBenchCluster } from './node.ts';
 import { addGrowth, perCall, percentiles, samplesOf } from './prom.ts';
 import { applyBenchTenant } from './tenant.ts';
 import { webhookSwitch } from './webhooks.ts';
@@ -208,7 +208,7 @@ try {
   const release = 'bench';
   const namespace = 'tenantkit-system';
   await admin.apply(Resources.namespaces, { metadata: { name: 'velero' } }, apply);
-  const settings = [...images.values, 'search.replicas=1', ...values.set].flatMap((s) => ['--set', s]);
+  const settings = [...images.values, 'search.replicas=1', ...values.set];
   /** When each workload of the release first had all its replicas ready, in s from `started`. */
   const watchReady = (started: number) => {
     const ready = new Map<string, number>();
@@ -261,18 +261,7 @@ try {
     const started = performance.now();
     const wallStarted = Math.floor(Date.now() / 1000) * 1000;
     const stopWatching = watchReady(started);
-    await helm([
-      'install',
-      release,
-      chart,
-      '-n',
-      namespace,
-      '--create-namespace',
-      '--wait',
-      '--timeout',
-      '10m',
-      ...settings,
-    ]);
+    await helm(helmInstallArgs(release, chart, namespace, settings));
     const seconds = (performance.now() - started) / 1000;
     timelines.push(await stopWatching());
     // What held an install up, in the cluster's words.

@@ -46,6 +46,20 @@ export async function importChartImages(node: LocalNode): Promise<{ values: stri
   return { values, tenantkit: image.ref };
 }
 
+/** `helm install` of `chart` as the benches run it: waited for (10 minutes at most), each value a --set. */
+export const helmInstallArgs = (release: string, chart: string, namespace: string, settings: string[]) => [
+  'install',
+  release,
+  chart,
+  '-n',
+  namespace,
+  '--create-namespace',
+  '--wait',
+  '--timeout',
+  '10m',
+  ...settings.flatMap((s) => ['--set', s]),
+];
+
 export interface BenchCluster {
   dir: string;
   cp: ControlPlane;

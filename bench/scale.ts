@@ -17,7 +17,7 @@ import { KubeClient } from '../src/kube/client.ts';
 import { type KubeObject, Resources } from '../src/kube/resources.ts';
 import { auditServiceAccounts, writeVerbs } from './audit.ts';
 import type { PodStats } from './kubelet.ts';
-import { importChartImages, requireNode, startBenchCluster } from './node.ts';
+import { helmInstallArgs, importChartImages, requireNode, startBenchCluster } from './node.ts';
 import { percentiles } from './prom.ts';
 import {
   admissionLatency,
@@ -110,18 +110,7 @@ async function install(): Promise<Release> {
   await admin.apply(Resources.namespaces, { metadata: { name: 'velero' } }, apply);
   const settings = [...images.values, 'search.replicas=1', ...values.set];
   say(`helm install ${settings.slice(images.values.length).join(' ')}`);
-  await helm([
-    'install',
-    release,
-    join(repoRoot, 'deploy', 'helm', 'tenantkit'),
-    '-n',
-    namespace,
-    '--create-namespace',
-    '--wait',
-    '--timeout',
-    '10m',
-    ...settings.flatMap((s) => ['--set', s]),
-  ]);
+  await helm(helmInstallArgs(release, join(repoRoot, 'deploy', 'helm', 'tenantkit'), namespace, settings));
   await applyFoundation(admin);
   const tenantOrganization = 'org-tenant';
   // Her organization is like the others: the profile, and a ScopeInstance over its namespaces.

@@ -17,6 +17,23 @@ const rejection = (promise: Promise<unknown>) =>
   );
 afterAll(() => cluster.cleanup());
 
+/** A running, synced informer on the ConfigMaps of `ns`; `stop` ends it. */
+async function configMapInformer(ns: string) {
+  const informer = new Informer<KubeObject & { data?: Record<string, string> }>(
+    cluster.admin,
+    Resources.configMaps,
+    { namespace: ns },
+  );
+  const signal = new AbortController();
+  const run = informer.run(signal.signal);
+  await informer.waitForSync();
+  const stop = async () => {
+    signal.abort();
+    await run;
+  };
+  return { informer, stop };
+}
+
 describe('informer', () => {
   it('lists, follows watch events, and keeps its indexes in step', async () => {
     const ns = await cluster.namespace('inf');
@@ -89,14 +106,7 @@ describe('informer', () => {
     });
     // Server-side apply: the API server records managedFields for the bench's field manager.
     await cluster.admin.apply(Resources.configMaps, object('listed'), { fieldManager: 'inf', force: true });
-    const informer = new Informer<KubeObject & { data?: Record<string, string> }>(
-      cluster.admin,
-      Resources.configMaps,
-      { namespace: ns },
-    );
-    const stop = new AbortController();
-    const run = informer.run(stop.signal);
-    await informer.waitForSync();
+    const { informer, stop } = await configMapInformer(ns);
     await cluster.admin.apply(Resources.configMaps, object('watched'), { fieldManager: 'inf', force: true });
     await eventually(() => informer.get(`${ns}/watched`) !== undefined, { what: 'watch event' });
     const fromServer = await cluster.admin.get<KubeObject>(Resources.configMaps, 'watched', ns);
@@ -109,8 +119,7 @@ describe('informer', () => {
       expect(cached.data).toEqual({ key: 'value' });
       expect(cached.metadata.uid).toMatch(/^[0-9a-f-]{36}$/);
     }
-    stop.abort();
-    await run;
+    await stop();
   });
 
   it('caches metadata alone when asked (PartialObjectMetadata), through list and watch, and an empty list', async () => {
@@ -221,14 +230,7 @@ describe('informer', () => {
     ]) {
       await cluster.admin.create(Resources.configMaps, { metadata: { name, namespace: ns }, data: { team } });
     }
-    const informer = new Informer<KubeObject & { data?: Record<string, string> }>(
-      cluster.admin,
-      Resources.configMaps,
-      { namespace: ns },
-    );
-    const stop = new AbortController();
-    const run = informer.run(stop.signal);
-    await informer.waitForSync();
+    const { informer, stop } = await configMapInformer(ns);
     const teamOf = (o: KubeObject & { data?: Record<string, string> }) => (o.data?.team ? [o.data.team] : []);
     informer.addIndex('team', teamOf);
     expect(informer.byIndex('team', 'red').map((o) => o.metadata.name)).toEqual(['a']);
@@ -241,8 +243,7 @@ describe('informer', () => {
     );
     expect(() => informer.addIndex(ByNamespace, (o) => [o.metadata.name!])).toThrow(/already exists/);
     expect(informer.byIndex('team', 'red').map((o) => o.metadata.name)).toEqual(['a']);
-    stop.abort();
-    await run;
+    await stop();
   });
 });
 
