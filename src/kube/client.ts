@@ -349,6 +349,9 @@ export class KubeClient {
     };
     if (options.signal?.aborted) return;
     const httpOptions = await this.httpsOptions('GET', resourcePath(type, options.namespace), params);
+    // Aborted while the options were made (a token read): the abort event has fired already and would
+    // never end the request below.
+    if (options.signal?.aborted) return;
     await new Promise<void>((resolve, reject) => {
       const req = httpsRequest(httpOptions, (res) => {
         const status = res.statusCode ?? 0;

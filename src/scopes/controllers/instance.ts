@@ -195,7 +195,15 @@ export class InstanceReconciler extends ReconcilerOf<InstanceSources> {
   async bindIn(ctx: ReconcileContext, name: string, namespace: string): Promise<void> {
     const instance = this.from.instances.get(name);
     if (!instance || instance.metadata.deletionTimestamp) return;
-    const plan = this.plan(instance, this.from.templates.get(instance.spec.scopeTemplateName));
+    // Each namespace is judged on its own, so the plan over this one namespace (and the listed ones) is
+    // the whole plan cut to it, without matching every namespace the selector may reach.
+    const only = this.from.namespaces.get(namespace);
+    const plan = planBindings(
+      instance,
+      this.from.templates.get(instance.spec.scopeTemplateName),
+      (ns) => this.from.namespaces.get(ns),
+      () => (only && instance.spec.namespaceSelector ? [only] : []),
+    );
     const desired = plan.desired.filter((b) => b.metadata.namespace === namespace);
     if (desired.length > 0) await this.apply(ctx, instance, { ...plan, desired, failures: [] });
   }
