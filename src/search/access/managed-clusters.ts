@@ -3,6 +3,7 @@
 // asked of the API server's discovery, at start and whenever a CustomResourceDefinition changes.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { untilAborted } from '../../kube/abort.ts';
 import { isNotFound, type KubeClient } from '../../kube/client.ts';
 import { Informer } from '../../kube/informer.ts';
 import type { KubeObject, ResourceType } from '../../kube/resources.ts';
@@ -72,13 +73,10 @@ export class ManagedClusterTracker {
     const trigger = (crd: CrdObject) => {
       if (crd.metadata.name === ManagedClusterCrdName) this.check(signal);
     };
-    await Promise.race([
-      this.crds.waitForSync(),
-      new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true })),
-    ]);
+    await Promise.race([this.crds.waitForSync(), untilAborted(signal)]);
     this.crds.addHandlers({ onAdd: trigger, onUpdate: (_, crd) => trigger(crd), onDelete: trigger });
     this.check(signal);
-    await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+    await untilAborted(signal);
     this.stopInformer();
   }
 

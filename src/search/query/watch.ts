@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import { untilAborted } from '../../kube/abort.ts';
 import type { AccessSet, SearchEvent, SearchInput } from '../model.ts';
 import { accessPredicate } from './access-sql.ts';
 import { inputConditions } from './filters.ts';
@@ -124,7 +125,7 @@ export class WatchHub {
       client.on('notification', onNotify);
       await new Promise<void>((resolve, reject) => {
         client.once('error', reject);
-        signal.addEventListener('abort', () => resolve(), { once: true });
+        untilAborted(signal).then(resolve);
       });
       client.off('notification', onNotify);
       await client.query(`UNLISTEN ${channel}`).catch(() => {});
