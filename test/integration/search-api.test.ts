@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { silentLogger } from '../../src/kube/log.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { freePort } from '../../src/ports.ts';
 import { type SearchService, startSearchService } from '../../src/search/components/service.ts';
 import { SearchUserClusterRoleName } from '../../src/search/index.ts';
 import { HubCluster, type IndexedResource, type ResourceData } from '../../src/search/model.ts';
@@ -25,7 +26,7 @@ import {
   serialize,
 } from '../fuzz/json.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
-import { startTestDatabase } from '../harness/postgres.ts';
+import { proxyOn, startTestDatabase } from '../harness/postgres.ts';
 import { type GraphQLReply, postGraphQL, postGraphQLText } from '../harness/search-client.ts';
 import { searchServiceIdentity } from '../harness/search-service.ts';
 
@@ -670,6 +671,53 @@ describe("ACM's cookie only from search's own origin, and /metrics only for thos
     const bearer = await upgrade({ authorization: `Bearer ${tokenA}`, origin: 'https://other.example' });
     expect(bearer.status).toBe(101);
     bearer.socket?.close();
+  });
+
+  it('answers 503 with the reason while its database is gone, and the exact answer once it is back', async () => {
+    // A second API whose database is reached through a proxy that can go, as a killed database Pod does.
+    const port = await freePort();
+    let proxy = await proxyOn(db.url, port);
+    const ended = new AbortController();
+    const serving = await ca.issue({ commonName: '127.0.0.1', usage: 'server', ipAddresses: ['127.0.0.1'] });
+    const second = await startSearchService(
+      {
+        client: await searchServiceIdentity(cluster),
+        logger: silentLogger,
+        databaseUrl: proxy.url,
+        certificate: serving,
+        tokenTtlMs: 60_000,
+      },
+      ended.signal,
+    );
+    const query = '{ search(input: [{ filters: [{ property: "kind", values: ["ConfigMap"] }] }]) { items } }';
+    const ask = () => postGraphQL(`https://127.0.0.1:${second.port}`, ca.certPem, tokenA, query);
+    try {
+      const before = await ask();
+      expect(before.status).toBe(200);
+      expect(names((before.body.data as Items).search[0]!.items)).toEqual(['other-a', 'settings-a']);
+      await proxy.cut();
+      const gone = await ask();
+      expect(gone.status).toBe(503);
+      expect(gone.body.errors?.[0]?.extensions?.code).toBe('UNAVAILABLE');
+      expect(gone.body.errors?.[0]?.message).toMatch(
+        /the search index is unavailable: its database cannot be reached \(.+\); retry/,
+      );
+      expect(JSON.stringify(gone.body)).not.toContain('settings-a');
+      proxy = await proxyOn(db.url, port);
+      const back = await eventually(
+        async () => {
+          const reply = await ask();
+          if (reply.status !== 200) throw new Error(`still ${reply.status}`);
+          return reply;
+        },
+        { what: 'answers again', timeoutMs: 15_000 },
+      );
+      expect(names((back.body.data as Items).search[0]!.items)).toEqual(['other-a', 'settings-a']);
+    } finally {
+      ended.abort();
+      await second.done;
+      await proxy.cut();
+    }
   });
 
   it('answers /metrics only to a caller the API server lets get /metrics', async () => {

@@ -1,10 +1,10 @@
 // Search waits for a database that is not accepting connections yet (the chart's bundled PostgreSQL starts
 // beside it) instead of crash-looping, and fails at once on anything else.
-import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/ports.ts';
 import { connect, type Database } from '../../src/search/db/postgres.ts';
-import { startTestDatabase } from '../harness/postgres.ts';
+import { type DatabaseProxy, proxyOn, startTestDatabase } from '../harness/postgres.ts';
 
 let db: Database;
 beforeAll(async () => {
@@ -19,25 +19,13 @@ function urlOn(port: number): string {
   return url.toString();
 }
 
-/** A TCP proxy to the test database on `port`, like a database Pod that becomes ready. */
-function proxyOn(port: number): Promise<Server> {
-  const target = new URL(db.url);
-  const server = createServer((client) => {
-    const upstream = tcpConnect(Number(target.port), target.hostname);
-    client.pipe(upstream).pipe(client);
-    client.on('error', () => upstream.destroy());
-    upstream.on('error', () => client.destroy());
-  });
-  return new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve(server)));
-}
-
 describe('waiting for the search database', () => {
   it('connects once a late database accepts connections, saying what it waits for', async () => {
     const port = await freePort();
     const lines: string[] = [];
-    let proxy: Server | undefined;
+    let proxy: DatabaseProxy | undefined;
     const late = setTimeout(async () => {
-      proxy = await proxyOn(port);
+      proxy = await proxyOn(db.url, port);
     }, 1500);
     try {
       const started = Date.now();
@@ -48,7 +36,7 @@ describe('waiting for the search database', () => {
       await waited.close();
     } finally {
       clearTimeout(late);
-      proxy?.close();
+      void proxy?.cut();
     }
   });
 
@@ -73,11 +61,11 @@ describe('waiting for the search database', () => {
       silent.listen(0, '127.0.0.1', () => resolve((silent.address() as { port: number }).port)),
     );
     const lines: string[] = [];
-    let proxy: Server | undefined;
+    let proxy: DatabaseProxy | undefined;
     const answering = setTimeout(() => {
       silent.close();
       for (const c of connections) c.destroy();
-      void proxyOn(port).then((p) => {
+      void proxyOn(db.url, port).then((p) => {
         proxy = p;
       });
     }, 1500);
@@ -95,7 +83,7 @@ describe('waiting for the search database', () => {
     } finally {
       clearTimeout(answering);
       silent.close();
-      proxy?.close();
+      void proxy?.cut();
     }
   });
 

@@ -63,6 +63,24 @@ const notYet = new Set([
 const timedOut = (err: unknown) =>
   err instanceof Error && /connection timeout|timeout exceeded when trying to connect/.test(err.message);
 
+/** Errors of a database that went away or is restarting: lost connections, shutdowns, recovery. */
+const goneCodes = new Set([...notYet, 'ECONNRESET', 'EPIPE', '57P01', '57P02']);
+const goneMessage =
+  /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|the database system is (starting up|shutting down|in recovery mode)/;
+
+/**
+ * Why a query failed because the database is unreachable or restarting (e.g. "ECONNREFUSED", "57P01"),
+ * or undefined for any other failure: the one kind a caller should answer "unavailable, retry" to.
+ */
+export function databaseUnavailable(err: unknown): string | undefined {
+  if (!(err instanceof Error)) return undefined;
+  const code = (err as { code?: string }).code ?? '';
+  // Class 08: connection exceptions (08000, 08003, 08006, ...).
+  if (goneCodes.has(code) || code.startsWith('08')) return code;
+  if (goneMessage.test(err.message)) return err.message.slice(0, 80);
+  return undefined;
+}
+
 export async function connect(url: string, options: PoolOptions = {}): Promise<Database> {
   const pool = createPool(url, options);
   // A database that starts beside search (the chart's bundled one) is waited for, with a line now and

@@ -125,6 +125,17 @@ function replyJson(res: ServerResponse, status: number, code: string, message: s
   res.end(JSON.stringify({ message, errors: [{ message, extensions: { code } }] }));
 }
 
+/** A GraphQL reply whose every error is UNAVAILABLE (and so whose data holds no answer). */
+export function onlyUnavailable(text: string): boolean {
+  if (!text.includes('"UNAVAILABLE"')) return false;
+  try {
+    const { errors } = JSON.parse(text) as { errors?: { extensions?: { code?: string } }[] };
+    return !!errors?.length && errors.every((e) => e.extensions?.code === 'UNAVAILABLE');
+  } catch {
+    return false;
+  }
+}
+
 export const forbiddenMessage = (user: SearchUser) =>
   `user "${user.username}" may not use search: it needs verb "${SearchVerb}" on "${SearchResource}.${SearchApiGroup}" in some namespace; ask an admin to bind the ClusterRole ${SearchUserClusterRoleName} (also part of the admin, edit and view roles)`;
 
@@ -363,6 +374,12 @@ export class SearchServer {
         context: undefined,
       };
       const [text, init] = await this.handleGraphql(request);
+      // Nothing but "the index is unavailable" (its database is down): the HTTP status says so too, so
+      // that clients and proxies retry instead of taking an empty answer for the truth.
+      if (init.status === 200 && typeof text === 'string' && onlyUnavailable(text)) {
+        res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '5' }).end(text);
+        return;
+      }
       res.writeHead(init.status, init.statusText, init.headers as Record<string, string>).end(text);
     } finally {
       status = res.statusCode;

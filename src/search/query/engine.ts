@@ -3,6 +3,7 @@
 
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import { databaseUnavailable } from '../db/postgres.ts';
 import { searchMetrics } from '../metrics.ts';
 import {
   type AccessSet,
@@ -331,6 +332,13 @@ export class PostgresSearch implements SearchBackend {
       return result.rows as T[];
     } catch (err) {
       const code = (err as { code?: string }).code;
+      const gone = databaseUnavailable(err);
+      if (gone !== undefined) {
+        throw new QueryError(
+          'UNAVAILABLE',
+          `the search index is unavailable: its database cannot be reached (${gone}); retry in a few seconds`,
+        );
+      }
       if (code === '57014') {
         throw new QueryError(
           'TIMEOUT',
