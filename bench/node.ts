@@ -69,6 +69,11 @@ export interface BenchCluster {
   node?: LocalNode;
   /** Why there is no node (not asked for, or not possible here). */
   noNode?: string;
+  /**
+   * Stops etcd, kube-apiserver and kube-controller-manager and starts them again on the same data and
+   * ports (the node and everything on it keep running); `cp` is the new one after it.
+   */
+  restartControlPlane(): Promise<void>;
   /** Stops the node (saying what it could not put back), the control plane, the bridge; removes the dir. */
   stop(): Promise<void>;
 }
@@ -83,18 +88,20 @@ export async function startBenchCluster(options: {
   const dir = await mkdtemp(join(tmpdir(), 'tenantkit-bench-'));
   const network = noNode ? undefined : await ensureNodeNetwork();
   const veleroBinaries = await ensureVeleroBinaries(progress);
-  const cp = await startControlPlane({
-    dir,
-    ...(network ? { address: nodeIP } : {}),
-    unsafeNoFsync: true,
-    ...(options.apiserverFlags ? { apiserverFlags: options.apiserverFlags } : {}),
-    progress,
-    beforeControllers: async (kubeconfig) =>
-      installCrds(KubeClient.fromKubeconfig({ yaml: kubeconfig }), [
-        ...allCrds.map((d) => crdManifest(d) as unknown as KubeObject),
-        ...(await veleroCrds(veleroBinaries.velero)),
-      ]),
-  });
+  const start = () =>
+    startControlPlane({
+      dir,
+      ...(network ? { address: nodeIP } : {}),
+      unsafeNoFsync: true,
+      ...(options.apiserverFlags ? { apiserverFlags: options.apiserverFlags } : {}),
+      progress,
+      beforeControllers: async (kubeconfig) =>
+        installCrds(KubeClient.fromKubeconfig({ yaml: kubeconfig }), [
+          ...allCrds.map((d) => crdManifest(d) as unknown as KubeObject),
+          ...(await veleroCrds(veleroBinaries.velero)),
+        ]),
+    });
+  const cp = await start();
   const admin = KubeClient.fromKubeconfig({ yaml: cp.adminKubeconfig });
   const node = network
     ? await startNode(
@@ -102,23 +109,28 @@ export async function startBenchCluster(options: {
         { dir: join(dir, 'node'), progress },
       )
     : undefined;
-  return {
+  const cluster: BenchCluster = {
     dir,
     cp,
     admin,
     veleroBinaries,
     node,
     noNode,
+    async restartControlPlane() {
+      await cluster.cp.stop();
+      cluster.cp = await start();
+    },
     async stop() {
       if (node) {
         const left = await node.stop();
         if (left.length > 0) console.error(`the node left behind: ${left.join(', ')}`);
       }
-      await cp.stop();
+      await cluster.cp.stop();
       await network?.release();
       await rm(dir, { recursive: true, force: true });
     },
   };
+  return cluster;
 }
 
 /** Velero in `namespace` with its node-agent on the node (the image built here and imported). */

@@ -205,11 +205,17 @@ async function cgroupFolders(roots: string[]): Promise<string[]> {
   return out;
 }
 
-/** The processes in the node's cgroups (read from the pids hierarchy, which every process is in). */
-export async function cgroupProcesses(roots: string[]): Promise<number[]> {
+/**
+ * The processes in the node's cgroups (read from the pids hierarchy, which every process is in), or in
+ * those of its folders that `only` picks.
+ */
+export async function cgroupProcesses(
+  roots: string[],
+  only?: (folder: string) => boolean,
+): Promise<number[]> {
   const pids = new Set<number>();
   for (const folder of await cgroupFolders(roots)) {
-    if (!folder.startsWith('/sys/fs/cgroup/pids/')) continue;
+    if (!folder.startsWith('/sys/fs/cgroup/pids/') || (only && !only(folder))) continue;
     const procs = await readFile(join(folder, 'cgroup.procs'), 'utf8').catch(() => '');
     for (const line of procs.split('\n')) if (line.trim()) pids.add(Number(line));
   }

@@ -8,7 +8,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import type { KubeClient } from '../../src/kube/client.ts';
@@ -321,6 +321,24 @@ async function recoverKilledNode(progress: Progress): Promise<void> {
   const problems = await restoreHost(previous.before, nodeCgroupRoots);
   if (problems.length > 0) progress(`could not undo everything: ${problems.join('; ')}`);
   await forgetHost();
+}
+
+/**
+ * SIGKILLs every process of one container, named by its runtime id (a Pod's `containerID` without its
+ * `containerd://`), as a crash or the OOM killer would end it; kubelet then restarts it by the Pod's
+ * restart policy. Resolves with the number of processes killed (0: the container was not running).
+ */
+export async function killContainer(containerId: string): Promise<number> {
+  // kubelet's cgroupfs driver names a container's cgroup folder by its id, below its Pod's.
+  const pids = await cgroupProcesses([podCgroupRoot], (folder) => basename(folder) === containerId);
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Ended meanwhile.
+    }
+  }
+  return pids.length;
 }
 
 /** SIGKILLs every process in the node's cgroups until none is left (containers, shims, pause). */

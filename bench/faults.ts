@@ -1,0 +1,110 @@
+// bench:faults: tenantkit installed by its chart on the local node with Velero beside it, one tenant
+// working through her own credentials (namespaces, backups, searches), and each fault of bench/faults/
+// catalog.ts injected round after round at random moments; then every round's end state is checked.
+// Prints one table row per fault (docs/faults.md keeps the last full run's) and the seed that replays it.
+//
+//   npm run bench:faults -- [--seed N] [--rounds 20] [--cheap-rounds 100] [--faults "webhooks,search"]
+import { randomInt } from 'node:crypto';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { helmFor } from '../devenv/helm/build.ts';
+import { repoRoot } from '../devenv/images/build.ts';
+import { NonAdminBackupConfigCrd } from '../src/crds/backup.ts';
+import { KubeClient } from '../src/kube/client.ts';
+import type { KubeObject } from '../src/kube/resources.ts';
+import { faults } from './faults/catalog.ts';
+import type { FaultRow } from './faults/model.ts';
+import { seeded } from './faults/random.ts';
+import { runFault, table } from './faults/run.ts';
+import { makeWorld } from './faults/world.ts';
+import {
+  deployStore,
+  helmInstallArgs,
+  importChartImages,
+  requireNode,
+  startBenchCluster,
+  startVeleroOnNode,
+  storeSums,
+} from './node.ts';
+import { applyBenchTenant, benchOrganization } from './tenant.ts';
+
+const { values } = parseArgs({
+  options: {
+    seed: { type: 'string', default: String(randomInt(1, 2 ** 31)) },
+    rounds: { type: 'string', default: '20' },
+    'cheap-rounds': { type: 'string', default: '100' },
+    // Only the faults whose names contain one of these (comma-separated).
+    faults: { type: 'string', default: '' },
+    set: { type: 'string', multiple: true, default: [] },
+  },
+});
+requireNode('bench/faults.ts');
+const say = (line: string) => console.error(line);
+const seed = Number(values.seed);
+const chosen = faults.filter(
+  (f) => !values.faults || values.faults.split(',').some((part) => f.name.includes(part.trim())),
+);
+say(`bench:faults seed ${seed}: ${chosen.map((f) => f.name).join('; ')}`);
+const apply = { fieldManager: 'bench', force: true };
+const organizationLabel = 'appuio.io/organization';
+const release = 'bench';
+const namespace = 'tenantkit-system';
+const veleroNamespace = 'velero';
+
+// etcd's history compacted every 10 s: a watch resumed after a restart finds its version gone (410).
+const bench = await startBenchCluster({ node: true, apiserverFlags: ['--etcd-compaction-interval=10s'] });
+const { admin, cp, dir } = bench;
+const node = bench.node!;
+const rows: FaultRow[] = [];
+try {
+  const velero = await startVeleroOnNode(bench, node, veleroNamespace);
+  const images = await importChartImages(node);
+  const helm = await helmFor(cp.adminKubeconfigPath, join(dir, 'helm'), say);
+  const settings = [...images.values, `backup.veleroNamespace=${veleroNamespace}`, ...values.set];
+  say(`helm install ${settings.slice(images.values.length).join(' ')}`);
+  await helm(helmInstallArgs(release, join(repoRoot, 'deploy', 'helm', 'tenantkit'), namespace, settings));
+  await admin.apply(
+    NonAdminBackupConfigCrd.type,
+    { metadata: { name: 'cluster' }, spec: { nonAdmin: { enable: true, veleroNamespace } } } as KubeObject,
+    apply,
+  );
+  await applyBenchTenant(admin, {
+    config: { organizationLabel, defaultNamespaceQuota: 100000 },
+    rules: [{ apiGroups: [''], resources: ['namespaces'], verbs: ['create'] }],
+  });
+  const world = await makeWorld({
+    admin,
+    tenant: KubeClient.fromKubeconfig({ yaml: await cp.userKubeconfig('alice', ['tenants']) }),
+    organization: benchOrganization,
+    organizationLabel,
+    release,
+    namespace,
+    veleroNamespace,
+    home: 'alice-home',
+    say,
+  });
+  // Her data: a claim of known bytes, which the Velero faults' backups copy file by file.
+  await deployStore(admin, node, world.home, 32);
+  await storeSums(admin, world.home);
+  world.restartControlPlane = () => bench.restartControlPlane();
+  world.bucket = async (prefix) => (await velero.listObjects(prefix)).map((o) => o.key);
+  for (const [i, fault] of chosen.entries()) {
+    const rounds = Number(fault.cheap ? values['cheap-rounds'] : values.rounds);
+    // Each fault its own stream from the seed: one fault replays alone with --faults.
+    const rng = seeded(seed + faults.indexOf(fault) * 7919);
+    say(`${fault.name}: ${rounds} rounds (seed ${seed})`);
+    rows.push(await runFault(world, fault, rng, { rounds, prefix: `f${i}` }));
+    console.log(table(rows.slice(-1)).split('\n')[2]);
+  }
+  console.log(`\nbench:faults, seed ${seed} (replay: npm run bench:faults -- --seed ${seed})\n`);
+  console.log(table(rows));
+  const bad = rows.reduce(
+    (n, r) => n + r.wrong.length + r.duplicates.length + r.orphans.length + r.lost.length + r.serverErrors,
+    0,
+  );
+  if (bad > 0) process.exitCode = 1;
+} finally {
+  await bench.stop();
+}
+// Whatever a fault left waiting (a watch on a stopped API server, a socket): the run is over.
+process.exit();

@@ -1,0 +1,330 @@
+// The faults: each of the release's Pods killed (SIGKILL) or deleted, the controllers' leader killed the
+// moment a NonAdminBackup's identity is written, the search database killed, and every webhook Pod gone.
+// Each says how to tell that what it hit works again (a probe through it, as the tenant).
+import { setTimeout as sleep } from 'node:timers/promises';
+import { NonAdminBackupCrd } from '../../src/crds/backup.ts';
+import { VeleroResources } from '../../src/crds/velero.ts';
+import { ApiError } from '../../src/kube/client.ts';
+import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { indexDifference } from './checks.ts';
+import type { Fault, Injected, Rng, World } from './model.ts';
+import { allReady, componentPods, type Ending, endPod, leaderPod, type Pod } from './pods.ts';
+import { knownQuery, searchProblem } from './work.ts';
+
+/** Polls `probe` until it resolves true; throws after `timeoutMs` saying `what`. */
+async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 180_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`not recovered after ${timeoutMs / 1000} s: ${what}`);
+    await sleep(100);
+  }
+}
+
+let probes = 0;
+
+/** The tenant's new namespace is bound to her organization (webhooks and controllers work). */
+async function bindsNamespace(world: World): Promise<void> {
+  const name = `${world.home}-probe-${probes++}`;
+  await until('a new namespace admitted', async () => {
+    await world.tenant
+      .create(Resources.namespaces, {
+        metadata: { name, labels: { [world.organizationLabel]: world.organization } },
+      })
+      // Made by an earlier try whose answer was lost.
+      .catch((err: unknown) => {
+        if (!(err instanceof ApiError && err.status === 409)) throw err;
+      });
+    return true;
+  });
+  await until(`namespace ${name} bound`, async () => {
+    const bound = await world.admin.list(Resources.roleBindings, {
+      namespace: name,
+      labelSelector: 'app.kubernetes.io/managed-by=tenantkit-tenancy',
+    });
+    return bound.items.length > 0;
+  });
+  await world.admin.delete(Resources.namespaces, name).catch(() => {});
+}
+
+/** The tenant's namespace create is admitted (a dry run: nothing is kept). */
+const admits = (world: World) =>
+  until('a namespace admitted', async () => {
+    await world.tenant.request('POST', '/api/v1/namespaces?dryRun=All', {
+      body: {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: {
+          name: `${world.home}-dry-${probes++}`,
+          labels: { [world.organizationLabel]: world.organization },
+        },
+      },
+    });
+    return true;
+  });
+
+/** The tenant's search answers exactly what she may see. */
+const searchAnswers = (world: World) =>
+  until('search answers the tenant', async () => {
+    const reply = await world.search(knownQuery(world.home));
+    const p = searchProblem(world, reply);
+    return !p.refusal && !p.wrong;
+  });
+
+/** The index holds exactly the API server's objects again (within 30 s of the rest being back). */
+async function indexConverged(world: World): Promise<void> {
+  const { difference } = await indexDifference(world, 30_000);
+  if (difference) throw new Error(`the index did not converge: ${difference}`);
+}
+
+/** A component's Pod ended one way; recovered when the component is all ready and `probe` passes. */
+function podFault(
+  component: string,
+  how: Ending,
+  options: {
+    label?: string;
+    guarantee: string;
+    container?: string;
+    victim?: (world: World, rng: Rng) => Promise<Pod>;
+    probe: (world: World) => Promise<void>;
+  },
+): Fault {
+  return {
+    name: `${options.label ?? component} (${how})`,
+    cheap: true,
+    guarantee: options.guarantee,
+    async inject(world, rng) {
+      const pod = options.victim
+        ? await options.victim(world, rng)
+        : rng.pick(await componentPods(world, component));
+      if (!pod) throw new Error(`no ${component} Pod to end`);
+      const what = await endPod(world, pod, how, options.container);
+      return {
+        what,
+        async recovered() {
+          // A SIGKILLed container is restarted in place: wait until its Pod shows it again.
+          await sleep(how === 'SIGKILL' ? 1_500 : 500);
+          await allReady(world, component);
+          await options.probe(world);
+        },
+      };
+    },
+  };
+}
+
+const controllersGuarantee =
+  'a NonAdminBackup is handed to Velero exactly once and a new namespace is bound, whatever the moment the controllers leader dies';
+const webhooksGuarantee =
+  'with one webhook Pod gone the other admits; a refused request says why, and nothing is admitted unchecked';
+const searchGuarantee =
+  'a search is answered exactly, or refused with a status and a reason; never a partial or foreign answer';
+const collectorGuarantee =
+  "a restarted collector resyncs: the index holds exactly the API server's objects again, none stale";
+const consoleGuarantee =
+  "the console keeps nothing of a tenant's (her token stays in her page): a restarted Pod serves her next request as soon as it is ready";
+
+const byHow = (how: Ending): Fault[] => [
+  podFault('controllers', how, {
+    label: 'controllers leader',
+    guarantee: controllersGuarantee,
+    victim: (world) => leaderPod(world),
+    probe: bindsNamespace,
+  }),
+  podFault('webhooks', how, { guarantee: webhooksGuarantee, probe: admits }),
+  podFault('search', how, { label: 'search API', guarantee: searchGuarantee, probe: searchAnswers }),
+  podFault('search-collector', how, {
+    label: 'collector',
+    guarantee: collectorGuarantee,
+    probe: indexConverged,
+  }),
+  podFault('console', how, { guarantee: consoleGuarantee, probe: async () => {} }),
+];
+
+/**
+ * The controllers' leader SIGKILLed as soon as a NonAdminBackup's NACUUID shows in its status (step 1 of
+ * the hand-over, before the Velero Backup is made): the window where a careless controller would make a
+ * second Backup or none. `what` says whether the Backup existed already when the kill landed.
+ */
+const leaderAtIdentity: Fault = {
+  name: 'controllers leader (SIGKILL at a NAB identity write)',
+  cheap: false,
+  guarantee: controllersGuarantee,
+  async inject(world, rng) {
+    const leader = await leaderPod(world);
+    const stop = new AbortController();
+    const hit = new Promise<string>((resolve) => {
+      void world.admin
+        .watch<KubeObject & { status?: { veleroBackup?: { nacuuid?: string } } }>(
+          NonAdminBackupCrd.type,
+          { namespace: world.home, signal: stop.signal, timeoutSeconds: 120 },
+          (event) => {
+            const uuid = event.object?.status?.veleroBackup?.nacuuid;
+            if (event.type === 'MODIFIED' && uuid) resolve(uuid);
+          },
+        )
+        .catch(() => {});
+    });
+    // The tenant's next NAB (made by the round's work) is the one: one is made every 2 s.
+    const uuid = await Promise.race([hit, sleep(rng.between(10_000, 15_000)).then(() => '')]);
+    const what = await endPod(world, leader, 'SIGKILL');
+    stop.abort();
+    const made = uuid
+      ? await world.admin.get(VeleroResources.backups, uuid, world.veleroNamespace)
+      : undefined;
+    return {
+      what: `${what}; ${!uuid ? 'no NAB identity was written in time' : made ? 'its Velero Backup already existed' : 'before its Velero Backup existed'}`,
+      async recovered() {
+        await sleep(1_500);
+        await allReady(world, 'controllers');
+        await bindsNamespace(world);
+      },
+    };
+  },
+};
+
+/** search's database SIGKILLed (its volume stays): PostgreSQL recovers from its WAL and search resyncs. */
+const databaseKilled: Fault = {
+  name: 'search database (SIGKILL)',
+  cheap: false,
+  guarantee:
+    "while its database is down, search answers 503 with the reason; once back, the index converges to exactly the API server's objects",
+  async inject(world, rng) {
+    const pod = rng.pick(await componentPods(world, 'search-db'));
+    const what = await endPod(world, pod, 'SIGKILL');
+    return {
+      what,
+      async recovered() {
+        await sleep(1_500);
+        await allReady(world, 'search-db');
+        await searchAnswers(world);
+        await indexConverged(world);
+      },
+    };
+  },
+};
+
+/** Every webhook Pod gone (scaled to 0) for a few seconds of the tenant's work, then scaled back. */
+const webhooksGone: Fault = {
+  name: 'webhooks, all replicas down',
+  cheap: false,
+  guarantee:
+    "with no webhook serving, tenants are refused with a message (closed, never open); the cluster's own Pods still start; admission comes back by itself",
+  async inject(world, rng): Promise<Injected> {
+    const deployment = `${world.release}-webhooks`;
+    const scale = (replicas: number) =>
+      world.admin.patch(Resources.deployments, deployment, world.namespace, { spec: { replicas } });
+    const replicas =
+      (
+        await world.admin.get<KubeObject & { spec: { replicas?: number } }>(
+          Resources.deployments,
+          deployment,
+          world.namespace,
+        )
+      )?.spec.replicas ?? 2;
+    await scale(0);
+    await until('webhook Pods gone', async () => (await componentPods(world, 'webhooks')).length === 0);
+    await sleep(rng.between(2_000, 5_000));
+    await scale(replicas);
+    return {
+      what: `scaled ${deployment} to 0 until its Pods were gone, then back to ${replicas}`,
+      async recovered() {
+        await allReady(world, 'webhooks');
+        await admits(world);
+      },
+    };
+  },
+};
+
+/**
+ * etcd and kube-apiserver stopped and started again on the same data, with the apiserver compacting
+ * etcd's history every 10 s (the bench's flag): every watch of every component breaks, and resumes from
+ * a version that is gone (410), so each informer must list again; nothing may be missed.
+ */
+const controlPlaneRestarted: Fault = {
+  name: 'kube-apiserver and etcd restarted (history compacted)',
+  cheap: false,
+  guarantee:
+    'every informer resumes after the API server is back, listing again when its version was compacted away: nothing done before or after is missed',
+  async inject(world) {
+    if (!world.restartControlPlane) throw new Error('this run cannot restart the control plane');
+    const started = performance.now();
+    await world.restartControlPlane();
+    return {
+      what: `etcd and kube-apiserver stopped and started again (${((performance.now() - started) / 1000).toFixed(1)} s)`,
+      async recovered() {
+        for (const c of ['controllers', 'webhooks', 'search', 'search-collector']) await allReady(world, c);
+        await bindsNamespace(world);
+        await searchAnswers(world);
+        await indexConverged(world);
+      },
+    };
+  },
+};
+
+interface VeleroBackup extends KubeObject {
+  status?: { phase?: string };
+}
+
+/** Velero's Pods (its server, its node-agent) ready again, and its storage location available. */
+async function veleroBack(world: World): Promise<void> {
+  await until('Velero and its node-agent ready', async () => {
+    const pods = (
+      await world.admin.list<Pod>(Resources.pods, {
+        namespace: world.veleroNamespace,
+        labelSelector: 'component=velero',
+      })
+    ).items.filter((p) => !p.metadata.deletionTimestamp);
+    return pods.length >= 2 && pods.every((p) => p.status?.containerStatuses?.every((c) => c.ready));
+  });
+}
+
+/**
+ * Velero's server or its node-agent SIGKILLed while one of the tenant's file-system backups runs: Velero
+ * marks a backup it finds InProgress at its start Failed, with its reason; the tenant sees that reason in
+ * her NAB, and her retry completes.
+ */
+const veleroKilled = (part: 'server' | 'node-agent'): Fault => ({
+  name: `Velero ${part} (SIGKILL during a backup)`,
+  cheap: false,
+  volumeBackups: true,
+  backupsMayFail: true,
+  guarantee:
+    "a NonAdminBackup that Velero drops ends Failed with Velero's reason, its data and Velero objects are removed with it, and the tenant's next backup completes",
+  async inject(world, rng) {
+    let running: VeleroBackup | undefined;
+    const deadline = Date.now() + 60_000;
+    while (!running && Date.now() < deadline) {
+      const backups = await world.admin.list<VeleroBackup>(VeleroResources.backups, {
+        namespace: world.veleroNamespace,
+      });
+      running = backups.items.find((b) => b.status?.phase === 'InProgress');
+      if (!running) await sleep(100);
+    }
+    await sleep(rng.between(0, 1_000));
+    const selector = part === 'server' ? 'deploy=velero' : 'name=node-agent';
+    const pods = await world.admin.list<Pod>(Resources.pods, {
+      namespace: world.veleroNamespace,
+      labelSelector: selector,
+    });
+    const victim = pods.items.find((p) => !p.metadata.deletionTimestamp);
+    if (!victim) throw new Error(`no Velero ${part} Pod`);
+    const what = await endPod(world, victim, 'SIGKILL');
+    return {
+      what: `${what} ${running ? `while Backup ${running.metadata.name} ran` : '(no backup was running)'}`,
+      async recovered() {
+        await sleep(1_500);
+        await veleroBack(world);
+      },
+    };
+  },
+});
+
+export const faults: Fault[] = [
+  ...byHow('SIGKILL'),
+  ...byHow('delete'),
+  leaderAtIdentity,
+  databaseKilled,
+  webhooksGone,
+  controlPlaneRestarted,
+  veleroKilled('server'),
+  veleroKilled('node-agent'),
+];

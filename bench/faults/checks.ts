@@ -1,0 +1,266 @@
+// Whether a round ended exactly right, checked from the cluster's own state once the faulted part is back:
+// every namespace the tenant was given is bound to her organization, every NonAdminBackup she made ran
+// once (one Velero Backup) and completed, no Velero Backup is left without its NonAdminBackup, and the
+// search index holds exactly the API server's objects.
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { Annotations } from '../../src/backup/model.ts';
+import { type NonAdminBackup, NonAdminBackupCrd } from '../../src/crds/backup.ts';
+import { finishedPhases, VeleroResources } from '../../src/crds/velero.ts';
+import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { discover } from '../../src/search/collector/index.ts';
+import { HubCluster } from '../../src/search/model.ts';
+import type { Operation, RoundFindings, World } from './model.ts';
+import { componentPods } from './pods.ts';
+
+const finished = new Set<string>(finishedPhases);
+
+/** Polls `probe` until it says undefined (settled) or `timeoutMs` passed; resolves with its last word. */
+async function settle(
+  probe: () => Promise<string | undefined>,
+  timeoutMs: number,
+): Promise<string | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const left = await probe().catch((err: Error) => `could not check: ${err.message}`);
+    if (left === undefined || Date.now() > deadline) return left;
+    await sleep(500);
+  }
+}
+
+/** Why namespace `name` is not (yet) bound to the tenant's organization, or undefined once it is. */
+async function unbound(world: World, name: string): Promise<string | undefined> {
+  const bindings = await world.admin.list<KubeObject>(Resources.roleBindings, {
+    namespace: name,
+    labelSelector: 'app.kubernetes.io/managed-by=tenantkit-tenancy',
+  });
+  return bindings.items.length > 0 ? undefined : `namespace ${name} was created but never bound`;
+}
+
+/** Velero's Backups made for the tenant's NonAdminBackups, by NAB name. */
+async function backupsByNab(world: World): Promise<Map<string, string[]>> {
+  const backups = await world.admin.list<KubeObject>(VeleroResources.backups, {
+    namespace: world.veleroNamespace,
+  });
+  const by = new Map<string, string[]>();
+  for (const b of backups.items) {
+    const a = b.metadata.annotations ?? {};
+    const nab = a[Annotations.nabName];
+    if (a[Annotations.nabNamespace] !== world.home || !nab) continue;
+    by.set(nab, [...(by.get(nab) ?? []), b.metadata.name!]);
+  }
+  return by;
+}
+
+/** Velero's reason for a failed backup, as the tenant reads it in her NAB's status. */
+const failureOf = (nab: NonAdminBackup) =>
+  nab.status?.veleroBackup?.status?.failureReason ??
+  nab.status?.conditions?.find((c) => c.status === 'False' || /Fail/.test(c.reason ?? ''))?.message;
+
+/**
+ * Why the NAB `name` has not ended right (yet): not finished, not Completed (unless `mayFail` and Velero
+ * said why), or not exactly one Backup. `failed` holds Velero's reason when it failed as allowed.
+ */
+async function backupEnd(
+  world: World,
+  name: string,
+  mayFail: boolean,
+): Promise<{ problem?: string; failed?: string }> {
+  const nab = await world.admin.get<NonAdminBackup>(NonAdminBackupCrd.type, name, world.home);
+  if (!nab) return { problem: `NonAdminBackup ${name} was accepted and is gone` };
+  const phase = nab.status?.veleroBackup?.status?.phase;
+  if (!phase || !finished.has(phase)) {
+    const why = nab.status?.conditions?.map((c) => `${c.type}=${c.status} ${c.reason}`).join(', ');
+    return {
+      problem: `NonAdminBackup ${name} not finished (phase ${nab.status?.phase ?? 'none'}, Velero ${phase ?? 'none'}; ${why ?? ''})`,
+    };
+  }
+  const made = (await backupsByNab(world)).get(name) ?? [];
+  if (made.length !== 1) {
+    return { problem: `NonAdminBackup ${name} has ${made.length} Velero Backups: ${made.join(', ')}` };
+  }
+  if (phase === 'Completed') return {};
+  const reason = failureOf(nab);
+  if (mayFail && reason) return { failed: `${phase}: ${reason}` };
+  return { problem: `NonAdminBackup ${name} ended ${phase}${reason ? `: ${reason}` : ' without a reason'}` };
+}
+
+/** The same, polled until it is right or `timeoutMs` passed. */
+async function settledBackup(world: World, name: string, mayFail: boolean, timeoutMs: number) {
+  let last: { problem?: string; failed?: string } = {};
+  await settle(async () => {
+    last = await backupEnd(world, name, mayFail).catch((err: Error) => ({
+      problem: `could not check: ${err.message}`,
+    }));
+    return last.problem;
+  }, timeoutMs);
+  return last;
+}
+
+/** The tenant backs up again after a failure: her retry must complete, with one Velero Backup. */
+export async function retryBackup(
+  world: World,
+  name: string,
+  timeoutMs: number,
+): Promise<string | undefined> {
+  await world.tenant.create(NonAdminBackupCrd.type, {
+    metadata: { name, namespace: world.home },
+    spec: { backupSpec: world.bucket ? { defaultVolumesToFsBackup: true } : {} },
+  } as KubeObject);
+  return (await settledBackup(world, name, false, timeoutMs)).problem;
+}
+
+/**
+ * Marks each operation whose end state is wrong (its `wrong`), waiting up to `timeoutMs` for each to
+ * settle; returns the round's duplicates and lost objects, and the backups that failed as allowed.
+ */
+export async function checkOperations(
+  world: World,
+  ops: Operation[],
+  timeoutMs: number,
+  mayFail = false,
+): Promise<RoundFindings & { failed: string[] }> {
+  const findings = {
+    duplicates: [] as string[],
+    orphans: [] as string[],
+    lost: [] as string[],
+    failed: [] as string[],
+  };
+  const deadline = Date.now() + timeoutMs;
+  for (const op of ops) {
+    if (!op.answer.ok || op.wrong) continue;
+    const left = Math.max(1_000, deadline - Date.now());
+    if (op.kind === 'namespace') {
+      const problem = await settle(() => unbound(world, op.name), left);
+      if (problem) {
+        op.wrong = problem;
+        findings.lost.push(problem);
+      }
+    } else if (op.kind === 'backup') {
+      const { problem, failed } = await settledBackup(world, op.name, mayFail, left);
+      if (failed) findings.failed.push(op.name);
+      if (!problem) continue;
+      op.wrong = problem;
+      if (/has [2-9]\d* Velero Backups/.test(problem)) findings.duplicates.push(problem);
+      if (/has 0 Velero Backups|is gone/.test(problem)) findings.lost.push(problem);
+    }
+  }
+  return findings;
+}
+
+/**
+ * The round's objects removed by their owners (the tenant deletes her NABs, with their data when
+ * `withData`; the admin the namespaces); resolves when the NABs are gone, with what was left behind:
+ * Velero Backups without their NAB, and (`withData`) data of theirs still in the bucket.
+ */
+export async function cleanUp(
+  world: World,
+  nabs: string[],
+  namespaces: string[],
+  withData: boolean,
+  timeoutMs = 180_000,
+): Promise<string[]> {
+  const names = new Map<string, string>();
+  for (const name of nabs) {
+    const nab = await world.admin.get<NonAdminBackup>(NonAdminBackupCrd.type, name, world.home);
+    const backup = nab?.status?.veleroBackup?.name;
+    if (backup) names.set(name, backup);
+    if (withData) {
+      await world.tenant
+        .patch(NonAdminBackupCrd.type, name, world.home, { spec: { deleteBackup: true } })
+        .catch(() => {});
+    } else {
+      await world.tenant.delete(NonAdminBackupCrd.type, name, world.home).catch(() => {});
+    }
+  }
+  for (const ns of namespaces) await world.admin.delete(Resources.namespaces, ns).catch(() => {});
+  const remaining = await settle(async () => {
+    const left = (await world.admin.list<KubeObject>(NonAdminBackupCrd.type, { namespace: world.home }))
+      .items;
+    const mine = left.filter((n) => nabs.includes(n.metadata.name!));
+    return mine.length ? `${mine.length} NonAdminBackups not gone after ${timeoutMs / 1000} s` : undefined;
+  }, timeoutMs);
+  if (remaining) return [remaining];
+  // Deleting a NAB deletes its Velero Backup; any left is an orphan, and so is data of a deleted one.
+  const orphaned = await settle(async () => {
+    const left = [...(await backupsByNab(world))].filter(([nab]) => nabs.includes(nab));
+    const problems = left.map(([nab, b]) => `Velero Backup ${b.join(', ')} of deleted NAB ${nab}`);
+    if (withData && world.bucket) {
+      for (const [nab, backup] of names) {
+        const keys = await world.bucket(`backups/${backup}/`);
+        if (keys.length)
+          problems.push(`${keys.length} objects of NAB ${nab}'s backup ${backup} still in the bucket`);
+      }
+    }
+    return problems.length ? problems.join('; ') : undefined;
+  }, 60_000);
+  return orphaned ? [orphaned] : [];
+}
+
+/** The bundled search database, reached at its Pod's address with the password the chart made. */
+async function indexDatabase(world: World): Promise<pg.Client> {
+  const secret = await world.admin.get<KubeObject & { data: Record<string, string> }>(
+    Resources.secrets,
+    `${world.release}-search-db`,
+    world.namespace,
+  );
+  const [pod] = await componentPods(world, 'search-db');
+  const client = new pg.Client({
+    host: pod?.status?.podIP,
+    port: 5432,
+    user: 'postgres',
+    database: 'postgres',
+    password: Buffer.from(secret?.data.password ?? '', 'base64').toString(),
+    connectionTimeoutMillis: 5_000,
+  });
+  await client.connect();
+  return client;
+}
+
+/**
+ * The uids of every object the API server serves of the types the hub's collector indexes (discovery's
+ * collectable types), each with its creation time.
+ */
+async function servedUids(world: World): Promise<Map<string, number>> {
+  const uids = new Map<string, number>();
+  const { types } = await discover(world.admin);
+  for (const type of types) {
+    const list = await world.admin.list<KubeObject>(type).catch(() => ({ items: [] as KubeObject[] }));
+    for (const o of list.items) {
+      if (o.metadata.uid) uids.set(o.metadata.uid, Date.parse(o.metadata.creationTimestamp ?? '') || 0);
+    }
+  }
+  return uids;
+}
+
+/**
+ * How the hub's rows in the search index differ from the API server's objects, or undefined once they are
+ * the same set (waiting up to `timeoutMs` for the index to converge). Resolves with the time it took too.
+ */
+export async function indexDifference(
+  world: World,
+  timeoutMs: number,
+): Promise<{ difference?: string; ms: number }> {
+  const started = Date.now();
+  const difference = await settle(async () => {
+    const db = await indexDatabase(world);
+    try {
+      const served = await servedUids(world);
+      const rows = await db.query<{ uid: string }>(
+        "SELECT uid FROM search.resources WHERE cluster = $1 AND uid NOT LIKE 'cluster\\_\\_%'",
+        [HubCluster],
+      );
+      // Rows are keyed <cluster>/<uid> (indexUid); this cluster's by the object's own uid here.
+      const indexed = new Set(rows.rows.map((r) => r.uid.slice(HubCluster.length + 1)));
+      // An object made in the last seconds (an Event's, a Lease's churn) may be on its way.
+      const missing = [...served].filter(([u, at]) => !indexed.has(u) && at < Date.now() - 5_000);
+      const stale = [...indexed].filter((u) => !served.has(u));
+      return missing.length + stale.length === 0
+        ? undefined
+        : `index of ${indexed.size} rows vs ${served.size} objects: ${missing.length} missing, ${stale.length} stale`;
+    } finally {
+      await db.end().catch(() => {});
+    }
+  }, timeoutMs);
+  return { ...(difference ? { difference } : {}), ms: Date.now() - started };
+}

@@ -1,0 +1,102 @@
+// The fault suite's contract: the world a fault is injected into (tenantkit installed by its chart on the
+// local node, one tenant working through her own credentials), a fault, and what one round of it counts.
+// bench/faults.ts runs every fault many times; the e2e chart test runs a slice of the same faults.
+import type { KubeClient } from '../../src/kube/client.ts';
+
+/** How the suite reaches what the tenant reaches: her API client, her search token, the release's Pods. */
+export interface World {
+  admin: KubeClient;
+  /** The tenant: a member of `organization`, admin of `home` through it (the organization's binding). */
+  tenant: KubeClient;
+  organization: string;
+  organizationLabel: string;
+  /** The tenant's namespace: her NonAdminBackups, and the ConfigMaps her searches must find. */
+  home: string;
+  /** The ConfigMaps in `home` (their names): what each of her searches must answer, exactly. */
+  known: string[];
+  /** The release (`helm install <release>`) and its namespace. */
+  release: string;
+  namespace: string;
+  veleroNamespace: string;
+  /** Stops etcd and kube-apiserver and starts them again on the same data (when the run owns them). */
+  restartControlPlane?(): Promise<void>;
+  /** The keys in Velero's bucket under `prefix` (when the run can read the bucket). */
+  bucket?(prefix: string): Promise<string[]>;
+  /** The tenant's search: the status and body of a GraphQL query posted with her token to one API Pod. */
+  search(query: string): Promise<{ status: number; body: string }>;
+  say(line: string): void;
+}
+
+/** A deterministic source of randomness: the same seed replays the same choices and moments. */
+export interface Rng {
+  /** In [0, 1). */
+  next(): number;
+  /** An integer in [min, max]. */
+  between(min: number, max: number): number;
+  pick<T>(items: readonly T[]): T;
+}
+
+/** One injection's handle: what was done, and how to tell (and make) the faulted part back. */
+export interface Injected {
+  /** What was hit, e.g. "SIGKILL bench-controllers-5f9c…/controllers (the leader)". */
+  what: string;
+  /** Resolves once the faulted part works again (it is back, and a probe through it succeeds). */
+  recovered(): Promise<void>;
+}
+
+export interface Fault {
+  name: string;
+  /** Cheap faults (a Pod killed) run 100 rounds by default, the others 20. */
+  cheap: boolean;
+  /** The component's guarantee under this fault, in one sentence (docs/faults.md). */
+  guarantee: string;
+  inject(world: World, rng: Rng): Promise<Injected>;
+  /** The tenant's NABs back up her volume's files too (Velero's node-agent), not her objects alone. */
+  volumeBackups?: boolean;
+  /**
+   * A backup this fault hits may end Failed, with Velero's reason in the NAB's status; the tenant's retry
+   * must then complete. Her NABs are removed with their data (spec.deleteBackup), and none may stay.
+   */
+  backupsMayFail?: boolean;
+}
+
+/** A tenant operation, and how it ended. */
+export interface Operation {
+  kind: 'namespace' | 'backup' | 'search';
+  name: string;
+  /** ms since the round started. */
+  startedAt: number;
+  /** The answer to the request itself: 'ok', or the HTTP status and message of a refusal. */
+  answer: { ok: true } | { ok: false; status: number; message: string };
+  /** Filled in by the round's check: undefined when the end state is right, else what is wrong. */
+  wrong?: string;
+}
+
+/** What one round found, beyond each operation's outcome. */
+export interface RoundFindings {
+  duplicates: string[];
+  orphans: string[];
+  lost: string[];
+}
+
+/** One fault's line of the table: every round of it summed. */
+export interface FaultRow {
+  fault: string;
+  guarantee: string;
+  injected: number;
+  operations: number;
+  /** Operations in flight when the fault hit (started before, not yet answered). */
+  inFlight: number;
+  wrong: string[];
+  duplicates: string[];
+  orphans: string[];
+  lost: string[];
+  /** Tenant requests answered 500 by the API server or a tenantkit API. */
+  serverErrors: number;
+  /** Backups that ended Failed with Velero's reason (where the fault allows it), and their retries that completed. */
+  failedWithReason: number;
+  retriesCompleted: number;
+  recoveryMs: number[];
+  /** Distinct things the tenant saw (refusals, statuses), with how often. */
+  seen: Map<string, number>;
+}

@@ -1,0 +1,137 @@
+// One fault, round after round: the tenant works, the fault hits at a random moment, the faulted part
+// comes back, the tenant's work settles and is checked, and the round's objects are removed by their
+// owners. Rows sum the rounds; `table` prints them.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { checkOperations, cleanUp, indexDifference, retryBackup } from './checks.ts';
+import type { Fault, FaultRow, Rng, World } from './model.ts';
+import { type Pace, TenantWork } from './work.ts';
+
+export interface RunOptions {
+  rounds: number;
+  /** How long the tenant's accepted work may take to end right after the faulted part is back. */
+  settleMs?: number;
+  /** Names made in this run start with it (unique per run: names are never reused across runs). */
+  prefix: string;
+  /** How often the tenant makes each kind of request (see TenantWork); the bench's pace by default. */
+  paceMs?: Pace;
+}
+
+/** A tenant at a person's pace, for a run beside other work (the e2e slice). */
+export const slowPace: Pace = { namespace: 1_500, backup: 4_000, search: 1_000 };
+
+/** A refusal's message with its run-specific names and addresses taken out, so that alike ones group. */
+function shape(message: string, prefix: string): string {
+  return message
+    .replace(new RegExp(`${prefix}[a-z0-9-]*`, 'g'), '<name>')
+    .replace(/\b\d{1,3}(\.\d{1,3}){3}(:\d+)?\b/g, '<address>')
+    .replace(/"[a-f0-9-]{36}"/g, '<uid>')
+    .slice(0, 200);
+}
+
+const percentile = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]! : Number.NaN;
+};
+
+export async function runFault(world: World, fault: Fault, rng: Rng, options: RunOptions): Promise<FaultRow> {
+  const row: FaultRow = {
+    fault: fault.name,
+    guarantee: fault.guarantee,
+    injected: 0,
+    operations: 0,
+    inFlight: 0,
+    wrong: [],
+    duplicates: [],
+    orphans: [],
+    lost: [],
+    serverErrors: 0,
+    failedWithReason: 0,
+    retriesCompleted: 0,
+    recoveryMs: [],
+    seen: new Map(),
+  };
+  const see = (line: string) => row.seen.set(line, (row.seen.get(line) ?? 0) + 1);
+  for (let round = 0; round < options.rounds; round++) {
+    const work = new TenantWork(world, `${options.prefix}-${round}`, {
+      pace: options.paceMs,
+      backupSpec: fault.volumeBackups ? { defaultVolumesToFsBackup: true } : {},
+    });
+    await sleep(rng.between(300, 3_000));
+    const at = work.now();
+    try {
+      const injected = await fault.inject(world, rng);
+      row.injected++;
+      row.inFlight += work.inFlightAt(at);
+      const started = performance.now();
+      await injected.recovered();
+      row.recoveryMs.push(performance.now() - started);
+      world.say(
+        `  ${fault.name} round ${round + 1}: ${injected.what}; back after ${((performance.now() - started) / 1000).toFixed(1)} s`,
+      );
+    } catch (err) {
+      row.wrong.push(`round ${round + 1}: ${(err as Error).message}`);
+      world.say(`  ${fault.name} round ${round + 1}: ${(err as Error).message}`);
+    }
+    // A little of the tenant's work after the recovery too.
+    await sleep(1_000);
+    await work.stop();
+    const findings = await checkOperations(
+      world,
+      work.operations,
+      options.settleMs ?? 120_000,
+      fault.backupsMayFail,
+    );
+    row.operations += work.operations.length;
+    for (const op of work.operations) {
+      if (op.wrong) row.wrong.push(op.wrong);
+      if (!op.answer.ok) {
+        if (op.answer.status >= 500 && op.answer.status !== 503) row.serverErrors++;
+        see(`${op.kind}: ${op.answer.status || 'no answer'} ${shape(op.answer.message, options.prefix)}`);
+      }
+    }
+    row.duplicates.push(...findings.duplicates);
+    row.lost.push(...findings.lost);
+    // A backup that failed as the fault allows: the tenant tries again, and that must work.
+    const retries: string[] = [];
+    for (const failed of findings.failed) {
+      row.failedWithReason++;
+      const retry = `${failed}-retry`;
+      retries.push(retry);
+      const problem = await retryBackup(world, retry, options.settleMs ?? 120_000);
+      if (problem) row.wrong.push(`retry after a failure: ${problem}`);
+      else row.retriesCompleted++;
+    }
+    const nabs = [
+      ...work.operations.filter((o) => o.kind === 'backup' && o.answer.ok).map((o) => o.name),
+      ...retries,
+    ];
+    const namespaces = work.operations
+      .filter((o) => o.kind === 'namespace' && o.answer.ok)
+      .map((o) => o.name);
+    row.orphans.push(...(await cleanUp(world, nabs, namespaces, fault.backupsMayFail === true)));
+  }
+  // Whatever the fault, the index ends as the API server's objects.
+  const { difference } = await indexDifference(world, 30_000);
+  if (difference) row.wrong.push(`after ${fault.name}: ${difference}`);
+  return row;
+}
+
+/** The table of rows, and under it what the tenant saw per fault (one line each, with counts). */
+export function table(rows: FaultRow[]): string {
+  const head =
+    '| fault | injected | tenant operations | in flight at the fault | ended wrong | duplicates | orphans | lost | answered 500 | failed with reason / retried OK | back after p50 / p99 |';
+  const lines = [head, '|---|---|---|---|---|---|---|---|---|---|---|'];
+  for (const r of rows) {
+    const p = (n: number) => (Number.isNaN(n) ? '-' : `${(n / 1000).toFixed(1)} s`);
+    lines.push(
+      `| ${r.fault} | ${r.injected} | ${r.operations} | ${r.inFlight} | ${r.wrong.length} | ${r.duplicates.length} | ${r.orphans.length} | ${r.lost.length} | ${r.serverErrors} | ${r.failedWithReason} / ${r.retriesCompleted} | ${p(percentile(r.recoveryMs, 50))} / ${p(percentile(r.recoveryMs, 99))} |`,
+    );
+  }
+  lines.push('', 'What the tenant saw besides success:');
+  for (const r of rows) {
+    lines.push(`- ${r.fault}:${r.seen.size ? '' : ' nothing else'}`);
+    for (const [line, n] of [...r.seen].sort((a, b) => b[1] - a[1])) lines.push(`  - ${n}× ${line}`);
+    for (const w of r.wrong.slice(0, 5)) lines.push(`  - WRONG: ${w}`);
+  }
+  return lines.join('\n');
+}
