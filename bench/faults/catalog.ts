@@ -242,6 +242,9 @@ const webhooksGone: Fault = {
 const controlPlaneRestarted: Fault = {
   name: 'kube-apiserver and etcd restarted (history compacted)',
   cheap: false,
+  // Velero's own calls fail while the API server is gone: a backup it ran then ends Failed, with its
+  // reason, and the tenant's retry must complete.
+  backupsMayFail: true,
   guarantee:
     'every informer resumes after the API server is back, listing again when its version was compacted away: nothing done before or after is missed',
   async inject(world) {

@@ -221,13 +221,16 @@ async function indexDatabase(world: World): Promise<pg.Client> {
  * The uids of every object the API server serves of the types the hub's collector indexes (discovery's
  * collectable types), each with its creation time.
  */
-async function servedUids(world: World): Promise<Map<string, number>> {
-  const uids = new Map<string, number>();
+async function servedUids(world: World): Promise<Map<string, { at: number; what: string }>> {
+  const uids = new Map<string, { at: number; what: string }>();
   const { types } = await discover(world.admin);
   for (const type of types) {
-    const list = await world.admin.list<KubeObject>(type).catch(() => ({ items: [] as KubeObject[] }));
+    // A type that cannot be listed now makes the comparison fail, never pass: the error goes up.
+    const list = await world.admin.list<KubeObject>(type);
     for (const o of list.items) {
-      if (o.metadata.uid) uids.set(o.metadata.uid, Date.parse(o.metadata.creationTimestamp ?? '') || 0);
+      if (!o.metadata.uid) continue;
+      const what = `${type.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
+      uids.set(o.metadata.uid, { at: Date.parse(o.metadata.creationTimestamp ?? '') || 0, what });
     }
   }
   return uids;
@@ -246,18 +249,21 @@ export async function indexDifference(
     const db = await indexDatabase(world);
     try {
       const served = await servedUids(world);
-      const rows = await db.query<{ uid: string }>(
-        "SELECT uid FROM search.resources WHERE cluster = $1 AND uid NOT LIKE 'cluster\\_\\_%'",
+      const rows = await db.query<{ uid: string; what: string }>(
+        "SELECT uid, concat(data->>'kind', ' ', coalesce(data->>'namespace' || '/', ''), data->>'name') AS what FROM search.resources WHERE cluster = $1 AND uid NOT LIKE 'cluster\\_\\_%'",
         [HubCluster],
       );
       // Rows are keyed <cluster>/<uid> (indexUid); this cluster's by the object's own uid here.
-      const indexed = new Set(rows.rows.map((r) => r.uid.slice(HubCluster.length + 1)));
+      const indexed = new Map(rows.rows.map((r) => [r.uid.slice(HubCluster.length + 1), r.what]));
       // An object made in the last seconds (an Event's, a Lease's churn) may be on its way.
-      const missing = [...served].filter(([u, at]) => !indexed.has(u) && at < Date.now() - 5_000);
-      const stale = [...indexed].filter((u) => !served.has(u));
-      return missing.length + stale.length === 0
-        ? undefined
-        : `index of ${indexed.size} rows vs ${served.size} objects: ${missing.length} missing, ${stale.length} stale`;
+      const missing = [...served].filter(([u, o]) => !indexed.has(u) && o.at < Date.now() - 5_000);
+      const stale = [...indexed].filter(([u]) => !served.has(u));
+      if (missing.length + stale.length === 0) return undefined;
+      const examples = [
+        ...missing.map(([, o]) => `missing ${o.what}`),
+        ...stale.map(([, w]) => `stale ${w}`),
+      ];
+      return `index of ${indexed.size} rows vs ${served.size} objects: ${missing.length} missing, ${stale.length} stale (${examples.slice(0, 4).join('; ')})`;
     } finally {
       await db.end().catch(() => {});
     }

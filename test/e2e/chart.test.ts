@@ -5,10 +5,15 @@
 // leader (the next backup still runs once), the webhooks gone (closed, not open), and an uninstall that leaves the CRDs only.
 import { request as httpsRequest } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { faults } from '../../bench/faults/catalog.ts';
+import { seeded } from '../../bench/faults/random.ts';
+import { runFault, slowPace, table } from '../../bench/faults/run.ts';
+import { makeWorld } from '../../bench/faults/world.ts';
 import type { LocalNode } from '../../devenv/node/launch.ts';
 import { nodeIP } from '../../devenv/node/network.ts';
 import { Annotations } from '../../src/backup/model.ts';
 import { NonAdminBackupCrd, NonAdminRestoreCrd } from '../../src/crds/backup.ts';
+import { OrganizationCrd } from '../../src/crds/tenancy.ts';
 import { VeleroResources } from '../../src/crds/velero.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
@@ -437,6 +442,60 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
       { what: 'the NonAdminBackup gone', timeoutMs: 120_000 },
     );
   }, 300_000);
+
+  it(
+    "keeps a tenant's work exactly right while each component's Pod is SIGKILLed at a random moment (bench:faults, one round each)",
+    async () => {
+      // The seed is printed: TENANTKIT_FAULTS_SEED=<seed> replays the same victims and moments.
+      const seed = Number(process.env.TENANTKIT_FAULTS_SEED ?? Math.floor(Math.random() * 2 ** 31));
+      progress(`faults seed ${seed}`);
+      // A tenant of her own organization, with room for the namespaces her work makes.
+      const worker = await organizationTenant(cluster, { prefix: 'e2e-faults', namespaceVerbs: ['create'] });
+      await cluster.admin.patch(OrganizationCrd.type, worker.organization, undefined, {
+        spec: { namespaceQuota: 500 },
+      });
+      const world = await makeWorld({
+        admin: cluster.admin,
+        tenant: worker.client,
+        organization: worker.organization,
+        organizationLabel,
+        release: chart.release,
+        namespace: chart.namespace,
+        veleroNamespace: installed!.velero.namespace,
+        home: cluster.unique('e2e-faults'),
+        say: progress,
+      });
+      const rng = seeded(seed);
+      const sigkills = faults.filter((f) => f.cheap && f.name.endsWith('(SIGKILL)'));
+      const rows = [];
+      for (const fault of sigkills) {
+        rows.push(
+          await runFault(world, fault, rng, { rounds: 1, prefix: cluster.unique('f'), paceMs: slowPace }),
+        );
+      }
+      progress(`faults, seed ${seed}:\n${table(rows)}`);
+      for (const row of rows) {
+        expect({
+          fault: row.fault,
+          injected: row.injected,
+          wrong: row.wrong,
+          duplicates: row.duplicates,
+          orphans: row.orphans,
+          lost: row.lost,
+          serverErrors: row.serverErrors,
+        }).toEqual({
+          fault: row.fault,
+          injected: 1,
+          wrong: [],
+          duplicates: [],
+          orphans: [],
+          lost: [],
+          serverErrors: 0,
+        });
+      }
+    },
+    15 * 60_000,
+  );
 
   it('refuses tenant namespaces while no webhook serves (fails closed), and admits again after', async () => {
     const scale = (replicas: number) =>
