@@ -256,12 +256,15 @@ describe('backup sync', { timeout: veleroQueueMs + 90_000 }, () => {
       'plain',
     ]);
     expect((await nab('nightly'))?.status?.veleroBackup?.name).toBe(nightlyBackup);
-    const events = await cluster.admin.list<KubeObject & { reason?: string; regarding?: { name?: string } }>(
-      Resources.events,
-      { namespace: otherNs },
-    );
-    expect(events.items.some((e) => e.reason === 'NotAdoptable' && e.regarding?.name === 'stolen')).toBe(
-      true,
+    // Events are sent after the status write, by the recorder's own queue: wait for it.
+    await eventually(
+      async () => {
+        const events = await cluster.admin.list<
+          KubeObject & { reason?: string; regarding?: { name?: string } }
+        >(Resources.events, { namespace: otherNs });
+        return events.items.some((e) => e.reason === 'NotAdoptable' && e.regarding?.name === 'stolen');
+      },
+      { what: 'a NotAdoptable Event on the forged NAB' },
     );
   });
 });
