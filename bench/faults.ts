@@ -87,6 +87,7 @@ try {
   await deployStore(admin, node, world.home, 32);
   await storeSums(admin, world.home);
   world.restartControlPlane = () => bench.restartControlPlane();
+  world.restartNode = () => node.restart();
   world.bucket = async (prefix) => (await velero.listObjects(prefix)).map((o) => o.key);
   for (const [i, fault] of chosen.entries()) {
     const rounds = Number(fault.cheap ? values['cheap-rounds'] : values.rounds);

@@ -263,6 +263,38 @@ const controlPlaneRestarted: Fault = {
   },
 };
 
+/**
+ * The node restarted as after a power cut: kubelet, kube-proxy, containerd and every container (all of
+ * tenantkit's, Velero's, the database's and the tenant's Pods) killed at once, then the node started again
+ * on the same disk. Every Pod must come back by itself and no tenant operation may be left stuck.
+ */
+const nodeRestarted: Fault = {
+  name: 'node restarted (kubelet, containerd and every container killed)',
+  cheap: false,
+  // Velero's Pods die with the rest: a backup it ran then ends Failed, with its reason, and the
+  // tenant's retry must complete.
+  backupsMayFail: true,
+  guarantee:
+    'after a node restart every tenantkit Pod comes back by itself, and every tenant operation in flight ends completed, or failed with a reason and then completed on retry',
+  async inject(world) {
+    if (!world.restartNode) throw new Error('this run cannot restart the node');
+    const started = performance.now();
+    await world.restartNode();
+    return {
+      what: `kubelet, kube-proxy, containerd and every container killed; the node was Ready again after ${((performance.now() - started) / 1000).toFixed(1)} s`,
+      async recovered() {
+        for (const c of ['controllers', 'webhooks', 'search-db', 'search', 'search-collector', 'console'])
+          await allReady(world, c);
+        await veleroBack(world);
+        await bindsNamespace(world);
+        await admits(world);
+        await searchAnswers(world);
+        await indexConverged(world);
+      },
+    };
+  },
+};
+
 interface VeleroBackup extends KubeObject {
   status?: { phase?: string };
 }
@@ -328,6 +360,7 @@ export const faults: Fault[] = [
   databaseKilled,
   webhooksGone,
   controlPlaneRestarted,
+  nodeRestarted,
   veleroKilled('server'),
   veleroKilled('node-agent'),
 ];

@@ -20,6 +20,8 @@ export interface World {
   veleroNamespace: string;
   /** Stops etcd and kube-apiserver and starts them again on the same data (when the run owns them). */
   restartControlPlane?(): Promise<void>;
+  /** Kills kubelet, kube-proxy, containerd and every container, then starts the node again (when the run owns it). */
+  restartNode?(): Promise<void>;
   /** The keys in Velero's bucket under `prefix` (when the run can read the bucket). */
   bucket?(prefix: string): Promise<string[]>;
   /** The tenant's search: the status and body of a GraphQL query posted with her token to one API Pod. */

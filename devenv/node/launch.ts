@@ -97,6 +97,12 @@ export interface LocalNode {
   importImage(image: NodeImage): Promise<void>;
   /** The machine as it was before the node started. */
   hostBefore: HostState;
+  /**
+   * Restarts the node as a power cut would: kubelet, kube-proxy, containerd and every container end at
+   * once (SIGKILL), then containerd, kubelet and kube-proxy start again on the same data, and kubelet
+   * brings the node's Pods back. Resolves when the Node is Ready again.
+   */
+  restart(): Promise<void>;
   /** Stops every process, removes the Node, and puts the machine back; resolves with what could not be undone. */
   stop(): Promise<string[]>;
 }
@@ -142,26 +148,25 @@ export async function startNode(cluster: NodeClusterAccess, options: NodeOptions
     logDir,
     kubeletDir: kubeletRootDir(dir),
     hostBefore,
+    restart: () => restart(),
     stop: () => {
       stopped ??= stopNode(cluster, dir, processes, hostBefore, addons);
       return stopped;
     },
   };
-  try {
-    const files = await writeNodeFiles(cluster, dir, binaries, { nri: enforcer !== undefined });
-    await prepareHost();
-    const spawn = (name: string, binary: string, args: string[], env?: NodeJS.ProcessEnv) => {
-      const p = spawnGroup(binary, args, { logFile: join(logDir, `${name}.log`), ...(env ? { env } : {}) });
-      processes.push({ name, process: p });
-      return p;
-    };
-    progress(
-      `starting node ${nodeName} (${nodeIP}): containerd ${binaries.containerdVersion}, runc ${binaries.runcVersion}`,
-    );
+  const spawn = (name: string, binary: string, args: string[], env?: NodeJS.ProcessEnv) => {
+    // A restarted process appends to its log.
+    const p = spawnGroup(binary, args, { logFile: join(logDir, `${name}.log`), ...(env ? { env } : {}) });
+    processes.push({ name, process: p });
+    return p;
+  };
+  let files: Awaited<ReturnType<typeof writeNodeFiles>> | undefined;
+  /** containerd (in the runtime cgroup, which its shims inherit), ready for requests. */
+  const startContainerd = async () => {
     const containerd = spawn(
       'containerd',
       join(binaries.binDir, 'containerd'),
-      ['--config', files.containerdConfig],
+      ['--config', files!.containerdConfig],
       {
         ...process.env,
         PATH: `${binaries.binDir}:${process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin'}`,
@@ -169,7 +174,41 @@ export async function startNode(cluster: NodeClusterAccess, options: NodeOptions
     );
     // Its shims inherit this cgroup, so stop finds every process the runtime started.
     await joinCgroup(runtimeCgroupRoot, containerd.child.pid);
-    await waitFor('containerd', () => existsSync(files.containerdSocket), containerd, logDir);
+    await waitFor('containerd', () => existsSync(files!.containerdSocket), containerd, logDir);
+  };
+  const startKubelet = () => {
+    const kubelet = spawn('kubelet', controlplane, ['kubelet', ...files!.kubeletArgs]);
+    spawn('kube-proxy', controlplane, ['kube-proxy', `--config=${files!.kubeProxyConfig}`]);
+    return kubelet;
+  };
+  const restart = async () => {
+    if (stopped) throw new Error('the node was stopped');
+    const agents = new Set(['kubelet', 'kube-proxy', 'containerd']);
+    const ending = processes.filter((p) => agents.has(p.name));
+    for (const p of ending) {
+      try {
+        process.kill(-p.process.child.pid!, 'SIGKILL');
+      } catch {
+        // Ended already.
+      }
+    }
+    await killCgroups();
+    await Promise.all(ending.map((p) => p.process.exited));
+    for (const p of ending) processes.splice(processes.indexOf(p), 1);
+    progress(`node ${nodeName} restarting: kubelet, kube-proxy, containerd and every container were killed`);
+    const started = Date.now();
+    await startContainerd();
+    const kubelet = startKubelet();
+    await waitFor('kubelet (Node Ready)', () => nodeReady(cluster.admin, started), kubelet, logDir, 120_000);
+    progress(`node ${nodeName} Ready again ${Date.now() - started} ms after its restart`);
+  };
+  try {
+    files = await writeNodeFiles(cluster, dir, binaries, { nri: enforcer !== undefined });
+    await prepareHost();
+    progress(
+      `starting node ${nodeName} (${nodeIP}): containerd ${binaries.containerdVersion}, runc ${binaries.runcVersion}`,
+    );
+    await startContainerd();
     const images = [binaries.workloadImage, binaries.corednsImage, binaries.localPathImage];
     for (const image of enforcer ? [...images, enforcer.image] : images) {
       await importImage(image);
@@ -180,8 +219,7 @@ export async function startNode(cluster: NodeClusterAccess, options: NodeOptions
       ...files.controllerManagerArgs,
     ]);
     spawn('kube-scheduler', controlplane, ['kube-scheduler', ...files.schedulerArgs]);
-    const kubelet = spawn('kubelet', controlplane, ['kubelet', ...files.kubeletArgs]);
-    spawn('kube-proxy', controlplane, ['kube-proxy', `--config=${files.kubeProxyConfig}`]);
+    const kubelet = startKubelet();
     const started = Date.now();
     await waitFor('kubelet (Node Ready)', () => nodeReady(cluster.admin), kubelet, logDir, 120_000);
     progress(`node ${nodeName} Ready in ${Date.now() - started} ms (logs: ${logDir})`);
@@ -236,14 +274,19 @@ async function grantApiserverKubeletAccess(admin: KubeClient): Promise<void> {
   );
 }
 
-async function nodeReady(admin: KubeClient): Promise<boolean> {
+/** Whether the Node is Ready (with a heartbeat since `since`, ms since the epoch, when given). */
+async function nodeReady(admin: KubeClient, since = 0): Promise<boolean> {
   const node = await admin
-    .get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(
-      Resources.nodes,
-      nodeName,
-    )
+    .get<
+      KubeObject & {
+        status?: { conditions?: { type: string; status: string; lastHeartbeatTime?: string }[] };
+      }
+    >(Resources.nodes, nodeName)
     .catch(() => undefined);
-  return node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+  const ready = node?.status?.conditions?.find((c) => c.type === 'Ready');
+  if (ready?.status !== 'True') return false;
+  // Heartbeats have a resolution of a second.
+  return Date.parse(ready.lastHeartbeatTime ?? '') >= Math.floor(since / 1000) * 1000;
 }
 
 async function waitFor(
