@@ -104,10 +104,10 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
         KubeObject & { spec: { policyTypes: string[]; ingress?: { ports?: { port: number }[] }[] } }
       >(Resources.networkPolicies, `${chart.release}-${component}`, chart.namespace);
       expect(policy?.spec.policyTypes, `NetworkPolicy of ${component}`).toEqual(['Ingress']);
-      // The collector serves nothing: no rule, so no connection in.
       const ports = (policy?.spec.ingress ?? []).flatMap((rule) => (rule.ports ?? []).map((p) => p.port));
       expect(ports).toEqual(
-        // The controllers: nobody named to scrape their metrics (networkPolicies.metricsSources), no Pod in.
+        // The controllers and the collector serve probes and metrics only, and nobody is named to scrape
+        // them (networkPolicies.metricsSources): no Pod in.
         ({ webhooks: [9443], search: [4010], console: [8443] } as Record<string, number[]>)[component] ?? [],
       );
     }
@@ -140,6 +140,22 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
 
   it("answers a tenant's search through the in-cluster API from the bundled database, with only what they may list", async () => {
     for (const component of ['search', 'search-collector']) expect(await allReady(component)).toBe(true);
+    // The collector is Ready once every type is in the index; its metrics say how many it collects
+    // (through the API server's proxy: its NetworkPolicy lets no Pod in).
+    const [collectorPod] = (
+      await cluster.admin.list(Resources.pods, {
+        namespace: chart.namespace,
+        labelSelector: `app.kubernetes.io/instance=${chart.release},app.kubernetes.io/component=search-collector`,
+      })
+    ).items;
+    const metrics = await cluster.admin.request<string>(
+      'GET',
+      `/api/v1/namespaces/${chart.namespace}/pods/${collectorPod!.metadata.name}:8080/proxy/metrics`,
+      { text: true },
+    );
+    expect(Number(/^tenantkit_search_collector_types\{[^}]*\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(
+      40,
+    );
     const database = await cluster.admin.get<KubeObject & { status?: { readyReplicas?: number } }>(
       Resources.statefulSets,
       `${chart.release}-search-db`,

@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { KubeClient } from '../../kube/client.ts';
+import { startHealthServer } from '../../kube/health.ts';
 import { createLogger } from '../../kube/log.ts';
 import { servingTls, servingTlsOptions } from '../../serving/options.ts';
 import { RbacAccessProvider } from '../access/provider.ts';
@@ -30,7 +31,8 @@ export const searchUsage = `Usage:
       the CA goes into APIService --api-service, default v1.project.openshift.io)
   tenantkit search collector --hub [--database-url URL]
   tenantkit search collector --cluster NAME --indexer-url URL --token-file FILE [--ca-file FILE]
-      collect the hub into its index, or a managed cluster ($KUBECONFIG) through the hub's indexer
+      collect the hub into its index, or a managed cluster ($KUBECONFIG) through the hub's indexer;
+      --metrics-port P serves /healthz, /readyz (every type listed once into the index) and /metrics
   tenantkit search verify-access --user NAME [--group G]... --namespace NS
       compare the locally computed access set with a SelfSubjectRulesReview (for webhook authorizers)
 `;
@@ -55,9 +57,17 @@ async function collect(args: string[], signal: AbortSignal): Promise<void> {
       'token-file': { type: 'string' },
       'ca-file': { type: 'string' },
       'sensitive-field': { type: 'string', multiple: true, default: [] },
+      'metrics-port': { type: 'string' },
     },
   });
   const logger = createLogger('tenantkit-search-collector');
+  // Probes and metrics: live from the start, ready once the first list of every type is in the index.
+  let collector: Collector | undefined;
+  const health =
+    values['metrics-port'] !== undefined
+      ? await startHealthServer(Number(values['metrics-port']), () => collector?.stats().synced ?? false)
+      : undefined;
+  signal.addEventListener('abort', () => health?.close(), { once: true });
   const common = {
     client: KubeClient.fromDefault(),
     logger,
@@ -68,7 +78,7 @@ async function collect(args: string[], signal: AbortSignal): Promise<void> {
     if (!databaseUrl) throw new Error('--hub needs --database-url URL (or $TENANTKIT_SEARCH_DATABASE_URL)');
     const store = await openIndexStore({ databaseUrl, logger, connections: 4, waitForDatabaseMs });
     try {
-      const collector = new Collector({
+      collector = new Collector({
         ...common,
         sink: store.indexer,
         cluster: store.hubCluster,
@@ -92,7 +102,8 @@ async function collect(args: string[], signal: AbortSignal): Promise<void> {
     token: async () => (await readFile(tokenFile, 'utf8')).trim(),
     ...(values['ca-file'] ? { ca: await readFile(values['ca-file'], 'utf8') } : {}),
   });
-  await new Collector({ ...common, sink, cluster: values.cluster, hub: false }).run(signal);
+  collector = new Collector({ ...common, sink, cluster: values.cluster, hub: false });
+  await collector.run(signal);
 }
 
 /** Runs `tenantkit search <args>`; `stop` aborts long-running modes. */
