@@ -16,6 +16,14 @@ import {
   type KeyPair,
   loadCA,
 } from '../../src/serving/certs.ts';
+import type { ClusterInfo } from './global-setup.ts';
+import { laneOf } from './lanes.ts';
+
+/** The control plane of this file's lane (global-setup.ts, lanes.ts). */
+export function clusterInfo(): ClusterInfo {
+  const clusters = inject('clusters');
+  return clusters[laneOf(clusters.length)]!;
+}
 
 /** Users the API server authenticates by static token (--token-auth-file). */
 export const testTokenUsers: TokenUser[] = [{ name: 'token-tenant', groups: ['tenantkit:tenants'] }];
@@ -50,7 +58,7 @@ export class TestCluster {
   }
 
   static async connect(): Promise<TestCluster> {
-    const info = inject('cluster');
+    const info = clusterInfo();
     const pki = join(info.dir, 'pki');
     const ca = await loadCA({
       certPem: await readFile(join(pki, 'ca.crt'), 'utf8'),

@@ -2,27 +2,19 @@
 // integration files needing nothing built besides the control plane come first, then those that need
 // Velero, then those that need the local node, so that the run's set-up can build Velero and the node
 // (prebuild.ts) while the first files run instead of before them.
-import { readFileSync } from 'node:fs';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import { needs } from './lanes.ts';
 
-const needsNode = /installTenantkit|startTestNode|ensureNodeBinaries|ensureTenantkitImage|ensureVeleroImage/;
-const needsVelero = /startBackupEnvironment|startTestVelero|ensureVeleroBinaries/;
-
-function needs(file: string): number {
-  const text = readFileSync(file, 'utf8');
-  if (needsNode.test(text)) return 2;
-  if (needsVelero.test(text)) return 1;
-  return 0;
-}
+const integrationProjects = new Set(['integration', 'node']);
 
 export class BuildsLastSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
-    const integration = sorted.filter((f) => f.project.name === 'integration');
+    const integration = sorted.filter((f) => integrationProjects.has(f.project.name));
     const rank = new Map(integration.map((f) => [f, needs(f.moduleId)]));
     // Array.prototype.sort is stable: within a rank, vitest's order stays. Other projects keep their places.
     const reordered = [...integration].sort((a, b) => rank.get(a)! - rank.get(b)!);
     let next = 0;
-    return sorted.map((f) => (f.project.name === 'integration' ? reordered[next++]! : f));
+    return sorted.map((f) => (integrationProjects.has(f.project.name) ? reordered[next++]! : f));
   }
 }

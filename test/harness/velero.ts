@@ -5,11 +5,10 @@
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { inject } from 'vitest';
 import { startVelero, type Velero, type VeleroOptions } from '../../devenv/velero/launch.ts';
 import { type Backup, finishedPhases, type Restore, VeleroResources } from '../../src/crds/velero.ts';
 import { type KubeObject, Resources, type ResourceType } from '../../src/kube/resources.ts';
-import { eventually, type TestCluster } from './cluster.ts';
+import { clusterInfo, eventually, type TestCluster } from './cluster.ts';
 
 /**
  * The beforeAll timeout for startTestVelero(): on a fresh machine the first start builds Velero (about
@@ -43,7 +42,7 @@ export async function startTestVelero(
   let velero: Velero;
   try {
     velero = await startVelero({
-      kubeconfigPath: inject('cluster').adminKubeconfigPath,
+      kubeconfigPath: clusterInfo().adminKubeconfigPath,
       namespace: cluster.unique('velero'),
       dir,
       ...options,

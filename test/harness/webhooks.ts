@@ -1,13 +1,12 @@
 // Runs a webhook server inside the test process, with its own generated CA, and registers its
 // webhooks with the real API server by URL. stop() unregisters them before closing the server.
 
-import { inject } from 'vitest';
 import { silentLogger } from '../../src/kube/log.ts';
 import { Resources } from '../../src/kube/resources.ts';
 import { createCA } from '../../src/serving/certs.ts';
 import { registerWebhooks, type WebhookDefinition } from '../../src/webhook/registration.ts';
 import { WebhookServer } from '../../src/webhook/server.ts';
-import type { TestCluster } from './cluster.ts';
+import { clusterInfo, type TestCluster } from './cluster.ts';
 
 export interface TestWebhooks {
   server: WebhookServer;
@@ -31,7 +30,7 @@ export async function startTestWebhooks(
   const server = new WebhookServer({
     logger: silentLogger,
     certificate: serving,
-    clientCaPem: inject('cluster').webhookClient.caPem,
+    clientCaPem: clusterInfo().webhookClient.caPem,
   });
   server.register(...definitions);
   const port = await server.start();

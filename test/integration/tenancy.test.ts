@@ -3,7 +3,7 @@
 // privileged bypass, reserved guardrails, organization RBAC and live configuration.
 import { randomUUID } from 'node:crypto';
 import { request as httpsRequest } from 'node:https';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Organization,
   OrganizationCrd,
@@ -21,7 +21,7 @@ import { reservedLabel } from '../../src/tenancy/model.ts';
 import { namespaceCreatorRole, tenancyUserClusterRoles } from '../../src/tenancy/policy/tenant-roles.ts';
 import { type AdmissionReview, allow, mutate } from '../../src/webhook/admission.ts';
 import { ProjectRequestStandInCrd, ProjectStandInCrd, UserStandInCrd } from '../fixtures/openshift.ts';
-import { eventually, TestCluster } from '../harness/cluster.ts';
+import { clusterInfo, eventually, TestCluster } from '../harness/cluster.ts';
 import { type RunningCapability, runCapability } from '../harness/components.ts';
 import { startTestWebhooks } from '../harness/webhooks.ts';
 
@@ -1303,7 +1303,7 @@ describe('forged admission reviews', () => {
     // Two reviews in bob's name straight to the webhook port, for namespaces nobody then creates. They
     // carry the API server's client certificate: the server cannot tell them apart, as on a cluster
     // that does not verify callers (the chart's default).
-    const { certPem, keyPem } = inject('cluster').webhookClient;
+    const { certPem, keyPem } = clusterInfo().webhookClient;
     const forgedAt = Date.now();
     for (const name of [`${org}-forged-1`, `${org}-forged-2`]) {
       const review = namespaceReview(name, bob, { [orgLabel]: org });
