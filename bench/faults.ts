@@ -19,6 +19,7 @@ import { runFault, table } from './faults/run.ts';
 import { makeWorld } from './faults/world.ts';
 import {
   deployStore,
+  fillDisk,
   helmInstallArgs,
   importChartImages,
   requireNode,
@@ -52,11 +53,19 @@ const namespace = 'tenantkit-system';
 const veleroNamespace = 'velero';
 
 // etcd's history compacted every 10 s: a watch resumed after a restart finds its version gone (410).
-const bench = await startBenchCluster({ node: true, apiserverFlags: ['--etcd-compaction-interval=10s'] });
+// The node's volumes (search's database, her claim) and Velero's object store each on a disk of their
+// own, which the disk faults fill.
+const bench = await startBenchCluster({
+  node: true,
+  apiserverFlags: ['--etcd-compaction-interval=10s'],
+  nodeVolumesMiB: 2048,
+});
 const { admin, cp, dir } = bench;
 const node = bench.node!;
 const rows: FaultRow[] = [];
 try {
+  const storeDir = join(dir, `velero-${veleroNamespace}`, 's3');
+  await bench.limitDisk(storeDir, 1024);
   const velero = await startVeleroOnNode(bench, node, veleroNamespace);
   const images = await importChartImages(node);
   const helm = await helmFor(cp.adminKubeconfigPath, join(dir, 'helm'), say);
@@ -88,6 +97,7 @@ try {
   await storeSums(admin, world.home);
   world.restartControlPlane = () => bench.restartControlPlane();
   world.restartNode = () => node.restart();
+  world.fillDisk = (what) => fillDisk(what === 'database' ? node.volumesDir : storeDir);
   world.bucket = async (prefix) => (await velero.listObjects(prefix)).map((o) => o.key);
   for (const [i, fault] of chosen.entries()) {
     const rounds = Number(fault.cheap ? values['cheap-rounds'] : values.rounds);

@@ -2,9 +2,12 @@
 // plane of their own with the CRDs installed, the node joined to it when it can run here, Velero on the
 // node with its node-agent, a tenant's store of known data on a claim, and the teardown that leaves the
 // machine as it was.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, rm, statfs, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import { type ControlPlane, startControlPlane } from '../devenv/controlplane/launch.ts';
 import { ensurePostgresImage, ensureTenantkitImage, ensureVeleroImage } from '../devenv/images/build.ts';
 import { type LocalNode, nodeUnavailable, startNode } from '../devenv/node/launch.ts';
@@ -74,6 +77,11 @@ export interface BenchCluster {
    * ports (the node and everything on it keep running); `cp` is the new one after it.
    */
   restartControlPlane(): Promise<void>;
+  /**
+   * Mounts a file system of `mib` MiB (a tmpfs) at `path`, made if missing, so that a run can fill it;
+   * stop() unmounts it.
+   */
+  limitDisk(path: string, mib: number): Promise<void>;
   /** Stops the node (saying what it could not put back), the control plane, the bridge; removes the dir. */
   stop(): Promise<void>;
 }
@@ -83,6 +91,8 @@ export async function startBenchCluster(options: {
   node: boolean;
   /** Extra kube-apiserver flags (sizing, audit). */
   apiserverFlags?: string[];
+  /** The node's volumes (the default StorageClass) on a file system of this size (see NodeOptions). */
+  nodeVolumesMiB?: number;
 }): Promise<BenchCluster> {
   const noNode = options.node ? nodeUnavailable() : 'not asked for';
   const dir = await mkdtemp(join(tmpdir(), 'tenantkit-bench-'));
@@ -102,11 +112,16 @@ export async function startBenchCluster(options: {
         ]),
     });
   const cp = await start();
+  const mounts: string[] = [];
   const admin = KubeClient.fromKubeconfig({ yaml: cp.adminKubeconfig });
   const node = network
     ? await startNode(
         { server: cp.server, caPem: cp.caPem, issue: cp.issue, admin },
-        { dir: join(dir, 'node'), progress },
+        {
+          dir: join(dir, 'node'),
+          progress,
+          ...(options.nodeVolumesMiB ? { volumesMiB: options.nodeVolumesMiB } : {}),
+        },
       )
     : undefined;
   const cluster: BenchCluster = {
@@ -120,6 +135,11 @@ export async function startBenchCluster(options: {
       await cluster.cp.stop();
       cluster.cp = await start();
     },
+    async limitDisk(path, mib) {
+      await mkdir(path, { recursive: true });
+      await run('mount', ['-t', 'tmpfs', '-o', `size=${mib}m`, 'tenantkit-bench-disk', path]);
+      mounts.push(path);
+    },
     async stop() {
       if (node) {
         const left = await node.stop();
@@ -127,6 +147,7 @@ export async function startBenchCluster(options: {
       }
       await cluster.cp.stop();
       await network?.release();
+      for (const path of mounts.reverse()) await run('umount', ['-l', path]).catch(() => {});
       await rm(dir, { recursive: true, force: true });
     },
   };
@@ -148,6 +169,30 @@ export async function startVeleroOnNode(
     progress,
     onNode: { image: image.ref, address: node.ip, kubeletDir: node.kubeletDir },
   });
+}
+
+const run = promisify(execFile);
+
+/**
+ * Fills the file system of `dir` to its last byte with one file (a full disk); `release` removes it.
+ * Resolves with the bytes it took.
+ */
+export async function fillDisk(dir: string): Promise<{ bytes: number; release(): Promise<void> }> {
+  const file = join(dir, `.tenantkit-bench-fill-${process.pid}`);
+  let bytes = 0;
+  // Others write meanwhile: take what is free, then what is left, until nothing is.
+  for (let part = 0; part < 20; part++) {
+    const { bavail, bsize } = await statfs(dir);
+    if (bavail === 0) break;
+    const size = bytes + bavail * bsize;
+    const grown = await run('fallocate', ['-l', String(size), file]).then(
+      () => true,
+      () => false,
+    );
+    if (grown) bytes = size;
+    else await sleep(10);
+  }
+  return { bytes, release: () => unlink(file).catch(() => {}) };
 }
 
 export async function poll<T>(probe: () => Promise<T | undefined>, pollMs = 100): Promise<T> {

@@ -295,6 +295,41 @@ const nodeRestarted: Fault = {
   },
 };
 
+/**
+ * The disk of search's database (shared with the tenant's claim, as one node's disk is) or of Velero's
+ * object store filled to its last byte for a few seconds of the tenant's work, then freed.
+ */
+const diskFull = (what: 'database' | 'store'): Fault => ({
+  name: what === 'database' ? "search database's disk full" : "Velero's object store disk full",
+  cheap: false,
+  // Velero cannot write a backup into a full store: it ends Failed with its reason, and the retry
+  // completes once there is space.
+  backupsMayFail: what === 'store',
+  guarantee:
+    what === 'database'
+      ? "while search's database cannot write, searches are answered from what is indexed or refused with a reason; nothing is corrupted, and once there is space the index converges to exactly the API server's objects"
+      : "a backup Velero cannot write ends Failed with Velero's reason, its partial data removed with it; once there is space the tenant's next backup completes",
+  async inject(world, rng) {
+    if (!world.fillDisk) throw new Error('this run cannot fill disks');
+    const full = await world.fillDisk(what);
+    const heldMs = rng.between(5_000, 12_000);
+    await sleep(heldMs);
+    await full.release();
+    return {
+      what: `${(full.bytes / 2 ** 20).toFixed(0)} MiB written to fill it, freed after ${(heldMs / 1000).toFixed(1)} s`,
+      async recovered() {
+        if (what === 'store') {
+          await veleroBack(world);
+          return;
+        }
+        await allReady(world, 'search-db');
+        await searchAnswers(world);
+        await indexConverged(world);
+      },
+    };
+  },
+});
+
 interface VeleroBackup extends KubeObject {
   status?: { phase?: string };
 }
@@ -361,6 +396,8 @@ export const faults: Fault[] = [
   webhooksGone,
   controlPlaneRestarted,
   nodeRestarted,
+  diskFull('database'),
+  diskFull('store'),
   veleroKilled('server'),
   veleroKilled('node-agent'),
 ];

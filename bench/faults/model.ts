@@ -22,6 +22,11 @@ export interface World {
   restartControlPlane?(): Promise<void>;
   /** Kills kubelet, kube-proxy, containerd and every container, then starts the node again (when the run owns it). */
   restartNode?(): Promise<void>;
+  /**
+   * Fills the disk of search's database (the node's volumes) or of Velero's object store to its last
+   * byte; resolves with what it took and how to give it back (when the run owns those disks).
+   */
+  fillDisk?(what: 'database' | 'store'): Promise<{ bytes: number; release(): Promise<void> }>;
   /** The keys in Velero's bucket under `prefix` (when the run can read the bucket). */
   bucket?(prefix: string): Promise<string[]>;
   /** The tenant's search: the status and body of a GraphQL query posted with her token to one API Pod. */

@@ -82,6 +82,11 @@ export interface NodeOptions {
    * it, as with a CNI bridge alone, policies are stored but no packet is dropped.
    */
   networkPolicies?: boolean;
+  /**
+   * Puts the volumes of the default StorageClass on a file system of this size (a tmpfs, unmounted on
+   * stop), so that a run can fill it (a full disk); without it they share the machine's disk.
+   */
+  volumesMiB?: number;
 }
 
 export interface LocalNode {
@@ -91,6 +96,8 @@ export interface LocalNode {
   /** The image every test Pod can use (imported into containerd; `imagePullPolicy: IfNotPresent`). */
   workloadImage: string;
   logDir: string;
+  /** Where the default StorageClass (local-path) makes its volumes' folders. */
+  volumesDir: string;
   /** kubelet's root directory: Pods' volumes are under `pods/<uid>/volumes/` (Velero's node-agent reads them). */
   kubeletDir: string;
   /** Imports an image archive into containerd, for Pods that name its reference (no registry here). */
@@ -130,6 +137,18 @@ export async function startNode(cluster: NodeClusterAccess, options: NodeOptions
     ...corednsObjects(binaries.corednsImage.ref),
     ...localPathObjects(binaries.localPathImage.ref, binaries.workloadImage.ref, join(dir, 'volumes')),
   ];
+  if (options.volumesMiB) {
+    // After the host's snapshot: stop (restoreHost) unmounts it like every mount the node made.
+    await mkdir(join(dir, 'volumes'), { recursive: true });
+    await run('mount', [
+      '-t',
+      'tmpfs',
+      '-o',
+      `size=${options.volumesMiB}m,mode=0755`,
+      'tenantkit-volumes',
+      join(dir, 'volumes'),
+    ]);
+  }
   const importImage = async (image: NodeImage) => {
     await run(join(binaries.binDir, 'ctr'), [
       `--address=${containerdSocketPath(dir)}`,
@@ -147,6 +166,7 @@ export async function startNode(cluster: NodeClusterAccess, options: NodeOptions
     workloadImage: binaries.workloadImage.ref,
     logDir,
     kubeletDir: kubeletRootDir(dir),
+    volumesDir: join(dir, 'volumes'),
     hostBefore,
     restart: () => restart(),
     stop: () => {
