@@ -3,16 +3,23 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { registry } from './metrics.ts';
 
+/**
+ * Serves /healthz, /readyz and /metrics on `port`. `ready` answers true, or false or the reason why not
+ * (the 503's body, which kubelet's probe Events and `curl` show).
+ */
 export async function startHealthServer(
   port: number,
-  ready: () => boolean,
+  ready: () => boolean | string,
   host = '0.0.0.0',
 ): Promise<Server> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz') return void res.writeHead(200).end('ok');
-    if (path === '/readyz')
-      return void (ready() ? res.writeHead(200).end('ok') : res.writeHead(503).end('not ready'));
+    if (path === '/readyz') {
+      const answer = ready();
+      if (answer === true) return void res.writeHead(200).end('ok');
+      return void res.writeHead(503).end(`not ready${typeof answer === 'string' ? `: ${answer}` : ''}`);
+    }
     if (path === '/metrics') {
       registry.metrics().then(
         (body) => res.writeHead(200, { 'Content-Type': registry.contentType }).end(body),

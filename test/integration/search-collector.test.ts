@@ -7,13 +7,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installCrds } from '../../src/kube/crds.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { type KubeObject, Resources, type ResourceType, resourceType } from '../../src/kube/resources.ts';
+import { freePort } from '../../src/ports.ts';
 import {
   Collector,
   type CollectorOptions,
   type CollectorStats,
 } from '../../src/search/collector/collector.ts';
 import { discover } from '../../src/search/collector/discovery.ts';
-import type { Database } from '../../src/search/db/postgres.ts';
+import { connect, type Database } from '../../src/search/db/postgres.ts';
 import { Indexer } from '../../src/search/indexer/indexer.ts';
 import {
   type AccessSet,
@@ -24,7 +25,7 @@ import {
 } from '../../src/search/model.ts';
 import { PostgresSearch } from '../../src/search/query/engine.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
-import { startTestDatabase } from '../harness/postgres.ts';
+import { proxyOn, startTestDatabase } from '../harness/postgres.ts';
 
 const cluster = await TestCluster.connect();
 const all: AccessSet = {
@@ -456,6 +457,49 @@ describe('search collector', () => {
     } finally {
       halt.abort();
       await run;
+    }
+  });
+
+  it('says why it is not ready while the index refuses its batches, keeps them, and catches up once it takes them', async () => {
+    // The index reached through a proxy that is cut, as a database whose Pod is gone or cannot write.
+    const port = await freePort();
+    let proxy = await proxyOn(db.url, port);
+    const through = await connect(proxy.url);
+    const refusing = new Collector({
+      client: cluster.admin,
+      sink: new Indexer({ pool: through.pool, logger: silentLogger, hubCluster: HubCluster }),
+      cluster: 'refused-test',
+      hub: false,
+      logger: silentLogger,
+      batchMaxDelayMs: 20,
+    });
+    const halt = new AbortController();
+    const run = refusing.run(halt.signal);
+    try {
+      expect(refusing.notReady()).toBe('the first list of every type is not in the index yet');
+      await refusing.waitForInitialSync();
+      expect(refusing.notReady()).toBeUndefined();
+      await proxy.cut();
+      const late = await cluster.namespace('refused');
+      await cluster.admin.create(Resources.configMaps, { metadata: { name: 'kept', namespace: late } });
+      const reason = await eventually(() => refusing.notReady(0), { what: 'not ready while refused' });
+      expect(reason).toMatch(
+        /^the index has refused this collector's batches for \d+ s \(they are kept and resent\): .*ECONNREFUSED/,
+      );
+      // Within its grace, a refusal does not make it unready.
+      expect(refusing.notReady(60_000)).toBeUndefined();
+      proxy = await proxyOn(db.url, port);
+      await eventually(() => refusing.notReady(0) === undefined, { what: 'ready again', timeoutMs: 30_000 });
+      const kept = await db.pool.query(
+        `SELECT 1 FROM search.resources WHERE cluster = 'refused-test' AND data->>'namespace' = $1 AND data->>'name' = 'kept'`,
+        [late],
+      );
+      expect(kept.rowCount).toBe(1);
+    } finally {
+      halt.abort();
+      await run;
+      await proxy.cut();
+      await through.close();
     }
   });
 

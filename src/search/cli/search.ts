@@ -32,7 +32,8 @@ export const searchUsage = `Usage:
   tenantkit search collector --hub [--database-url URL]
   tenantkit search collector --cluster NAME --indexer-url URL --token-file FILE [--ca-file FILE]
       collect the hub into its index, or a managed cluster ($KUBECONFIG) through the hub's indexer;
-      --metrics-port P serves /healthz, /readyz (every type listed once into the index) and /metrics
+      --metrics-port P serves /healthz, /readyz (every type listed once into the index, which accepts its
+      batches; a 503 says why not) and /metrics
   tenantkit search verify-access --user NAME [--group G]... --namespace NS
       compare the locally computed access set with a SelfSubjectRulesReview (for webhook authorizers)
 `;
@@ -61,11 +62,15 @@ async function collect(args: string[], signal: AbortSignal): Promise<void> {
     },
   });
   const logger = createLogger('tenantkit-search-collector');
-  // Probes and metrics: live from the start, ready once the first list of every type is in the index.
+  // Probes and metrics: live from the start, ready once the first list of every type is in the index and
+  // while the index accepts its batches (Collector.notReady says why not).
   let collector: Collector | undefined;
   const health =
     values['metrics-port'] !== undefined
-      ? await startHealthServer(Number(values['metrics-port']), () => collector?.stats().synced ?? false)
+      ? await startHealthServer(Number(values['metrics-port']), () => {
+          const reason = collector ? collector.notReady() : 'the index database is not open yet';
+          return reason ?? true;
+        })
       : undefined;
   signal.addEventListener('abort', () => health?.close(), { once: true });
   const common = {

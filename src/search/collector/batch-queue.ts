@@ -50,6 +50,8 @@ export class BatchQueue {
   private writtenSeq = 0;
   private pending = 0;
   private pumping = false;
+  /** Since when (ms since the epoch) the batch at the head has failed, and why; undefined when it has not. */
+  private failing: { since: number; error: string } | undefined;
   private readonly stopping = new AbortController();
   private roomWaiters: (() => void)[] = [];
   private barrierWaiters: { seq: number; resolve: () => void; reject: (err: Error) => void }[] = [];
@@ -122,6 +124,11 @@ export class BatchQueue {
   /** Objects queued and not yet committed. */
   pendingObjects(): number {
     return this.pending;
+  }
+
+  /** The index refusing the batch at the head (not back-pressure): since when, and its last error. */
+  deliveryFailure(): { since: number; error: string } | undefined {
+    return this.failing && { ...this.failing };
   }
 
   /**
@@ -212,6 +219,7 @@ export class BatchQueue {
     while (!signal.aborted) {
       try {
         await sink.write(batch);
+        this.failing = undefined;
         collectorMetrics.batches.inc({ cluster });
         collectorMetrics.batchSeconds.observe((performance.now() - started) / 1000);
         return true;
@@ -224,6 +232,7 @@ export class BatchQueue {
           continue;
         }
         failures++;
+        this.failing = { since: this.failing?.since ?? Date.now(), error: String(err) };
         collectorMetrics.sinkErrors.inc({ cluster });
         const delay =
           Math.min(maxBackoffMs, 200 * 2 ** Math.min(failures - 1, 10)) * (0.8 + Math.random() * 0.4);

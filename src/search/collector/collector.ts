@@ -61,6 +61,8 @@ export interface CollectorStats {
   lists: Record<ListReason, number>;
   /** Watches paused so far until the index caught up (each resumed where it stopped). */
   pauses: number;
+  /** The index refusing this collector's batches (they are resent): since when, and its last error. */
+  deliveryFailure?: { since: number; error: string };
 }
 
 const crdKey = 'apiextensions.k8s.io/customresourcedefinitions';
@@ -135,13 +137,29 @@ export class Collector {
   }
 
   stats(): CollectorStats {
+    const failure = this.queue.deliveryFailure();
     return {
       types: this.watchers.size,
       synced: this.synced,
       pendingObjects: this.queue.pendingObjects(),
       lists: { ...this.lists },
       pauses: this.pauses,
+      ...(failure ? { deliveryFailure: failure } : {}),
     };
+  }
+
+  /**
+   * Why the collector is not ready, or undefined when it is: its first lists are not all in the index
+   * yet, or the index has refused its batches for `graceMs` (a database that cannot write, say).
+   */
+  notReady(graceMs = 10_000): string | undefined {
+    if (!this.synced) return 'the first list of every type is not in the index yet';
+    const failure = this.queue.deliveryFailure();
+    if (failure && Date.now() - failure.since >= graceMs) {
+      const seconds = Math.round((Date.now() - failure.since) / 1000);
+      return `the index has refused this collector's batches for ${seconds} s (they are kept and resent): ${failure.error}`;
+    }
+    return undefined;
   }
 
   /** Collects until `signal` aborts, then delivers what is queued (for a few seconds) and resolves. */
