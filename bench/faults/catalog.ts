@@ -6,7 +6,7 @@ import { NonAdminBackupCrd } from '../../src/crds/backup.ts';
 import { VeleroResources } from '../../src/crds/velero.ts';
 import { ApiError } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { indexDifference } from './checks.ts';
+import { cacheDifference, indexDifference } from './checks.ts';
 import type { Fault, Injected, Rng, World } from './model.ts';
 import { allReady, componentPods, type Ending, endPod, leaderPod, type Pod } from './pods.ts';
 import { knownQuery, searchProblem } from './work.ts';
@@ -258,6 +258,8 @@ const controlPlaneRestarted: Fault = {
         await bindsNamespace(world);
         await searchAnswers(world);
         await indexConverged(world);
+        const caches = await cacheDifference(world, 30_000);
+        if (caches) throw new Error(caches);
       },
     };
   },

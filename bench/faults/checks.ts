@@ -7,6 +7,7 @@ import pg from 'pg';
 import { Annotations } from '../../src/backup/model.ts';
 import { type NonAdminBackup, NonAdminBackupCrd } from '../../src/crds/backup.ts';
 import { finishedPhases, VeleroResources } from '../../src/crds/velero.ts';
+import { cacheDigest, type InformerCache } from '../../src/kube/informer.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { discover } from '../../src/search/collector/index.ts';
 import { HubCluster } from '../../src/search/model.ts';
@@ -269,4 +270,44 @@ export async function indexDifference(
     }
   }, timeoutMs);
   return { ...(difference ? { difference } : {}), ms: Date.now() - started };
+}
+
+/**
+ * Every controllers Pod's informer caches (its `/debug/caches`, read through the API server's proxy)
+ * compared with a fresh list of the same objects, until they agree or `timeoutMs` passed: says which
+ * caches still differ, or nothing. Caches filtered by a view are left out (only the process knows what
+ * they should hold).
+ */
+export async function cacheDifference(world: World, timeoutMs: number): Promise<string | undefined> {
+  return settle(async () => {
+    const differing: string[] = [];
+    for (const pod of await componentPods(world, 'controllers')) {
+      const caches = await world.admin.request<InformerCache[]>(
+        'GET',
+        `/api/v1/namespaces/${world.namespace}/pods/${pod.metadata.name}:8080/proxy/debug/caches`,
+      );
+      for (const cache of caches.filter((c) => !c.filtered)) {
+        if (!cache.synced) {
+          differing.push(`${pod.metadata.name} ${cache.resource}: not synced`);
+          continue;
+        }
+        const [group, version, plural] = cache.resource.split('/') as [string, string, string];
+        const type = { group, version, plural, kind: '', namespaced: cache.namespace !== undefined };
+        const fresh = await world.admin.listAll(type, {
+          ...(cache.namespace ? { namespace: cache.namespace } : {}),
+          ...(cache.labelSelector ? { labelSelector: cache.labelSelector } : {}),
+          ...(cache.fieldSelector ? { fieldSelector: cache.fieldSelector } : {}),
+        });
+        const expected = cacheDigest(fresh.items);
+        if (expected.digest !== cache.digest) {
+          differing.push(
+            `${pod.metadata.name} ${cache.resource}${cache.labelSelector ? `?${cache.labelSelector}` : ''}: ${cache.objects} cached, ${expected.objects} listed`,
+          );
+        }
+      }
+    }
+    return differing.length > 0
+      ? `informer caches differ from fresh lists: ${differing.join('; ')}`
+      : undefined;
+  }, timeoutMs);
 }

@@ -32,7 +32,9 @@ export async function controllers(args: string[]): Promise<void> {
   const ctx: CapabilityContext = { client, manager, namespace };
   for (const c of selectCapabilities(values.capabilities)) await c.controllers?.(ctx);
   // Ready once the caches are filled; standbys are ready too (they take over with warm caches).
-  const health = await startHealthServer(Number(values['metrics-port']), () => manager.hasSynced());
+  const health = await startHealthServer(Number(values['metrics-port']), () => manager.hasSynced(), {
+    caches: () => manager.caches(),
+  });
   const stop = shutdownSignal();
   try {
     await manager.start(stop.signal);

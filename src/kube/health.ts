@@ -10,11 +10,19 @@ import { registry } from './metrics.ts';
 export async function startHealthServer(
   port: number,
   ready: () => boolean | string,
-  host = '0.0.0.0',
+  options: {
+    host?: string;
+    /** Served as JSON at /debug/caches: what each informer's cache holds (sizes and digests, no objects). */
+    caches?: () => unknown;
+  } = {},
 ): Promise<Server> {
+  const { host = '0.0.0.0', caches } = options;
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz') return void res.writeHead(200).end('ok');
+    if (path === '/debug/caches' && caches) {
+      return void res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(caches()));
+    }
     if (path === '/readyz') {
       const answer = ready();
       if (answer === true) return void res.writeHead(200).end('ok');

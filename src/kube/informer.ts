@@ -1,6 +1,7 @@
 // An informer keeps a local, indexed copy of one resource type: list once, then watch from the list's
 // resourceVersion (with bookmarks, so a reconnect resumes close to now). A 410 Gone means our version is
 // too old; we relist and emit the difference, so handlers never miss a change or see a phantom one.
+import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import {
@@ -44,6 +45,26 @@ const builtinIndexes: Record<string, IndexFunc<KubeObject>> = {
   [ByLabel]: (o) => Object.entries(o.metadata.labels ?? {}).map(([k, v]) => `${k}=${v}`),
   [ByOwner]: (o) => (o.metadata.ownerReferences ?? []).map((r) => r.uid),
 };
+
+/** One informer's cache, as {@link Informer.describe} tells it. */
+export interface InformerCache {
+  /** group/version/plural (group empty for the core group). */
+  resource: string;
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  filtered: boolean;
+  synced: boolean;
+  resourceVersion: string;
+  objects: number;
+  digest: string;
+}
+
+/** The size and digest of a set of objects: SHA-256 of their sorted `namespace/name@resourceVersion` lines. */
+export function cacheDigest(objects: KubeObject[]): { objects: number; digest: string } {
+  const lines = objects.map((o) => `${objectKey(o.metadata)}@${o.metadata.resourceVersion ?? ''}`).sort();
+  return { objects: lines.length, digest: createHash('sha256').update(lines.join('\n')).digest('hex') };
+}
 
 export class Informer<T extends KubeObject> {
   readonly type: ResourceType;
@@ -112,6 +133,25 @@ export class Informer<T extends KubeObject> {
 
   hasSynced(): boolean {
     return this.synced;
+  }
+
+  /**
+   * What the cache holds, for comparing with a fresh list: its size and the SHA-256 of its sorted
+   * `namespace/name@resourceVersion` lines (see {@link cacheDigest}). `filtered` when a view leaves out
+   * some of what a list returns (then only this process knows what the cache should hold).
+   */
+  describe(): InformerCache {
+    const o = this.options;
+    return {
+      resource: `${this.type.group}/${this.type.version}/${this.type.plural}`,
+      ...(o.namespace ? { namespace: o.namespace } : {}),
+      ...(o.labelSelector ? { labelSelector: o.labelSelector } : {}),
+      ...(o.fieldSelector ? { fieldSelector: o.fieldSelector } : {}),
+      filtered: o.view?.keep !== undefined,
+      synced: this.synced,
+      resourceVersion: this.resourceVersion,
+      ...cacheDigest([...this.store.values()]),
+    };
   }
 
   waitForSync(): Promise<void> {

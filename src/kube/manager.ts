@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { KubeClient } from './client.ts';
 import { ControllerBuilder, ControllerRunner, type ControllerSpec } from './controller.ts';
 import { createEventRecorder, type EventRecorder } from './events.ts';
-import { Informer } from './informer.ts';
+import { Informer, type InformerCache } from './informer.ts';
 import { LeaderElector } from './leader.ts';
 import type { KubeObject, ResourceType } from './resources.ts';
 
@@ -93,6 +93,11 @@ export class Manager {
 
   add(runnable: Runnable): void {
     this.runnables.push(runnable);
+  }
+
+  /** Every informer's cache, described for comparison with fresh lists (`/debug/caches`). */
+  caches(): InformerCache[] {
+    return [...this.informers.values()].map((i) => i.describe());
   }
 
   /** True once every informer filled its cache (readiness). */

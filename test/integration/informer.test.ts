@@ -2,7 +2,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { isConflict } from '../../src/kube/client.ts';
 import { ensureFinalizer, removeFinalizer } from '../../src/kube/finalizers.ts';
-import { ByLabel, ByNamespace, ByOwner, Informer } from '../../src/kube/informer.ts';
+import { ByLabel, ByNamespace, ByOwner, cacheDigest, Informer } from '../../src/kube/informer.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { Manager } from '../../src/kube/manager.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
@@ -220,6 +220,35 @@ describe('informer', () => {
     expect(informer.list().map((o) => o.metadata.name)).toEqual(['wanted']);
     stop.abort();
     await run;
+  });
+
+  it('describes its cache with the digest a fresh list of the same objects gives, through changes', async () => {
+    const ns = await cluster.namespace('inf-digest');
+    for (const name of ['a', 'b']) {
+      await cluster.admin.create(Resources.configMaps, { metadata: { name, namespace: ns } });
+    }
+    const { informer, stop } = await configMapInformer(ns);
+    const fresh = async () =>
+      cacheDigest((await cluster.admin.list(Resources.configMaps, { namespace: ns })).items);
+    try {
+      // kube-root-ca.crt is there too.
+      expect(informer.describe()).toMatchObject({
+        resource: '/v1/configmaps',
+        namespace: ns,
+        filtered: false,
+        synced: true,
+        ...(await fresh()),
+        objects: 3,
+      });
+      await cluster.admin.patch(Resources.configMaps, 'a', ns, { data: { k: 'v' } });
+      await cluster.admin.delete(Resources.configMaps, 'b', ns);
+      const expected = await fresh();
+      expect(expected.objects).toBe(2);
+      await eventually(() => informer.describe().digest === expected.digest, { what: 'the cache caught up' });
+      expect(informer.describe().objects).toBe(2);
+    } finally {
+      await stop();
+    }
   });
 
   it('builds an index added after sync from what it holds, and refuses a second function under its name', async () => {
