@@ -2,6 +2,7 @@
 // users (client certificates issued on demand, or the static token users), a fresh namespace per test,
 // and polling helpers. Everything a test creates through it is removed by cleanup().
 import { randomBytes } from 'node:crypto';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -19,10 +20,70 @@ import {
 import type { ClusterInfo } from './global-setup.ts';
 import { laneOf } from './lanes.ts';
 
-/** The control plane of this file's lane (global-setup.ts, lanes.ts). */
+let lane: ClusterInfo | undefined;
+
+/**
+ * The control plane of this file's lane (global-setup.ts, lanes.ts), claimed for this process: a lock
+ * file in the control plane's folder holds the claiming pid until it exits, so that two files never share
+ * a control plane whatever numbers vitest gives its workers. A file waits for a lane whose last file's
+ * process is still ending.
+ */
 export function clusterInfo(): ClusterInfo {
+  if (lane) return lane;
   const clusters = inject('clusters');
-  return clusters[laneOf(clusters.length)]!;
+  const first = laneOf(clusters.length);
+  const order = clusters.map((_, i) => clusters[(first + i) % clusters.length]!);
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    for (const candidate of order) {
+      if (claimLane(candidate.dir)) {
+        lane = candidate;
+        return lane;
+      }
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `no free control plane among ${clusters.length} after 120 s (lane locks in their folders)`,
+      );
+    }
+    // Synchronous, as callers are: the lane's previous process is ending.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+  }
+}
+
+/** Takes `dir`'s lane lock for this process (a lock whose process is gone is taken over). */
+function claimLane(dir: string): boolean {
+  const lock = join(dir, 'lane.lock');
+  try {
+    writeFileSync(lock, String(process.pid), { flag: 'wx' });
+  } catch {
+    const holder = Number(readFileSyncOr(lock));
+    if (holder === process.pid) return true;
+    if (holder && alive(holder)) return false;
+    rmSync(lock, { force: true });
+    return claimLane(dir);
+  }
+  process.once('exit', () => {
+    if (readFileSyncOr(lock) === String(process.pid)) rmSync(lock, { force: true });
+  });
+  return true;
+}
+
+function readFileSyncOr(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Users the API server authenticates by static token (--token-auth-file). */
