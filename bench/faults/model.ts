@@ -98,8 +98,13 @@ export interface FaultRow {
   duplicates: string[];
   orphans: string[];
   lost: string[];
-  /** Tenant requests answered 500 by the API server or a tenantkit API. */
+  /** Tenant requests answered 500 by the API server or a tenantkit API, but for those counted next. */
   serverErrors: number;
+  /**
+   * Tenant requests that kube-apiserver answered 500 because its call to a tenantkit webhook failed
+   * ("failed calling webhook"): refused, as failurePolicy Fail wants, but with kube-apiserver's status.
+   */
+  webhookCallErrors: number;
   /** Backups that ended Failed with Velero's reason (where the fault allows it), and their retries that completed. */
   failedWithReason: number;
   retriesCompleted: number;

@@ -45,6 +45,7 @@ export async function runFault(world: World, fault: Fault, rng: Rng, options: Ru
     orphans: [],
     lost: [],
     serverErrors: 0,
+    webhookCallErrors: 0,
     failedWithReason: 0,
     retriesCompleted: 0,
     recoveryMs: [],
@@ -85,7 +86,10 @@ export async function runFault(world: World, fault: Fault, rng: Rng, options: Ru
     for (const op of work.operations) {
       if (op.wrong) row.wrong.push(op.wrong);
       if (!op.answer.ok) {
-        if (op.answer.status >= 500 && op.answer.status !== 503) row.serverErrors++;
+        if (op.answer.status >= 500 && op.answer.status !== 503) {
+          if (/failed calling webhook/.test(op.answer.message)) row.webhookCallErrors++;
+          else row.serverErrors++;
+        }
         see(`${op.kind}: ${op.answer.status || 'no answer'} ${shape(op.answer.message, options.prefix)}`);
       }
     }
@@ -119,12 +123,12 @@ export async function runFault(world: World, fault: Fault, rng: Rng, options: Ru
 /** The table of rows, and under it what the tenant saw per fault (one line each, with counts). */
 export function table(rows: FaultRow[]): string {
   const head =
-    '| fault | injected | tenant operations | in flight at the fault | ended wrong | duplicates | orphans | lost | answered 500 | failed with reason / retried OK | back after p50 / p99 |';
+    '| fault | injected | tenant operations | in flight at the fault | ended wrong | duplicates | orphans | lost | answered 500 (kube-apiserver, failed webhook calls) | failed with reason / retried OK | back after p50 / p99 |';
   const lines = [head, '|---|---|---|---|---|---|---|---|---|---|---|'];
   for (const r of rows) {
     const p = (n: number) => (Number.isNaN(n) ? '-' : `${(n / 1000).toFixed(1)} s`);
     lines.push(
-      `| ${r.fault} | ${r.injected} | ${r.operations} | ${r.inFlight} | ${r.wrong.length} | ${r.duplicates.length} | ${r.orphans.length} | ${r.lost.length} | ${r.serverErrors} | ${r.failedWithReason} / ${r.retriesCompleted} | ${p(percentile(r.recoveryMs, 50))} / ${p(percentile(r.recoveryMs, 99))} |`,
+      `| ${r.fault} | ${r.injected} | ${r.operations} | ${r.inFlight} | ${r.wrong.length} | ${r.duplicates.length} | ${r.orphans.length} | ${r.lost.length} | ${r.serverErrors} (${r.webhookCallErrors}) | ${r.failedWithReason} / ${r.retriesCompleted} | ${p(percentile(r.recoveryMs, 50))} / ${p(percentile(r.recoveryMs, 99))} |`,
     );
   }
   lines.push('', 'What the tenant saw besides success:');
