@@ -37,6 +37,26 @@ export function integrationFiles(root: string): { node: string[]; other: string[
 }
 
 /**
+ * The files that take longest (minutes of waiting on Velero's own timers: schedules, sync, garbage
+ * collection), longest first as measured with two lanes: the sequencer starts them first within their
+ * rank, so that the lanes end close together. A fresh clone has no timings of its own to sort by.
+ */
+export const slowest = [
+  'backup-schedule',
+  'backup-gc',
+  'backup-transparency',
+  'backup-sync',
+  'backup-restore-guard',
+  'console',
+];
+
+/** Where `file` stands among {@link slowest} (those not in it after, in their order). */
+export function slowRank(file: string): number {
+  const i = slowest.findIndex((name) => file.endsWith(`/${name}.test.ts`));
+  return i === -1 ? slowest.length : i;
+}
+
+/**
  * Which of the run's control planes this test file uses: its worker's (vitest numbers the workers of a
  * group from 1).
  */
