@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { inject } from 'vitest';
 import { renderKubeconfig } from '../../devenv/controlplane/kubeconfig.ts';
+import { processAlive } from '../../devenv/node/host.ts';
 import type { TokenUser } from '../../devenv/controlplane/launch.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
@@ -59,7 +60,7 @@ function claimLane(dir: string): boolean {
   } catch {
     const holder = Number(readFileSyncOr(lock));
     if (holder === process.pid) return true;
-    if (holder && alive(holder)) return false;
+    if (holder && processAlive(holder)) return false;
     rmSync(lock, { force: true });
     return claimLane(dir);
   }
@@ -74,15 +75,6 @@ function readFileSyncOr(path: string): string {
     return readFileSync(path, 'utf8');
   } catch {
     return '';
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
