@@ -7,7 +7,7 @@
 
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
@@ -183,6 +183,8 @@ export async function startNode(cluster: NodeClusterAccess, options: NodeOptions
   let files: Awaited<ReturnType<typeof writeNodeFiles>> | undefined;
   /** containerd (in the runtime cgroup, which its shims inherit), ready for requests. */
   const startContainerd = async () => {
+    // A socket left by a containerd that was killed would look ready before this one listens.
+    await rm(files!.containerdSocket, { force: true });
     const containerd = spawn(
       'containerd',
       join(binaries.binDir, 'containerd'),
