@@ -3,10 +3,9 @@
 // node with its node-agent, a tenant's store of known data on a claim, and the teardown that leaves the
 // machine as it was.
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, rm, statfs, unlink } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, stat, statfs, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { type ControlPlane, startControlPlane } from '../devenv/controlplane/launch.ts';
 import { ensurePostgresImage, ensureTenantkitImage, ensureVeleroImage } from '../devenv/images/build.ts';
@@ -179,19 +178,15 @@ const run = promisify(execFile);
  */
 export async function fillDisk(dir: string): Promise<{ bytes: number; release(): Promise<void> }> {
   const file = join(dir, `.tenantkit-bench-fill-${process.pid}`);
-  let bytes = 0;
-  // Others write meanwhile: take what is free, then what is left, until nothing is.
-  for (let part = 0; part < 20; part++) {
-    const { bavail, bsize } = await statfs(dir);
-    if (bavail === 0) break;
-    const size = bytes + bavail * bsize;
-    const grown = await run('fallocate', ['-l', String(size), file]).then(
-      () => true,
-      () => false,
-    );
-    if (grown) bytes = size;
-    else await sleep(10);
+  // dd writes until the disk refuses (ENOSPC, its non-zero exit); a second one takes what others freed.
+  for (let pass = 0; pass < 2; pass++) {
+    await run('dd', ['if=/dev/zero', `of=${file}`, 'bs=1M', 'oflag=append', 'conv=notrunc'], {
+      maxBuffer: 1 << 20,
+    }).catch(() => {});
   }
+  const bytes = (await stat(file)).size;
+  const { bavail } = await statfs(dir);
+  if (bavail > 0) throw new Error(`${dir} still has ${bavail} free blocks after filling it`);
   return { bytes, release: () => unlink(file).catch(() => {}) };
 }
 
