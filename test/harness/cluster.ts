@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { inject } from 'vitest';
 import { renderKubeconfig } from '../../devenv/controlplane/kubeconfig.ts';
-import { processAlive } from '../../devenv/node/host.ts';
 import type { TokenUser } from '../../devenv/controlplane/launch.ts';
+import { processAlive } from '../../devenv/node/host.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import {
