@@ -17,6 +17,12 @@ export const searchMetrics = {
     labelNames: ['cluster', 'change'],
     registers: [registry],
   }),
+  indexerBatches: new Counter({
+    name: 'tenantkit_search_indexer_batches_total',
+    help: 'Collector batches by outcome: applied, duplicate (a resend of one applied before, acknowledged only), superseded (of a collector stream a newer one replaced: refused).',
+    labelNames: ['cluster', 'outcome'],
+    registers: [registry],
+  }),
   indexerQueued: new Gauge({
     name: 'tenantkit_search_indexer_queued_batches',
     help: 'Batches waiting to be applied, per cluster.',

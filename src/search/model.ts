@@ -55,8 +55,21 @@ export interface IndexedType {
  * upserts, deletes, then each resync (delete every row of that type that the collector did not list),
  * dropped types, and last the types to keep.
  */
+/**
+ * A batch's place in its collector's stream. The indexer applies the batches of one stream once each
+ * and in order, whichever replica receives them and however often a timed-out one is resent.
+ */
+export interface BatchSequence {
+  /** One run of a collector: `<its start, ms since the epoch>.<random hex>`; a later start supersedes. */
+  stream: string;
+  /** 1, 2, 3, … in the order the collector seals its batches. */
+  seq: number;
+}
+
 export interface IndexBatch {
   cluster: string;
+  /** Absent from collectors older than the fence: then the batch is applied as it comes. */
+  sequence?: BatchSequence;
   upserts?: IndexedResource[];
   /** uids (`<cluster>/<kubernetes uid>`) of deleted objects. */
   deletes?: string[];
@@ -69,6 +82,17 @@ export interface IndexBatch {
    * a CRD deleted while the collector was not running. Applied last.
    */
   keepTypes?: IndexedType[];
+}
+
+/**
+ * Thrown by an {@link IndexSink} for a batch of a stream that a later-started collector of the same
+ * cluster has replaced: applying it could undo that collector's newer batches.
+ */
+export class SupersededBatchError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SupersededBatchError';
+  }
 }
 
 /** Thrown by an {@link IndexSink} that is behind: try again after `retryAfterMs`. */

@@ -197,6 +197,40 @@ describe('search index on PostgreSQL', () => {
     expect(stored.rows[0].n).toBe(2);
   });
 
+  it('applies each batch of a collector stream once and in order, whichever replica gets it', async () => {
+    // Two API replicas, each with its own indexer, on one database: a collector's batch that timed out
+    // on one replica (its answer lost) is resent to the other, which applies it, then the next batch.
+    const replicaA = indexer;
+    const replicaB = new Indexer({ pool: db.pool, logger: silentLogger, hubCluster: HubCluster });
+    const cm = object('ConfigMap', 'fenced', { namespace: 'fence' }, [], 'edge-3');
+    const stream = `${Date.now()}.0123456789abcdef`;
+    const upsert = { cluster: 'edge-3', sequence: { stream, seq: 1 }, upserts: [cm] };
+    const remove = { cluster: 'edge-3', sequence: { stream, seq: 2 }, deletes: [cm.uid] };
+    await replicaB.write(upsert);
+    await replicaB.write(remove);
+    // The first replica gets to the timed-out copy only now: it must not bring the deleted object back.
+    await replicaA.write(upsert);
+    const rows = async () =>
+      (await db.pool.query(`SELECT uid FROM search.resources WHERE cluster = 'edge-3'`)).rows;
+    expect(await rows()).toEqual([]);
+
+    // A restarted collector (a later stream) takes over; a batch of the stream it replaced is refused
+    // with a reason and changes nothing.
+    const later = `${Date.now() + 1_000}.fedcba9876543210`;
+    const back = object('ConfigMap', 'fenced-again', { namespace: 'fence' }, [], 'edge-3');
+    await replicaA.write({ cluster: 'edge-3', sequence: { stream: later, seq: 1 }, upserts: [back] });
+    const old = object('ConfigMap', 'from-the-old-run', { namespace: 'fence' }, [], 'edge-3');
+    await expect(
+      replicaB.write({ cluster: 'edge-3', sequence: { stream, seq: 3 }, upserts: [old] }),
+    ).rejects.toThrow(/a newer collector of the cluster runs/);
+    expect(await rows()).toEqual([{ uid: back.uid }]);
+
+    // A sequence the collector could not have made is refused before it touches the database.
+    expect(() =>
+      replicaA.write({ cluster: 'edge-3', sequence: { stream: 'x', seq: 0 }, upserts: [old] }),
+    ).toThrow(/sequence.stream must be/);
+  });
+
   describe('queries', () => {
     beforeAll(async () => {
       await indexer.write({

@@ -3,10 +3,13 @@
 // - A batch closes when it holds `maxObjects` objects or `maxDelayMs` after its first change, and always
 //   right after a resync or a dropped type: those apply after the batch's upserts, so a later change of
 //   the same type must go into a later batch or the resync would delete it again.
+// - Each batch carries this run's stream and its sequence number, so the indexer applies a resent batch
+//   once and never after a later one, whichever replica each reached.
 // - Delivery never skips a batch: back-pressure (BackPressureError) waits as long as the index asks,
 //   any other failure retries with capped exponential backoff, each failure logged.
 // - Memory stays bounded: once `maxPendingObjects` are queued, `full()` tells watchers to pause and
 //   `room()` holds lists until delivery catches up.
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import {
@@ -47,6 +50,8 @@ export class BatchQueue {
   private timer: NodeJS.Timeout | undefined;
   private readonly sealed: Sealed[] = [];
   private sealedSeq = 0;
+  /** This run's stream: batches carry it and their sequence number (the indexer's fence, indexer/fence.ts). */
+  private readonly stream = `${Date.now()}.${randomBytes(8).toString('hex')}`;
   private writtenSeq = 0;
   private pending = 0;
   private pumping = false;
@@ -175,7 +180,9 @@ export class BatchQueue {
     if (this.dropTypes.length > 0) batch.dropTypes = this.dropTypes;
     if (this.keep) batch.keepTypes = this.keep;
     if (!batch.upserts && !batch.deletes && !batch.resyncs && !batch.dropTypes && !batch.keepTypes) return;
-    this.sealed.push({ batch, seq: ++this.sealedSeq, objects: this.openObjects });
+    const seq = ++this.sealedSeq;
+    batch.sequence = { stream: this.stream, seq };
+    this.sealed.push({ batch, seq, objects: this.openObjects });
     this.upserts = new Map();
     this.deletes = new Set();
     this.resyncs = [];

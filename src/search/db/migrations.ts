@@ -102,6 +102,16 @@ CREATE TRIGGER resources_deleted AFTER DELETE ON search.resources
   REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION tenantkit_search.record_deletes();
 `,
   },
+  {
+    version: 2,
+    what: 'batch fences: each collector stream applied once and in order across indexer replicas',
+    sql: `
+-- Per cluster, the collector stream the index follows (its start time orders streams) and the last of
+-- its batches applied. A batch's transaction locks its cluster's row (see indexer/fence.ts).
+CREATE TABLE tenantkit_search.batch_fences (
+  cluster text PRIMARY KEY, stream text NOT NULL, started bigint NOT NULL, seq bigint NOT NULL);
+`,
+  },
 ];
 
 /** Applies every migration not yet applied, once, even with several replicas starting together. */

@@ -5,7 +5,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { readBody } from '../../serving/https.ts';
-import { BackPressureError, type IndexBatch, type IndexSink, type SearchUser } from '../model.ts';
+import {
+  BackPressureError,
+  type IndexBatch,
+  type IndexSink,
+  type SearchUser,
+  SupersededBatchError,
+} from '../model.ts';
 import { InvalidBatchError } from '../policy/batch.ts';
 
 export const indexerPathPrefix = '/searchindexer/clusters/';
@@ -80,6 +86,8 @@ export function indexerEndpoint(options: IndexerEndpointOptions) {
         reply(res, 429, { message: err.message, retryAfterMs: err.retryAfterMs });
       } else if (err instanceof InvalidBatchError) {
         reply(res, 400, { message: err.message });
+      } else if (err instanceof SupersededBatchError) {
+        reply(res, 409, { message: err.message });
       } else {
         options.logger.error({ cluster, err: String(err) }, 'index batch failed');
         reply(res, 503, { message: 'the index could not apply the batch; retry' });

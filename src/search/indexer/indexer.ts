@@ -1,13 +1,15 @@
 // The indexer applies collectors' batches to PostgreSQL. Batches of one cluster apply one at a time, in
 // arrival order (a later batch may update the same object); clusters proceed in parallel. When a
 // cluster's queue is full the indexer refuses more (BackPressureError, HTTP 429 for remote collectors)
-// instead of buffering without bound.
+// instead of buffering without bound. Across replicas, each cluster's fence row (fence.ts) applies a
+// collector's batches once each and in the order it sent them.
 
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { searchMetrics } from '../metrics.ts';
-import { BackPressureError, type IndexBatch, type IndexSink } from '../model.ts';
+import { BackPressureError, type IndexBatch, type IndexSink, SupersededBatchError } from '../model.ts';
 import { validateBatch } from '../policy/batch.ts';
+import { passFence } from './fence.ts';
 import { deleteResources, pruneType, pruneTypesExcept, upsertResources } from './statements.ts';
 
 export interface IndexerOptions {
@@ -64,6 +66,12 @@ export class Indexer implements IndexSink {
     let deleted = 0;
     try {
       await client.query('BEGIN');
+      if (batch.sequence && !(await passFence(client, batch.cluster, batch.sequence))) {
+        // Applied before (this is a resend whose first answer was lost): acknowledged, nothing redone.
+        await client.query('COMMIT');
+        searchMetrics.indexerBatches.inc({ cluster: batch.cluster, outcome: 'duplicate' });
+        return;
+      }
       if (batch.upserts?.length) {
         changed = (await upsertResources(client, batch.cluster, dedupe(batch.upserts))).length;
       }
@@ -81,12 +89,18 @@ export class Indexer implements IndexSink {
       await client.query('COMMIT');
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {});
+      if (err instanceof SupersededBatchError) {
+        searchMetrics.indexerBatches.inc({ cluster: batch.cluster, outcome: 'superseded' });
+        this.options.logger.warn({ cluster: batch.cluster, err: err.message }, 'index batch refused');
+        throw err;
+      }
       searchMetrics.indexerErrors.inc({ cluster: batch.cluster });
       this.options.logger.error({ cluster: batch.cluster, err: String(err) }, 'index batch failed');
       throw err;
     } finally {
       client.release();
     }
+    searchMetrics.indexerBatches.inc({ cluster: batch.cluster, outcome: 'applied' });
     const ms = performance.now() - started;
     queue.averageMs = queue.averageMs * 0.8 + ms * 0.2;
     searchMetrics.indexerBatchSeconds.observe(ms / 1000);

@@ -11,6 +11,7 @@ export class InvalidBatchError extends Error {
 
 const clusterName = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 export const maxBatchObjects = 5_000;
+const streamName = /^\d{1,15}\.[0-9a-f]{8,64}$/;
 
 const isString = (v: unknown): v is string => typeof v === 'string';
 const isStringArray = (v: unknown): v is string[] => Array.isArray(v) && v.every(isString);
@@ -23,6 +24,13 @@ export function validateBatch(batch: IndexBatch, hubCluster: string): void {
   const { cluster } = batch;
   if (!isString(cluster) || !clusterName.test(cluster)) {
     fail(`cluster ${JSON.stringify(cluster)} is not a valid cluster name (lowercase DNS name)`);
+  }
+  if (batch.sequence !== undefined) {
+    const { stream, seq } = batch.sequence ?? {};
+    if (!isString(stream) || !streamName.test(stream)) {
+      fail('sequence.stream must be "<start time in ms>.<hex>", as the collector makes it');
+    }
+    if (!Number.isSafeInteger(seq) || seq < 1) fail('sequence.seq must be a positive integer');
   }
   const inCluster = (uid: unknown) =>
     isString(uid) && (uid.startsWith(`${cluster}/`) || uid === `cluster__${cluster}`);
