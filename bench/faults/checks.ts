@@ -2,6 +2,9 @@
 // every namespace the tenant was given is bound to her organization, every NonAdminBackup she made ran
 // once (one Velero Backup) and completed, no Velero Backup is left without its NonAdminBackup, and the
 // search index holds exactly the API server's objects.
+import { writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Annotations } from '../../src/backup/model.ts';
@@ -251,7 +254,7 @@ export async function indexDifference(
     try {
       const served = await servedUids(world);
       const rows = await db.query<{ uid: string; what: string }>(
-        "SELECT uid, concat(data->>'kind', ' ', coalesce(data->>'namespace' || '/', ''), data->>'name') AS what FROM search.resources WHERE cluster = $1 AND uid NOT LIKE 'cluster\\_\\_%'",
+        "SELECT uid, concat(data->>'kind', ' ', coalesce(data->>'namespace' || '/', ''), data->>'name', ' (uid ', substr(uid, length(cluster) + 2), ', created ', data->>'created', ')') AS what FROM search.resources WHERE cluster = $1 AND uid NOT LIKE 'cluster\\_\\_%'",
         [HubCluster],
       );
       // Rows are keyed <cluster>/<uid> (indexUid); this cluster's by the object's own uid here.
@@ -264,11 +267,12 @@ export async function indexDifference(
         ...missing.map(([, o]) => `missing ${o.what}`),
         ...stale.map(([, w]) => `stale ${w}`),
       ];
-      return `index of ${indexed.size} rows vs ${served.size} objects: ${missing.length} missing, ${stale.length} stale (${examples.slice(0, 4).join('; ')})`;
+      return `index of ${indexed.size} rows vs ${served.size} objects: ${missing.length} missing, ${stale.length} stale (${examples.slice(0, 8).join('; ')})`;
     } finally {
       await db.end().catch(() => {});
     }
   }, timeoutMs);
+  if (difference) await keepLogs(world, 'search-collector');
   return { ...(difference ? { difference } : {}), ms: Date.now() - started };
 }
 
@@ -310,4 +314,24 @@ export async function cacheDifference(world: World, timeoutMs: number): Promise<
       ? `informer caches differ from fresh lists: ${differing.join('; ')}`
       : undefined;
   }, timeoutMs);
+}
+
+/** Saves the component's Pods' logs (this run and the one before a restart) in the temp dir; says where. */
+async function keepLogs(world: World, component: string): Promise<void> {
+  for (const pod of await componentPods(world, component).catch(() => [])) {
+    const name = pod.metadata.name!;
+    const file = join(tmpdir(), `bench-faults-${Date.now()}-${name}.log`);
+    const logs: string[] = [];
+    for (const previous of [true, false]) {
+      const text = await world.admin
+        .request<string>('GET', `/api/v1/namespaces/${world.namespace}/pods/${name}/log`, {
+          query: { previous: String(previous) },
+          text: true,
+        })
+        .catch(() => '');
+      logs.push(`--- ${previous ? 'previous' : 'current'} container ---\n${text}`);
+    }
+    await writeFile(file, logs.join('\n'));
+    world.say(`  ${component} logs kept in ${file}`);
+  }
 }

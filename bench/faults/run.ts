@@ -112,11 +112,16 @@ export async function runFault(world: World, fault: Fault, rng: Rng, options: Ru
     const namespaces = work.operations
       .filter((o) => o.kind === 'namespace' && o.answer.ok)
       .map((o) => o.name);
-    row.orphans.push(...(await cleanUp(world, nabs, namespaces, fault.backupsMayFail === true)));
+    const orphans = await cleanUp(world, nabs, namespaces, fault.backupsMayFail === true);
+    for (const o of orphans) world.say(`  ${fault.name} round ${round + 1}: left behind: ${o}`);
+    row.orphans.push(...orphans);
   }
   // Whatever the fault, the index ends as the API server's objects.
   const { difference } = await indexDifference(world, 30_000);
-  if (difference) row.wrong.push(`after ${fault.name}: ${difference}`);
+  if (difference) {
+    row.wrong.push(`after ${fault.name}: ${difference}`);
+    world.say(`  after ${fault.name}: ${difference}`);
+  }
   return row;
 }
 
@@ -135,7 +140,11 @@ export function table(rows: FaultRow[]): string {
   for (const r of rows) {
     lines.push(`- ${r.fault}:${r.seen.size ? '' : ' nothing else'}`);
     for (const [line, n] of [...r.seen].sort((a, b) => b[1] - a[1])) lines.push(`  - ${n}× ${line}`);
+    // Every finding is named (which object, which backup), not only counted: a run must say what to fix.
     for (const w of r.wrong.slice(0, 5)) lines.push(`  - WRONG: ${w}`);
+    for (const d of r.duplicates.slice(0, 5)) lines.push(`  - DUPLICATE: ${d}`);
+    for (const o of r.orphans.slice(0, 5)) lines.push(`  - ORPHAN: ${o}`);
+    for (const l of r.lost.slice(0, 5)) lines.push(`  - LOST: ${l}`);
   }
   return lines.join('\n');
 }
