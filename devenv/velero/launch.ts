@@ -205,6 +205,22 @@ async function startStore(
 }
 
 /**
+ * The object store alone, with keys of its own in `dir` (its files under `dir/s3`): for tests of the
+ * store itself. `stop()` ends its process.
+ */
+export async function startObjectStore(
+  dir: string,
+  bucket: string,
+  host = '127.0.0.1',
+): Promise<{ url: string; credentials: S3Credentials; stop(): Promise<void> }> {
+  const binaries = await ensureVeleroBinaries();
+  await mkdir(join(dir, 's3'), { recursive: true });
+  const keys = await storeKeys(dir);
+  const store = await startStore(binaries, dir, host, bucket, keys);
+  return { url: store.url, credentials: keys.keys, stop: () => store.process.stop() };
+}
+
+/**
  * What `velero install` creates before the server: the namespace, the credentials Secret with the store's
  * keys, and the kopia repositories' password. Velero makes that password's Secret with a password built
  * into Velero (the same in every installation) when it is missing, so anyone who can read the bucket could

@@ -11,7 +11,7 @@ export const lanes = Math.max(1, Number(process.env.TENANTKIT_TEST_LANES ?? 2));
 
 const runsNode = /installTenantkit|startTestNode/;
 const needsNodeBuilds = /ensureNodeBinaries|ensureTenantkitImage|ensureVeleroImage|ensurePostgresImage/;
-const needsVelero = /startBackupEnvironment|startTestVelero|ensureVeleroBinaries/;
+const needsVelero = /startBackupEnvironment|startTestVelero|startObjectStore|ensureVeleroBinaries/;
 
 /**
  * 0: only the control plane; 1: Velero's build too; 2: the node's builds (its runtime, the images);

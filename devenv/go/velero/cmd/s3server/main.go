@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -160,7 +161,7 @@ func run(listen, dir, buckets string, secret func(string) (string, bool), verbos
 	if verbose {
 		levels = append(levels, gofakes3.LogInfo)
 	}
-	faker := gofakes3.New(emptyPrefixes{backend}, gofakes3.WithLogger(gofakes3.GlobalLog(levels...)))
+	faker := gofakes3.New(store{backend}, gofakes3.WithLogger(gofakes3.GlobalLog(levels...)))
 
 	listener, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -187,14 +188,31 @@ func run(listen, dir, buckets string, secret func(string) (string, bool), verbos
 	return server.Close()
 }
 
-// emptyPrefixes fixes one way the filesystem backend differs from S3: it answers a listing under a prefix
-// with no objects yet (no directory) with NoSuchBucket, where S3 returns an empty list. Velero then calls
-// a new storage location with an empty prefix Unavailable until something is written there.
-type emptyPrefixes struct {
+// store fixes two ways the filesystem backend differs from S3:
+//   - it answers a listing under a prefix with no objects yet (no directory) with NoSuchBucket, where S3
+//     returns an empty list (Velero then calls a new storage location with an empty prefix Unavailable
+//     until something is written there);
+//   - a PUT that fails part way (the disk full) leaves the object's partial file without its metadata,
+//     and from then on every listing that reaches it fails (500) and nothing under that prefix can be
+//     deleted; in S3 a failed PUT leaves no object.
+type store struct {
 	gofakes3.Backend
 }
 
-func (b emptyPrefixes) ListBucket(name string, prefix *gofakes3.Prefix, page gofakes3.ListBucketPage) (*gofakes3.ObjectList, error) {
+// PutObject removes whatever a failed write left of the object: data and metadata both. (The
+// backend truncates an existing object before it writes, so an overwrite that fails cannot keep the old
+// version either; removing the object is the only state a listing can answer.)
+func (b store) PutObject(bucket, key string, meta map[string]string, input io.Reader, size int64, conditions *gofakes3.PutConditions) (gofakes3.PutObjectResult, error) {
+	result, err := b.Backend.PutObject(bucket, key, meta, input, size, conditions)
+	if err != nil && !gofakes3.HasErrorCode(err, gofakes3.ErrNoSuchBucket) && !gofakes3.HasErrorCode(err, gofakes3.ErrPreconditionFailed) {
+		if _, cleanupErr := b.Backend.DeleteObject(bucket, key); cleanupErr != nil {
+			log.Printf("s3server: could not remove what a failed PUT of %s/%s left: %v", bucket, key, cleanupErr)
+		}
+	}
+	return result, err
+}
+
+func (b store) ListBucket(name string, prefix *gofakes3.Prefix, page gofakes3.ListBucketPage) (*gofakes3.ObjectList, error) {
 	list, err := b.Backend.ListBucket(name, prefix, page)
 	if gofakes3.HasErrorCode(err, gofakes3.ErrNoSuchBucket) && prefix != nil && prefix.HasPrefix {
 		if exists, existsErr := b.BucketExists(name); existsErr == nil && exists {
