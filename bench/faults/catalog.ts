@@ -322,6 +322,15 @@ const diskFull = (what: 'database' | 'store'): Fault => ({
       async recovered() {
         if (what === 'store') {
           await veleroBack(world);
+          // The store itself answers again: a listing of every backup's prefix (what Velero's deletes and
+          // sync read), not an error for what a refused write left behind.
+          if (world.bucket) {
+            const bucket = world.bucket;
+            await until('the object store lists its backups', async () => {
+              await bucket('backups/');
+              return true;
+            });
+          }
           return;
         }
         await allReady(world, 'search-db');
