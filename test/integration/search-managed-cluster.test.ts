@@ -197,4 +197,26 @@ describe('a managed cluster in the hub index', () => {
     );
     expect(unauthenticated?.message).toMatch(/401/);
   });
+
+  it("answers 409 with the reason to a batch of a collector run the cluster's running collector replaced", async () => {
+    // A batch of a run that started before the running collector (a copy a replica took long ago, or a
+    // collector Pod that should have stopped): it could undo newer changes, so it is refused.
+    const old = new RemoteSink({ url, token: () => collectorToken, ca: ca.certPem });
+    const error = await old
+      .write({
+        cluster: managedName,
+        sequence: { stream: '1000000000000.00000000deadbeef', seq: 7 },
+        deletes: [`${managedName}/anything`],
+      })
+      .then(
+        () => undefined,
+        (err: Error) => err,
+      );
+    expect(error?.message).toMatch(/409: .*a newer collector of the cluster runs; stop this one/);
+    const rows = await db.pool.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM search.resources WHERE cluster = $1 AND data->>'name' = 'shop-settings'",
+      [managedName],
+    );
+    expect(rows.rows[0]!.n).toBe(1);
+  });
 });
