@@ -13,7 +13,10 @@ import { type ControlPlane, startControlPlane } from '../../devenv/controlplane/
 import { isGone, KubeClient } from '../../src/kube/client.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { Resources } from '../../src/kube/resources.ts';
+import { BatchQueue } from '../../src/search/collector/batch-queue.ts';
 import { Collector } from '../../src/search/collector/collector.ts';
+import { collectorMetrics } from '../../src/search/collector/metrics.ts';
+import { TypeWatcher } from '../../src/search/collector/type-watcher.ts';
 import type { Database } from '../../src/search/db/postgres.ts';
 import { Indexer } from '../../src/search/indexer/indexer.ts';
 import { HubCluster } from '../../src/search/model.ts';
@@ -151,4 +154,126 @@ describe('search collector after 410 Gone', () => {
     // Every watch resumed into a compacted version: the index was repaired by relists, not by watch events.
     expect(collector.stats().lists.gone).toBeGreaterThan(0);
   });
+
+  it('starts a list over when its continue token expires, and the resync keeps every object', async () => {
+    // One type's watcher, paging 5 objects at a time into a queue that is full after one page and whose
+    // index is held shut: the list waits between pages until etcd has compacted past its snapshot, so
+    // its next page is answered 410. Before, that ended the list after its first page and the resync
+    // deleted the other rows of the type.
+    const cp = controlPlane!;
+    const admin = KubeClient.fromKubeconfig({ yaml: cp.adminKubeconfig });
+    const ns = 'expired-list';
+    await admin.create(Resources.namespaces, { metadata: { name: ns } });
+    for (let i = 0; i < 20; i++) {
+      await admin.create(Resources.configMaps, { metadata: { name: `cm-${i}`, namespace: ns } });
+    }
+    const indexer = new Indexer({ pool: db!.pool, logger: silentLogger, hubCluster: HubCluster });
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const cluster = 'edge-2';
+    // The size of every resync of the type the index is sent: each must name all 21 config maps of the
+    // namespace (its 20 and kube-root-ca.crt), which exist throughout.
+    const resyncs: number[] = [];
+    const queue = new BatchQueue({
+      sink: {
+        write: async (batch) => {
+          await gate;
+          for (const r of batch.resyncs ?? []) resyncs.push(r.uids.length);
+          await indexer.write(batch);
+        },
+      },
+      cluster,
+      logger: silentLogger,
+      maxObjects: 5,
+      maxDelayMs: 10,
+      maxPendingObjects: 4,
+    });
+    const type = { ...Resources.configMaps, namespaced: true };
+    const watcher = new TypeWatcher(
+      {
+        cluster,
+        logger: silentLogger,
+        queue,
+        resyncPeriodMs: 0,
+        watchTimeoutSeconds: 5,
+        listPageSize: 5,
+        clientsFor: () => ({ list: admin, watch: admin }),
+        transform: (o) => ({
+          uid: `${cluster}/${o.metadata.uid}`,
+          data: {
+            kind: 'ConfigMap',
+            kind_plural: 'configmaps',
+            apiversion: 'v1',
+            name: o.metadata.name!,
+            ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}),
+          },
+          edges: [],
+        }),
+        listSlot: async () => () => {},
+        changed: () => {},
+        listed: () => {},
+        missing: () => {},
+        paused: () => {},
+      },
+      type,
+    );
+    const expiredBefore = await listsExpired(cluster);
+    watcher.start();
+    try {
+      await eventually(() => queue.full(), { what: 'the list holds its first page, the queue full' });
+      // A version at least as new as the list's snapshot.
+      const snapshot = (await admin.list(Resources.configMaps, { limit: 1 })).metadata.resourceVersion!;
+      // Newer writes, then wait until the version of the list's snapshot is compacted away.
+      await eventually(
+        async () => {
+          await admin.patch(Resources.configMaps, 'cm-0', ns, {
+            metadata: { labels: { t: `${Date.now()}` } },
+          });
+          try {
+            await admin.watch(
+              Resources.configMaps,
+              { resourceVersion: snapshot, timeoutSeconds: 1 },
+              () => {},
+            );
+            return false;
+          } catch (err) {
+            return isGone(err);
+          }
+        },
+        { what: "etcd compacted past the list's snapshot", timeoutMs: 15_000 },
+      );
+      open();
+      const indexed = async () =>
+        (
+          await db!.pool.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM search.resources
+             WHERE cluster = $1 AND data->>'namespace' = $2 AND data->>'name' LIKE 'cm-%'`,
+            [cluster, ns],
+          )
+        ).rows[0]!.n;
+      await eventually(async () => (await listsExpired(cluster)) > expiredBefore, {
+        what: 'the continue token expired',
+      });
+      // Every object of the type is in the index once the list started over, and stays after its resync.
+      await eventually(async () => (await indexed()) === 20, { what: 'all 20 indexed', timeoutMs: 20_000 });
+      await queue.barrier();
+      expect(await indexed()).toBe(20);
+      // The index was never told that the type holds fewer objects than it does (rows wiped until a relist).
+      expect(resyncs.length).toBeGreaterThan(0);
+      expect(Math.min(...resyncs)).toBeGreaterThanOrEqual(21);
+    } finally {
+      await watcher.stop();
+      await queue.close(1_000);
+    }
+  });
 });
+
+/** How often lists of `cluster` found their continue token expired (the collector's metric). */
+async function listsExpired(cluster: string): Promise<number> {
+  const metric = await collectorMetrics.lists.get();
+  return metric.values
+    .filter((v) => v.labels.cluster === cluster && v.labels.reason === 'expired')
+    .reduce((n, v) => n + v.value, 0);
+}

@@ -49,6 +49,8 @@ export interface CollectorOptions {
   maxPendingObjects?: number;
   /** Server-side timeout of each watch (default 240-360 s, random per watch). */
   watchTimeoutSeconds?: number;
+  /** Objects per page of a list (default 500). */
+  listPageSize?: number;
   /** How long a stopping collector keeps delivering what it queued (default 5 s). */
   closeTimeoutMs?: number;
 }
@@ -358,6 +360,7 @@ export class Collector {
       queue: this.queue,
       resyncPeriodMs: this.options.resyncPeriodMs ?? 10 * 60 * 60_000,
       watchTimeoutSeconds: this.options.watchTimeoutSeconds,
+      listPageSize: this.options.listPageSize,
       clientsFor: (type) =>
         needsFullObject(type)
           ? { list: this.options.client, watch: this.options.client }

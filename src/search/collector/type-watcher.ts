@@ -27,6 +27,8 @@ export interface WatcherHost {
   readonly queue: BatchQueue;
   readonly resyncPeriodMs: number;
   readonly watchTimeoutSeconds: number | undefined;
+  /** Objects per list page (default 500). */
+  readonly listPageSize?: number | undefined;
   /** The client to list with and the one to watch with (metadata-only for kinds that need no more). */
   clientsFor(type: ResourceType): { list: KubeClient; watch: KubeClient };
   /** The object's index row, or undefined (already logged) when it cannot be indexed. */
@@ -174,13 +176,15 @@ export class TypeWatcher {
     try {
       collectorMetrics.lists.inc({ cluster, reason });
       let next: string | undefined;
-      do {
+      // Not a do-while: a `continue` there tests the condition, so the expired token's `next = undefined`
+      // below ended the list after its first pages and the resync deleted every other row of the type.
+      for (;;) {
         await queue.room();
         if (this.stopped) return;
         let page: ObjectList<KubeObject>;
         try {
           page = await client.request<ObjectList<KubeObject>>('GET', resourcePath(this.type), {
-            query: { limit: listPageSize, continue: next },
+            query: { limit: this.host.listPageSize ?? listPageSize, continue: next },
             signal: this.stopping.signal,
             timeoutMs: 60_000,
           });
@@ -205,7 +209,8 @@ export class TypeWatcher {
         }
         next = page.metadata?.continue || undefined;
         version = page.metadata?.resourceVersion ?? version;
-      } while (next);
+        if (!next) break;
+      }
     } finally {
       release();
     }
