@@ -56,9 +56,15 @@ async function backupsByNab(world: World): Promise<Map<string, string[]>> {
   return by;
 }
 
-/** Velero's reason for a failed backup, as the tenant reads it in her NAB's status. */
+/**
+ * Velero's reason for a backup that did not complete, as the tenant reads it in her NAB's status: its
+ * failure reason, or (PartiallyFailed has none) the error counts the Queued condition gives.
+ */
 const failureOf = (nab: NonAdminBackup) =>
   nab.status?.veleroBackup?.status?.failureReason ??
+  nab.status?.conditions?.find(
+    (c) => c.type === 'Queued' && /is PartiallyFailed: \d+ errors?/.test(c.message ?? ''),
+  )?.message ??
   nab.status?.conditions?.find((c) => c.status === 'False' || /Fail/.test(c.reason ?? ''))?.message;
 
 /**

@@ -3,7 +3,7 @@
 // the real API server and Velero in test/integration/backup-nab.test.ts.)
 import { describe, expect, it } from 'vitest';
 import { queueLimitReached, waiting } from '../../src/backup/controllers/backup/queue-limit.ts';
-import { refusalOf } from '../../src/backup/controllers/backup/reconciler.ts';
+import { outcomeOf, refusalOf } from '../../src/backup/controllers/backup/reconciler.ts';
 import type { BackupPolicy } from '../../src/backup/policy/config.ts';
 import { nacObjectName } from '../../src/backup/velero/names.ts';
 import type { NonAdminBackup } from '../../src/crds/backup.ts';
@@ -137,5 +137,27 @@ describe("a namespace's share of Velero's queue", () => {
     ];
     expect(waiting(all)).toEqual(['shop/q', 'shop/u', 'bank/b']);
     expect(waiting(all, 'bank')).toEqual(['bank/b']);
+  });
+});
+
+describe("a Velero Backup's outcome, as the tenant reads it", () => {
+  it('says why a backup did not complete and how to read the items Velero names', () => {
+    expect(outcomeOf('nightly', 'ns-nightly-u1', 'InProgress', {})).toBe(
+      'Velero Backup ns-nightly-u1 is InProgress',
+    );
+    expect(outcomeOf('nightly', 'ns-nightly-u1', 'Completed', { warnings: 2 })).toBe(
+      'Velero Backup ns-nightly-u1 is Completed',
+    );
+    // PartiallyFailed has no failure reason: the counts, and where the items are named.
+    expect(outcomeOf('nightly', 'ns-nightly-u1', 'PartiallyFailed', { errors: 3, warnings: 1 })).toBe(
+      "Velero Backup ns-nightly-u1 is PartiallyFailed: 3 errors and 1 warning; Velero's results name each item: kubectl tenantkit backup describe nightly --details (or: kubectl tenantkit backup logs nightly)",
+    );
+    expect(outcomeOf('nightly', 'b', 'Failed', { failureReason: 'the store is full' })).toMatch(
+      /^Velero Backup b is Failed: the store is full; /,
+    );
+    // Counts that are not counts are not repeated.
+    expect(outcomeOf('nightly', 'b', 'PartiallyFailed', { errors: '9; rm -rf', warnings: -1 })).toMatch(
+      /^Velero Backup b is PartiallyFailed; Velero's results/,
+    );
   });
 });

@@ -338,13 +338,13 @@ export class NabReconciler extends ObjectReconciler<NabSources, NonAdminBackup, 
     const veleroPhase = (backup.status?.phase as string | undefined) ?? 'New';
     // One Event when the outcome is known (not one per step: that would double the API writes per NAB).
     const before = nab.status?.veleroBackup?.status?.phase;
+    const outcome = outcomeOf(nab.metadata.name!, name, veleroPhase, backup.status);
     if (before !== veleroPhase && (finishedPhases as readonly string[]).includes(veleroPhase)) {
-      const ok = veleroPhase === 'Completed';
       status.event({
-        type: ok ? 'Normal' : 'Warning',
+        type: veleroPhase === 'Completed' ? 'Normal' : 'Warning',
         reason: `Backup${veleroPhase}`,
         action: 'Backup',
-        message: `Velero Backup ${name} ended ${veleroPhase}${ok ? '' : '; see its logs and status.veleroBackup.status'}`,
+        message: outcome,
       });
     }
     const mirrored: Status = {
@@ -362,7 +362,7 @@ export class NabReconciler extends ObjectReconciler<NabSources, NonAdminBackup, 
         type: 'Queued',
         status: 'True',
         reason: 'BackupScheduled',
-        message: `Velero Backup ${name} is ${veleroPhase}`,
+        message: outcome,
       }),
     };
     // Pod volume and data mover counts; written only when they change (see progress.ts).
@@ -417,3 +417,33 @@ export function refusalOf({
 const spec = (nab: NonAdminBackup) => nab.spec ?? { backupSpec: {} };
 
 const tenantSpec = (nab: NonAdminBackup): JsonObject => ({ ...((spec(nab).backupSpec ?? {}) as JsonObject) });
+
+/** A count Velero wrote, or 0 (its status is not to be trusted blindly). */
+const counted = (value: unknown): number =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : 0;
+
+/**
+ * Where the Velero Backup stands, in the words the tenant reads in her NAB's Queued condition and Event:
+ * a backup that did not complete says why (Velero's failure reason), or how many errors and warnings
+ * Velero counted and how she reads them (a PartiallyFailed backup has no failure reason of its own).
+ */
+export function outcomeOf(
+  nab: string,
+  backup: string,
+  phase: string,
+  veleroStatus: Record<string, unknown> | undefined,
+): string {
+  if (phase === 'Completed' || !(finishedPhases as readonly string[]).includes(phase)) {
+    return `Velero Backup ${backup} is ${phase}`;
+  }
+  const reason = typeof veleroStatus?.failureReason === 'string' ? veleroStatus.failureReason : '';
+  const errors = counted(veleroStatus?.errors);
+  const warnings = counted(veleroStatus?.warnings);
+  const said = [
+    reason,
+    errors || warnings
+      ? `${errors} error${errors === 1 ? '' : 's'} and ${warnings} warning${warnings === 1 ? '' : 's'}`
+      : '',
+  ].filter(Boolean);
+  return `Velero Backup ${backup} is ${phase}${said.length ? `: ${said.join('; ')}` : ''}; Velero's results name each item: kubectl tenantkit backup describe ${nab} --details (or: kubectl tenantkit backup logs ${nab})`;
+}
