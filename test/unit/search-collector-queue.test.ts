@@ -76,6 +76,7 @@ describe('collector batch queue', () => {
         upserts: [{ ...row('b'), data: { ...row('b').data, label: { v: '2' } } }],
         deletes: ['c1/a'],
         dropTypes: [{ apigroup: 'example.com', kind_plural: 'widgets' }],
+        sequence: { stream: expect.stringMatching(/^\d{13}\.[0-9a-f]{16}$/), seq: 1 },
       },
     ]);
     expect(q.pendingObjects()).toBe(0);
@@ -107,7 +108,19 @@ describe('collector batch queue', () => {
     q.delete('c1/z');
     await q.barrier();
     expect(sink.attempts).toBe(4);
-    expect(sink.committed).toEqual([{ cluster: 'c1', upserts: [row('a')], deletes: ['c1/z'] }]);
+    expect(sink.committed).toEqual([
+      {
+        cluster: 'c1',
+        upserts: [row('a')],
+        deletes: ['c1/z'],
+        sequence: expect.objectContaining({ seq: 1 }),
+      },
+    ]);
+    // Each later batch is the next of the same stream; a resend kept its number (the indexer's fence).
+    q.upsert(row('b'));
+    await q.barrier();
+    expect(sink.committed.map((b) => b.sequence?.seq)).toEqual([1, 2]);
+    expect(sink.committed[1]?.sequence?.stream).toBe(sink.committed[0]?.sequence?.stream);
   });
 
   it('is full at the pending limit and has room again once the index caught up', async () => {
