@@ -43,8 +43,13 @@ describe.skipIf(!root)('the test object store on a full disk', () => {
   it('leaves nothing of a PUT the disk refuses, and its prefix stays listable and deletable', async () => {
     const small = await put('backups/b1/velero-backup.json', Buffer.from('{"kind":"Backup"}'));
     expect(small.status, await small.text()).toBe(200);
-    const big = await put('backups/b1/b1.tar.gz', Buffer.alloc(4 * 2 ** 20, 7));
-    expect(big.status).toBeGreaterThanOrEqual(500);
+    // Refused: a 500, or, when the store answers before it has read the whole body, the connection
+    // closed under the upload (which of the two depends on timing).
+    const big = await put('backups/b1/b1.tar.gz', Buffer.alloc(4 * 2 ** 20, 7)).then(
+      (r) => `HTTP ${r.status}`,
+      (err: Error) => `connection ended: ${err.message}`,
+    );
+    expect(big).toMatch(/^HTTP 5\d\d$|^connection ended/);
 
     // The failed object is not there, and the listing of its prefix answers.
     const keys = (await listObjects(store.url, store.credentials, bucket, 'backups/b1/')).map((o) => o.key);

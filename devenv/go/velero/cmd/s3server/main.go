@@ -168,7 +168,7 @@ func run(listen, dir, buckets string, secret func(string) (string, bool), verbos
 		return err
 	}
 	verifier := &sigv4.Verifier{Secret: secret, Log: log.Default()}
-	server := &http.Server{Handler: verifier.Wrap(faker.Server()), ReadHeaderTimeout: 10 * time.Second}
+	server := &http.Server{Handler: closeOnFailedWrite(verifier.Wrap(faker.Server())), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- server.Serve(listener) }()
 	log.Printf("s3server: serving http://%s from %s", listener.Addr(), dir)
@@ -220,4 +220,25 @@ func (b store) ListBucket(name string, prefix *gofakes3.Prefix, page gofakes3.Li
 		}
 	}
 	return list, err
+}
+
+// closeOnFailedWrite ends the connection after a PUT or POST answered with an error: the backend may have
+// stopped reading the request's body part way (a full disk), and a client that sends its next request on
+// the same connection would have the body's leftover bytes read as that request's headers (431).
+func closeOnFailedWrite(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut || r.Method == http.MethodPost {
+			w = &closingWriter{ResponseWriter: w}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type closingWriter struct{ http.ResponseWriter }
+
+func (c *closingWriter) WriteHeader(status int) {
+	if status >= 400 {
+		c.Header().Set("Connection", "close")
+	}
+	c.ResponseWriter.WriteHeader(status)
 }
