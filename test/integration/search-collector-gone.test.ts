@@ -260,7 +260,10 @@ describe('search collector after 410 Gone', () => {
       await eventually(async () => (await indexed()) === 20, { what: 'all 20 indexed', timeoutMs: 20_000 });
       // The 20 can be indexed before the list's last page (kube-root-ca.crt sorts after them) and its
       // resync are queued: wait for the resync itself, then for the index to have applied it.
-      await eventually(() => resyncs.length > 0, { what: 'the restarted list ended with a resync', timeoutMs: 20_000 });
+      await eventually(() => resyncs.length > 0, {
+        what: 'the restarted list ended with a resync',
+        timeoutMs: 20_000,
+      });
       await queue.barrier();
       expect(await indexed()).toBe(20);
       // The index was never told that the type holds fewer objects than it does (rows wiped until a relist).
