@@ -5,6 +5,16 @@
 export const HubCluster = 'local-cluster';
 
 /**
+ * The cluster an index uid belongs to: uids are `<cluster>/<uid in that cluster>`, and a cluster's own row
+ * is `cluster__<cluster>` (the indexer refuses any other shape, and cluster names hold no `/`).
+ */
+export function clusterOfUid(uid: string): string {
+  const slash = uid.indexOf('/');
+  if (slash >= 0) return uid.slice(0, slash);
+  return uid.startsWith('cluster__') ? uid.slice('cluster__'.length) : uid;
+}
+
+/**
  * The properties of one indexed object, as ACM's collector writes them into `search.resources.data`:
  * `kind`, `kind_plural`, `apigroup` (absent for the core group), `apiversion`, `name`, `namespace` (absent
  * for cluster-scoped objects), `created`, `label`, `annotation`, `_hubClusterResource` (hub only), and the

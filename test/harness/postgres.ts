@@ -7,12 +7,13 @@ import { join } from 'node:path';
 import { migrate } from '../../src/search/db/migrations.ts';
 import { type Database, startEmbedded } from '../../src/search/db/postgres.ts';
 
-export async function startTestDatabase(): Promise<Database> {
+/** `upTo`: apply the schema's migrations up to that version only (to test an upgrade from it). */
+export async function startTestDatabase(upTo?: number): Promise<Database> {
   const dir = await mkdtemp(join(tmpdir(), 'tenantkit-pg-'));
   // Run as root, the server runs as the `postgres` system user, which must be able to enter the folder.
   await chmod(dir, 0o755);
   const db = await startEmbedded({ dir: join(dir, 'data'), unsafeNoFsync: true, statementTimeoutMs: 20_000 });
-  await migrate(db.pool);
+  await migrate(db.pool, upTo);
   return {
     ...db,
     close: async () => {

@@ -3,6 +3,7 @@
 // predicate, related, searchComplete, searchSchema, watch, hostile input).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/kube/log.ts';
+import { migrate } from '../../src/search/db/migrations.ts';
 import type { Database } from '../../src/search/db/postgres.ts';
 import { Indexer } from '../../src/search/indexer/indexer.ts';
 import {
@@ -229,6 +230,109 @@ describe('search index on PostgreSQL', () => {
     expect(() =>
       replicaA.write({ cluster: 'edge-3', sequence: { stream: 'x', seq: 0 }, upserts: [old] }),
     ).toThrow(/sequence.stream must be/);
+  });
+
+  it('keeps each cluster in partitions of its own, and removes a cluster by dropping them', async () => {
+    const stream = `${Date.now()}.00000000000000aa`;
+    const ownerA = object('Deployment', 'web', { namespace: 'shop', group: 'apps' }, [], 'edge-a');
+    const podA = object(
+      'Pod',
+      'web-1',
+      { namespace: 'shop' },
+      [{ type: 'ownedBy', uid: ownerA.uid }],
+      'edge-a',
+    );
+    const ownerB = object('Deployment', 'web', { namespace: 'shop', group: 'apps' }, [], 'edge-b');
+    const podB = object(
+      'Pod',
+      'web-1',
+      { namespace: 'shop' },
+      [{ type: 'ownedBy', uid: ownerB.uid }],
+      'edge-b',
+    );
+    await indexer.write({ cluster: 'edge-a', sequence: { stream, seq: 1 }, upserts: [ownerA, podA] });
+    await indexer.write({ cluster: 'edge-b', upserts: [ownerB, podB] });
+    const partitionsOf = async (table: string) =>
+      (
+        await db.pool.query<{ bound: string }>(
+          `SELECT pg_get_expr(c.relpartbound, c.oid) AS bound FROM pg_inherits i
+           JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = $1::regclass ORDER BY 1`,
+          [table],
+        )
+      ).rows.map((r) => r.bound);
+    for (const table of [
+      'search.resources',
+      'search.edges',
+      'tenantkit_search.edge_refs',
+      'tenantkit_search.sources',
+    ]) {
+      const bounds = await partitionsOf(table);
+      expect(bounds).toContain("FOR VALUES IN ('edge-a')");
+      expect(bounds).toContain("FOR VALUES IN ('edge-b')");
+    }
+    // A statement that names a cluster reads its partition and no other.
+    const plan = (
+      await db.pool.query<{ 'QUERY PLAN': string }>(
+        `EXPLAIN SELECT count(*) FROM search.resources WHERE cluster = 'edge-a' AND _kind = 'pod'`,
+      )
+    ).rows
+      .map((r) => r['QUERY PLAN'])
+      .join('\n');
+    expect(plan).toMatch(/resources_edge_a_/);
+    expect(plan).not.toMatch(/resources_edge_b_|resources_local_cluster_/);
+    // Related objects are found inside the partitions of the seeds' cluster.
+    const related = await engine.search(
+      all,
+      {
+        filters: [
+          { property: 'cluster', values: ['edge-a'] },
+          { property: 'kind', values: ['Pod'] },
+        ],
+      },
+      { items: true, count: false, related: { items: true, count: false } },
+    );
+    expect(related.related?.map((r) => [r.kind, r.items?.map((i) => i.cluster)])).toEqual([
+      ['Deployment', ['edge-a']],
+    ]);
+
+    // Removing edge-a drops its partitions: its objects, edges and references go, edge-b's stay.
+    expect(await indexer.removeCluster('edge-a')).toBe(2);
+    for (const table of [
+      'search.resources',
+      'search.edges',
+      'tenantkit_search.edge_refs',
+      'tenantkit_search.sources',
+    ]) {
+      expect(await partitionsOf(table)).not.toContain("FOR VALUES IN ('edge-a')");
+    }
+    const count = async (sql: string) => (await db.pool.query<{ n: number }>(sql)).rows[0]!.n;
+    expect(await count(`SELECT count(*)::int AS n FROM search.resources WHERE cluster = 'edge-a'`)).toBe(0);
+    expect(await count(`SELECT count(*)::int AS n FROM search.resources WHERE cluster = 'edge-b'`)).toBe(2);
+    expect(await count(`SELECT count(*)::int AS n FROM search.edges WHERE cluster = 'edge-b'`)).toBe(1);
+    expect(
+      await count(`SELECT count(*)::int AS n FROM tenantkit_search.properties WHERE cluster = 'edge-a'`),
+    ).toBe(0);
+
+    // The collector that was running when edge-a was removed cannot write part of it back...
+    const late = object('ConfigMap', 'late', { namespace: 'shop' }, [], 'edge-a');
+    await expect(
+      indexer.write({ cluster: 'edge-a', sequence: { stream, seq: 2 }, upserts: [late] }),
+    ).rejects.toThrow(/cluster edge-a was removed from the index at .*restart the collector/);
+    expect(await count(`SELECT count(*)::int AS n FROM search.resources WHERE cluster = 'edge-a'`)).toBe(0);
+    // ...and one started after the removal indexes it again, in new partitions.
+    const restarted = `${Date.now() + 1}.00000000000000bb`;
+    await indexer.write({
+      cluster: 'edge-a',
+      sequence: { stream: restarted, seq: 1 },
+      upserts: [ownerA, podA],
+    });
+    expect(await count(`SELECT count(*)::int AS n FROM search.edges WHERE cluster = 'edge-a'`)).toBe(1);
+    // Another replica that removed the cluster meanwhile: this one's partition cache is stale, and the
+    // batch still lands (in partitions made again).
+    const other = new Indexer({ pool: db.pool, logger: silentLogger, hubCluster: HubCluster });
+    expect(await other.removeCluster('edge-b')).toBe(2);
+    await indexer.write({ cluster: 'edge-b', upserts: [ownerB] });
+    expect(await count(`SELECT count(*)::int AS n FROM search.resources WHERE cluster = 'edge-b'`)).toBe(1);
   });
 
   describe('queries', () => {
@@ -542,5 +646,62 @@ describe('search index on PostgreSQL', () => {
         ['DELETE', 'dev-new'],
       ]);
     });
+  });
+});
+
+describe('search index upgrade to partitions by cluster', () => {
+  it('moves the rows of an index made before partitions into one partition per cluster', async () => {
+    const db = await startTestDatabase(2);
+    try {
+      // The layout of migrations 1 and 2, written as their indexer wrote it.
+      await db.pool.query(`
+        INSERT INTO search.resources (uid, cluster, data) VALUES
+          ('local-cluster/d1', 'local-cluster', '{"kind":"Deployment","kind_plural":"deployments","apigroup":"apps","name":"web","namespace":"shop"}'),
+          ('local-cluster/p1', 'local-cluster', '{"kind":"Pod","kind_plural":"pods","name":"web-1","namespace":"shop"}'),
+          ('edge-1/p2', 'edge-1', '{"kind":"Pod","kind_plural":"pods","name":"api-1","namespace":"shop"}');
+        INSERT INTO search.edges VALUES ('local-cluster/p1', 'Pod', 'local-cluster/d1', 'Deployment', 'ownedBy', 'local-cluster');
+        INSERT INTO tenantkit_search.sources VALUES ('local-cluster/p1', 'h1'), ('local-cluster/d1', 'h0'), ('edge-1/p2', 'h0');
+        INSERT INTO tenantkit_search.edge_refs (sourceid, cluster, edgetype, destuid)
+          VALUES ('local-cluster/p1', 'local-cluster', 'ownedBy', 'local-cluster/d1');
+        INSERT INTO tenantkit_search.batch_fences VALUES ('edge-1', '1.00000000000000aa', 1, 7);`);
+      expect(await migrate(db.pool)).toEqual([3]);
+      const rows = async (sql: string) => (await db.pool.query(sql)).rows;
+      expect(await rows('SELECT uid, cluster, _kind, _ns FROM search.resources ORDER BY uid')).toEqual([
+        { uid: 'edge-1/p2', cluster: 'edge-1', _kind: 'pod', _ns: 'shop' },
+        { uid: 'local-cluster/d1', cluster: 'local-cluster', _kind: 'deployment', _ns: 'shop' },
+        { uid: 'local-cluster/p1', cluster: 'local-cluster', _kind: 'pod', _ns: 'shop' },
+      ]);
+      expect(await rows('SELECT sourceid, destid, cluster FROM search.edges')).toEqual([
+        { sourceid: 'local-cluster/p1', destid: 'local-cluster/d1', cluster: 'local-cluster' },
+      ]);
+      expect(await rows('SELECT uid, cluster, refs_hash FROM tenantkit_search.sources ORDER BY uid')).toEqual(
+        [
+          { uid: 'edge-1/p2', cluster: 'edge-1', refs_hash: 'h0' },
+          { uid: 'local-cluster/d1', cluster: 'local-cluster', refs_hash: 'h0' },
+          { uid: 'local-cluster/p1', cluster: 'local-cluster', refs_hash: 'h1' },
+        ],
+      );
+      expect(
+        await rows(
+          `SELECT tableoid::regclass::text AS partition FROM search.resources WHERE uid = 'edge-1/p2'`,
+        ),
+      ).toEqual([{ partition: expect.stringMatching(/^search\.resources_edge_1_[0-9a-f]{8}$/) }]);
+      // The indexer goes on from there: the fence row survived, and new batches land in the partitions.
+      const indexer = new Indexer({ pool: db.pool, logger: silentLogger, hubCluster: HubCluster });
+      await indexer.write({
+        cluster: 'edge-1',
+        sequence: { stream: '1.00000000000000aa', seq: 7 },
+        deletes: ['edge-1/p2'],
+      });
+      expect(await rows(`SELECT uid FROM search.resources WHERE cluster = 'edge-1'`)).toHaveLength(1);
+      await indexer.write({
+        cluster: 'edge-1',
+        sequence: { stream: '1.00000000000000aa', seq: 8 },
+        deletes: ['edge-1/p2'],
+      });
+      expect(await rows(`SELECT uid FROM search.resources WHERE cluster = 'edge-1'`)).toHaveLength(0);
+    } finally {
+      await db.close();
+    }
   });
 });

@@ -3,6 +3,7 @@
 // write only its own cluster, and hub users see that cluster's objects exactly as ACM's rule says: who
 // may create ManagedClusterViews in the cluster's namespace sees everything there except Secrets.
 import { mkdtemp, rm } from 'node:fs/promises';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,8 +15,9 @@ import { ManagedClusterType } from '../../src/search/access/managed-clusters.ts'
 import { Collector } from '../../src/search/collector/collector.ts';
 import { type SearchService, startSearchService } from '../../src/search/components/service.ts';
 import { searchServiceRules, searchUserClusterRoles } from '../../src/search/index.ts';
-import { clusterWriteAttributes } from '../../src/search/indexer/http.ts';
+import { clusterRemoveAttributes, clusterWriteAttributes } from '../../src/search/indexer/http.ts';
 import { RemoteSink } from '../../src/search/indexer/remote-sink.ts';
+import { searchMetrics } from '../../src/search/metrics.ts';
 import { BackPressureError } from '../../src/search/model.ts';
 import { createCA } from '../../src/serving/certs.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
@@ -219,4 +221,77 @@ describe('a managed cluster in the hub index', () => {
     );
     expect(rows.rows[0]!.n).toBe(1);
   });
+
+  it('removes the cluster from the index for who may delete it, and keeps its running collector out', async () => {
+    // Runs last: the cluster is gone from the index afterwards.
+    const removal = (token: string) => httpsDelete(`${url}/searchindexer/clusters/${managedName}`, token);
+    const count = async () =>
+      (
+        await db.pool.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM search.resources WHERE cluster = $1',
+          [managedName],
+        )
+      ).rows[0]!.n;
+    expect(await count()).toBeGreaterThan(0);
+    // The collector may write the cluster, not remove it.
+    const refused = await removal(collectorToken);
+    expect(refused.status).toBe(403);
+    expect(refused.body.message).toMatch(
+      /may not remove cluster .* grant verb "delete" on resource "clusters"/,
+    );
+    expect(await count()).toBeGreaterThan(0);
+
+    const sysNs = await hub.namespace('search-sys');
+    const { token: janitorToken } = await hub.serviceAccount(sysNs, 'janitor');
+    const d = clusterRemoveAttributes(managedName);
+    await hub.grant(
+      { kind: 'ServiceAccount', name: 'janitor', namespace: sysNs },
+      {
+        rules: [
+          { apiGroups: [d.group], resources: [d.resource], resourceNames: [managedName], verbs: [d.verb] },
+        ],
+      },
+    );
+    const before = await count();
+    const done = await removal(janitorToken);
+    expect(done).toEqual({ status: 200, body: { cluster: managedName, removed: before } });
+    expect(await count()).toBe(0);
+    expect(await search(viewerToken, [{ property: 'cluster', values: [managedName] }])).toEqual([]);
+
+    // The collector still runs: what it sends next (a new config map's upsert) is refused, not indexed.
+    const superseded = async () =>
+      (await searchMetrics.indexerBatches.get()).values
+        .filter((v) => v.labels.cluster === managedName && v.labels.outcome === 'superseded')
+        .reduce((n, v) => n + v.value, 0);
+    const refusedBefore = await superseded();
+    const edgeAdmin = KubeClient.fromKubeconfig({ path: edge.adminKubeconfigPath });
+    await edgeAdmin.create(Resources.configMaps, { metadata: { name: 'after-removal', namespace: 'shop' } });
+    await eventually(async () => (await superseded()) > refusedBefore, {
+      what: "the running collector's next batch refused",
+      timeoutMs: 20_000,
+    });
+    expect(await count()).toBe(0);
+  });
 });
+
+function httpsDelete(
+  target: string,
+  token: string,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      target,
+      { method: 'DELETE', ca: ca.certPem, headers: { authorization: `Bearer ${token}` } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          text += c;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}

@@ -14,7 +14,7 @@ import { TokenAuthenticator } from '../graphql/authn.ts';
 import type { Message } from '../graphql/resolvers.ts';
 import { type SearchApiLimits, SearchServer } from '../graphql/server.ts';
 import { clusterWriteAuthorizer } from '../indexer/authorize.ts';
-import { indexerEndpoint } from '../indexer/http.ts';
+import { clusterRemoveAttributes, indexerEndpoint } from '../indexer/http.ts';
 import { frontProxyConfig } from '../projects/front-proxy.ts';
 import type { Namespace } from '../projects/projects.ts';
 import { ProjectsServer } from '../projects/server.ts';
@@ -191,6 +191,9 @@ function searchServer(
             logger,
             authenticate,
             mayWrite: clusterWriteAuthorizer(client),
+            mayRemove: (user, cluster) =>
+              subjectCan(client, user, { resource: clusterRemoveAttributes(cluster) }),
+            removeCluster: (cluster) => store.indexer.removeCluster(cluster),
           }),
         }
       : {}),

@@ -112,10 +112,154 @@ CREATE TABLE tenantkit_search.batch_fences (
   cluster text PRIMARY KEY, stream text NOT NULL, started bigint NOT NULL, seq bigint NOT NULL);
 `,
   },
+  {
+    version: 3,
+    what: 'the index partitioned by cluster: one partition per cluster in every per-object table',
+    sql: `
+-- Each cluster's rows live in their own partition of search.resources, search.edges,
+-- tenantkit_search.sources and tenantkit_search.edge_refs: a statement that names a cluster touches
+-- only its partitions, and a cluster that leaves is a DROP of them (tenantkit_search.drop_cluster).
+-- Keys gain the cluster (a partitioned table's keys must hold its partition key); the uid stays first,
+-- so lookups by uid use the same indexes as before.
+CREATE TABLE search.resources_partitioned (uid text NOT NULL, cluster text NOT NULL, data jsonb,
+  PRIMARY KEY (uid, cluster)) PARTITION BY LIST (cluster);
+ALTER TABLE search.resources_partitioned
+  ADD COLUMN _kind text COLLATE "C" GENERATED ALWAYS AS (lower(data->>'kind')) STORED,
+  ADD COLUMN _ns text COLLATE "C" GENERATED ALWAYS AS (data->>'namespace') STORED,
+  ADD COLUMN _name text COLLATE "C" GENERATED ALWAYS AS (data->>'name') STORED,
+  ADD COLUMN _gr text COLLATE "C"
+    GENERATED ALWAYS AS (coalesce(data->>'apigroup', '') || '/' || coalesce(data->>'kind_plural', '')) STORED;
+CREATE TABLE search.edges_partitioned (
+  sourceid text NOT NULL, sourcekind text, destid text NOT NULL, destkind text, edgetype text NOT NULL,
+  cluster text NOT NULL, PRIMARY KEY (sourceid, destid, edgetype, cluster)) PARTITION BY LIST (cluster);
+CREATE TABLE tenantkit_search.sources_partitioned (uid text NOT NULL, cluster text NOT NULL,
+  refs_hash text NOT NULL, PRIMARY KEY (uid, cluster)) PARTITION BY LIST (cluster);
+CREATE TABLE tenantkit_search.edge_refs_partitioned (
+  sourceid text NOT NULL, cluster text NOT NULL, edgetype text NOT NULL,
+  destuid text, destkind text COLLATE "C", destns text COLLATE "C", destname text COLLATE "C",
+  selector jsonb) PARTITION BY LIST (cluster);
+
+-- A partition's name: readable, and unique whatever the cluster's name (a hash of it, for names that
+-- differ only in characters an identifier may not hold, or that are too long for one).
+CREATE FUNCTION tenantkit_search.partition_name(base text, cluster text) RETURNS text
+  LANGUAGE sql IMMUTABLE AS $$
+  SELECT base || '_' || left(regexp_replace(cluster, '[^a-z0-9]', '_', 'g'), 36) || '_' || left(md5(cluster), 8)
+$$;
+-- The per-object tables, with the schema of each.
+CREATE FUNCTION tenantkit_search.partitioned_tables() RETURNS TABLE (schema_name text, table_name text)
+  LANGUAGE sql IMMUTABLE AS $$
+  VALUES ('search', 'resources'), ('search', 'edges'), ('tenantkit_search', 'sources'),
+         ('tenantkit_search', 'edge_refs')
+$$;
+
+-- Creates the cluster's partitions where missing. One caller at a time per cluster (an advisory lock
+-- for the transaction), so indexer replicas that see a new cluster together do not collide.
+CREATE FUNCTION tenantkit_search.ensure_cluster(cluster text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE t record;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('tenantkit_search.partitions:' || cluster));
+  FOR t IN SELECT * FROM tenantkit_search.partitioned_tables() LOOP
+    IF to_regclass(format('%I.%I', t.schema_name, tenantkit_search.partition_name(t.table_name, cluster))) IS NULL THEN
+      EXECUTE format('CREATE TABLE %I.%I PARTITION OF %I.%I FOR VALUES IN (%L)', t.schema_name,
+        tenantkit_search.partition_name(t.table_name, cluster), t.schema_name, t.table_name, cluster);
+    END IF;
+  END LOOP;
+END $$;
+
+-- Removes every row of one cluster: its partitions are dropped (no row-by-row delete), with its
+-- property names. Its fence becomes a tombstone: batches of collector streams that started before the
+-- removal are refused, so a collector still running cannot bring back part of the cluster; one started
+-- after it (which lists everything first) may index the cluster again. Returns the objects removed.
+CREATE FUNCTION tenantkit_search.drop_cluster(cluster text, removed_at bigint) RETURNS bigint
+  LANGUAGE plpgsql AS $$
+DECLARE t record; n bigint := 0;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('tenantkit_search.partitions:' || cluster));
+  IF to_regclass(format('search.%I', tenantkit_search.partition_name('resources', cluster))) IS NOT NULL THEN
+    EXECUTE format('SELECT count(*) FROM search.%I', tenantkit_search.partition_name('resources', cluster)) INTO n;
+  END IF;
+  IF n > 0 AND tenantkit_search.watched() THEN
+    -- Watch subscribers see the objects go, as they would with a DELETE (a DROP fires no trigger).
+    EXECUTE format($q$INSERT INTO tenantkit_search.events (operation, uid, cluster, old_data)
+      SELECT 'DELETE', uid, cluster, data FROM search.%I$q$, tenantkit_search.partition_name('resources', cluster));
+    PERFORM pg_notify('tenantkit_search_events', '');
+  END IF;
+  FOR t IN SELECT * FROM tenantkit_search.partitioned_tables() LOOP
+    EXECUTE format('DROP TABLE IF EXISTS %I.%I', t.schema_name, tenantkit_search.partition_name(t.table_name, cluster));
+  END LOOP;
+  DELETE FROM tenantkit_search.properties p WHERE p.cluster = drop_cluster.cluster;
+  INSERT INTO tenantkit_search.batch_fences AS f (cluster, stream, started, seq)
+    VALUES (drop_cluster.cluster, removed_at || '.removed', removed_at, 0)
+    ON CONFLICT ON CONSTRAINT batch_fences_pkey
+    DO UPDATE SET stream = EXCLUDED.stream, started = EXCLUDED.started, seq = 0;
+  RETURN n;
+END $$;
+
+-- The rows there are, moved cluster by cluster (rows without a cluster were never written by tenantkit).
+DO $$
+DECLARE c text;
+BEGIN
+  FOR c IN SELECT DISTINCT cluster FROM search.resources WHERE cluster IS NOT NULL
+           UNION SELECT DISTINCT cluster FROM search.edges WHERE cluster IS NOT NULL
+           UNION SELECT DISTINCT cluster FROM tenantkit_search.edge_refs LOOP
+    PERFORM pg_advisory_xact_lock(hashtext('tenantkit_search.partitions:' || c));
+    EXECUTE format('CREATE TABLE search.%I PARTITION OF search.resources_partitioned FOR VALUES IN (%L)',
+      tenantkit_search.partition_name('resources', c), c);
+    EXECUTE format('CREATE TABLE search.%I PARTITION OF search.edges_partitioned FOR VALUES IN (%L)',
+      tenantkit_search.partition_name('edges', c), c);
+    EXECUTE format('CREATE TABLE tenantkit_search.%I PARTITION OF tenantkit_search.sources_partitioned FOR VALUES IN (%L)',
+      tenantkit_search.partition_name('sources', c), c);
+    EXECUTE format('CREATE TABLE tenantkit_search.%I PARTITION OF tenantkit_search.edge_refs_partitioned FOR VALUES IN (%L)',
+      tenantkit_search.partition_name('edge_refs', c), c);
+  END LOOP;
+END $$;
+INSERT INTO search.resources_partitioned (uid, cluster, data)
+  SELECT uid, cluster, data FROM search.resources WHERE cluster IS NOT NULL;
+INSERT INTO search.edges_partitioned SELECT * FROM search.edges WHERE cluster IS NOT NULL;
+INSERT INTO tenantkit_search.sources_partitioned (uid, cluster, refs_hash)
+  SELECT s.uid, r.cluster, s.refs_hash FROM tenantkit_search.sources s
+  JOIN search.resources_partitioned r ON r.uid = s.uid;
+INSERT INTO tenantkit_search.edge_refs_partitioned SELECT * FROM tenantkit_search.edge_refs;
+DROP TABLE search.resources, search.edges, tenantkit_search.sources, tenantkit_search.edge_refs;
+ALTER TABLE search.resources_partitioned RENAME TO resources;
+ALTER TABLE search.edges_partitioned RENAME TO edges;
+ALTER TABLE tenantkit_search.sources_partitioned RENAME TO sources;
+ALTER TABLE tenantkit_search.edge_refs_partitioned RENAME TO edge_refs;
+
+-- The same indexes as before, now one per partition (built after the rows are in). The index on
+-- edges' cluster is gone: a cluster's edges are its partition.
+CREATE INDEX resources_by_kind ON search.resources (_kind, cluster, _ns, _gr, _name);
+CREATE INDEX resources_by_namespace ON search.resources (_ns, _kind, cluster, _gr, _name);
+CREATE INDEX resources_by_name ON search.resources (_name, cluster, _ns, _gr);
+CREATE INDEX resources_by_type ON search.resources (cluster, _gr, _ns, _name);
+CREATE INDEX resources_by_keyword ON search.resources
+  USING gin ((jsonb_path_query_array(data, 'strict $.*')::text) gin_trgm_ops);
+CREATE INDEX resources_by_label ON search.resources USING gin ((data->'label') jsonb_path_ops);
+CREATE INDEX edges_by_dest ON search.edges (destid);
+CREATE INDEX edge_refs_by_source ON tenantkit_search.edge_refs (sourceid);
+CREATE INDEX edge_refs_by_uid ON tenantkit_search.edge_refs (destuid) WHERE destuid IS NOT NULL;
+CREATE INDEX edge_refs_by_name ON tenantkit_search.edge_refs (cluster, destkind, destns, destname)
+  WHERE destname IS NOT NULL;
+CREATE INDEX edge_refs_by_selector ON tenantkit_search.edge_refs (cluster, destkind, destns)
+  WHERE selector IS NOT NULL;
+
+-- Watch events, recorded for statements on the parent table (the indexer writes only through it).
+CREATE TRIGGER resources_inserted AFTER INSERT ON search.resources
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION tenantkit_search.record_inserts();
+CREATE TRIGGER resources_updated AFTER UPDATE ON search.resources
+  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION tenantkit_search.record_updates();
+CREATE TRIGGER resources_deleted AFTER DELETE ON search.resources
+  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION tenantkit_search.record_deletes();
+`,
+  },
 ];
 
-/** Applies every migration not yet applied, once, even with several replicas starting together. */
-export async function migrate(pool: pg.Pool): Promise<number[]> {
+/**
+ * Applies every migration not yet applied (up to `upTo`, for tests of an upgrade), once, even with
+ * several replicas starting together.
+ */
+export async function migrate(pool: pg.Pool, upTo = Number.POSITIVE_INFINITY): Promise<number[]> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
@@ -131,7 +275,7 @@ export async function migrate(pool: pg.Pool): Promise<number[]> {
     );
     const applied: number[] = [];
     for (const m of migrations) {
-      if (done.has(m.version)) continue;
+      if (done.has(m.version) || m.version > upTo) continue;
       try {
         await client.query(m.sql);
       } catch (err) {

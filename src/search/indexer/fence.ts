@@ -5,7 +5,9 @@
 // - a batch one replica took long ago (stuck behind a slow token review, say) cannot land after the
 //   newer batches another replica applied meanwhile, such as the delete of the object it upserts;
 // - a later-started collector of the cluster (a restarted Pod) takes the fence over; batches of the
-//   stream it replaced are refused from then on.
+//   stream it replaced are refused from then on;
+// - a cluster removed from the index leaves a tombstone stream (`<time>.removed`): a collector that was
+//   already running cannot write part of the cluster back; one started after the removal lists it whole.
 import type pg from 'pg';
 import { type BatchSequence, SupersededBatchError } from '../model.ts';
 
@@ -36,6 +38,11 @@ export async function passFence(sql: Sql, cluster: string, sequence: BatchSequen
     started < Number(fence.started) ||
     (started === Number(fence.started) && sequence.stream < fence.stream)
   ) {
+    if (fence.stream.endsWith('.removed')) {
+      throw new SupersededBatchError(
+        `cluster ${cluster} was removed from the index at ${new Date(Number(fence.started)).toISOString()}, after this batch's collector stream ${sequence.stream} started: restart the collector to index the cluster again, or revoke its write access to keep it out`,
+      );
+    }
     throw new SupersededBatchError(
       `cluster ${cluster}'s index follows collector stream ${fence.stream}, started ${new Date(Number(fence.started)).toISOString()}, after this batch's stream ${sequence.stream}: a newer collector of the cluster runs; stop this one`,
     );

@@ -1,7 +1,9 @@
 // The indexer's HTTPS endpoint for collectors on managed clusters:
 //   POST /searchindexer/clusters/<cluster>/batches   (body: an IndexBatch for that cluster)
+//   DELETE /searchindexer/clusters/<cluster>          (removes every object of the cluster from the index)
 // The caller authenticates with a bearer token of the hub; it may write only the clusters RBAC lets it
-// `update` as `clusters.search.tenantkit.io/<cluster>`. A full queue answers 429 with Retry-After.
+// `update` as `clusters.search.tenantkit.io/<cluster>`, and remove only those it may `delete` there.
+// A full queue answers 429 with Retry-After.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { readBody } from '../../serving/https.ts';
@@ -12,7 +14,7 @@ import {
   type SearchUser,
   SupersededBatchError,
 } from '../model.ts';
-import { InvalidBatchError } from '../policy/batch.ts';
+import { InvalidBatchError, validClusterName } from '../policy/batch.ts';
 
 export const indexerPathPrefix = '/searchindexer/clusters/';
 /** The RBAC attributes a collector needs on the hub to write one cluster's rows. */
@@ -22,6 +24,11 @@ export const clusterWriteAttributes = (cluster: string) => ({
   verb: 'update',
   name: cluster,
 });
+/** The RBAC attributes it takes to remove one cluster from the index. */
+export const clusterRemoveAttributes = (cluster: string) => ({
+  ...clusterWriteAttributes(cluster),
+  verb: 'delete',
+});
 
 export interface IndexerEndpointOptions {
   sink: IndexSink;
@@ -30,6 +37,10 @@ export interface IndexerEndpointOptions {
   authenticate(token: string): Promise<SearchUser | undefined>;
   /** Whether `user` may write `cluster`'s rows. */
   mayWrite(user: SearchUser, cluster: string): Promise<boolean>;
+  /** Whether `user` may remove `cluster` from the index (asked afresh each time: it is rare and final). */
+  mayRemove(user: SearchUser, cluster: string): Promise<boolean>;
+  /** Removes every object of `cluster`; resolves to how many there were. */
+  removeCluster(cluster: string): Promise<number>;
   /** Largest accepted body (default 64 MiB: a resync of a few hundred thousand uids). */
   maxBodyBytes?: number;
 }
@@ -39,16 +50,24 @@ export function indexerEndpoint(options: IndexerEndpointOptions) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     const url = new URL(req.url ?? '/', 'https://indexer');
     if (!url.pathname.startsWith(indexerPathPrefix)) return false;
-    const match = /^([^/]+)\/batches$/.exec(url.pathname.slice(indexerPathPrefix.length));
-    if (!match || req.method !== 'POST') {
-      reply(res, 404, { message: `use POST ${indexerPathPrefix}<cluster>/batches` });
+    const rest = url.pathname.slice(indexerPathPrefix.length);
+    const batches = /^([^/]+)\/batches$/.exec(rest);
+    const whole = /^([^/]+)$/.exec(rest);
+    if (!(batches && req.method === 'POST') && !(whole && req.method === 'DELETE')) {
+      reply(res, 404, {
+        message: `use POST ${indexerPathPrefix}<cluster>/batches, or DELETE ${indexerPathPrefix}<cluster> to remove a cluster`,
+      });
       return true;
     }
-    const cluster = decodeURIComponent(match[1]!);
+    const cluster = decodeURIComponent((batches ?? whole)![1]!);
     const token = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1];
     const user = token ? await options.authenticate(token).catch(() => undefined) : undefined;
     if (!user) {
       reply(res, 401, { message: 'a valid bearer token of the hub cluster is required' });
+      return true;
+    }
+    if (req.method === 'DELETE') {
+      await removeCluster(options, user, cluster, res);
       return true;
     }
     if (!(await options.mayWrite(user, cluster).catch(() => false))) {
@@ -95,6 +114,35 @@ export function indexerEndpoint(options: IndexerEndpointOptions) {
     }
     return true;
   };
+}
+
+async function removeCluster(
+  options: IndexerEndpointOptions,
+  user: SearchUser,
+  cluster: string,
+  res: ServerResponse,
+): Promise<void> {
+  if (!validClusterName(cluster)) {
+    reply(res, 400, {
+      message: `${JSON.stringify(cluster)} is not a valid cluster name (lowercase DNS name)`,
+    });
+    return;
+  }
+  if (!(await options.mayRemove(user, cluster).catch(() => false))) {
+    const a = clusterRemoveAttributes(cluster);
+    reply(res, 403, {
+      message: `${user.username} may not remove cluster ${cluster} from the index: grant verb "${a.verb}" on resource "${a.resource}" in API group "${a.group}" with resourceNames ["${cluster}"]`,
+    });
+    return;
+  }
+  try {
+    const removed = await options.removeCluster(cluster);
+    options.logger.info({ cluster, user: user.username, objects: removed }, 'cluster removed from the index');
+    reply(res, 200, { cluster, removed });
+  } catch (err) {
+    options.logger.error({ cluster, err: String(err) }, 'removing a cluster failed');
+    reply(res, 503, { message: `the index could not remove cluster ${cluster} now; retry` });
+  }
 }
 
 function reply(res: ServerResponse, status: number, body: unknown): void {

@@ -10,6 +10,7 @@ import { searchMetrics } from '../metrics.ts';
 import { BackPressureError, type IndexBatch, type IndexSink, SupersededBatchError } from '../model.ts';
 import { validateBatch } from '../policy/batch.ts';
 import { passFence } from './fence.ts';
+import { ClusterPartitions, noPartitionCode } from './partitions.ts';
 import { deleteResources, pruneType, pruneTypesExcept, upsertResources } from './statements.ts';
 
 export interface IndexerOptions {
@@ -31,18 +32,16 @@ interface ClusterQueue {
 export class Indexer implements IndexSink {
   private readonly options: IndexerOptions;
   private readonly queues = new Map<string, ClusterQueue>();
+  private readonly partitions: ClusterPartitions;
 
   constructor(options: IndexerOptions) {
     this.options = options;
+    this.partitions = new ClusterPartitions(options.pool);
   }
 
   write(batch: IndexBatch): Promise<void> {
     validateBatch(batch, this.options.hubCluster);
-    let queue = this.queues.get(batch.cluster);
-    if (!queue) {
-      queue = { tail: Promise.resolve(), queued: 0, averageMs: 50 };
-      this.queues.set(batch.cluster, queue);
-    }
+    const queue = this.queueOf(batch.cluster);
     const max = this.options.maxQueuedBatches ?? 8;
     if (queue.queued >= max) {
       searchMetrics.indexerRejected.inc({ cluster: batch.cluster });
@@ -51,12 +50,55 @@ export class Indexer implements IndexSink {
     queue.queued++;
     searchMetrics.indexerQueued.set({ cluster: batch.cluster }, queue.queued);
     const q = queue;
-    const run = q.tail.then(() => this.apply(batch, q));
+    const run = q.tail.then(() => this.applyInPartition(batch, q));
     q.tail = run.catch(() => {});
     return run.finally(() => {
       q.queued--;
       searchMetrics.indexerQueued.set({ cluster: batch.cluster }, q.queued);
     });
+  }
+
+  /**
+   * Removes every object of `cluster` from the index (its partitions dropped), after the batches of it
+   * this process has accepted. Batches of collector streams started before now are refused from then on.
+   * Resolves to the number of objects removed.
+   */
+  removeCluster(cluster: string): Promise<number> {
+    const q = this.queueOf(cluster);
+    const run = q.tail.then(() => this.partitions.drop(cluster));
+    q.tail = run.then(
+      () => {},
+      () => {},
+    );
+    return run.then((n) => {
+      searchMetrics.indexerRows.inc({ cluster, change: 'deleted' }, n);
+      this.options.logger.info({ cluster, objects: n }, 'cluster removed from the index');
+      return n;
+    });
+  }
+
+  private queueOf(cluster: string): ClusterQueue {
+    let queue = this.queues.get(cluster);
+    if (!queue) {
+      queue = { tail: Promise.resolve(), queued: 0, averageMs: 50 };
+      this.queues.set(cluster, queue);
+    }
+    return queue;
+  }
+
+  /** Applies the batch into the cluster's partitions, created first when this process has not seen them. */
+  private async applyInPartition(batch: IndexBatch, queue: ClusterQueue): Promise<void> {
+    await this.partitions.ensure(batch.cluster);
+    try {
+      await this.apply(batch, queue);
+    } catch (err) {
+      // Another replica removed the cluster since: its partitions are made again, and the batch retried
+      // (the fence then decides whether its stream may still write).
+      if ((err as { code?: string }).code !== noPartitionCode) throw err;
+      this.partitions.forget(batch.cluster);
+      await this.partitions.ensure(batch.cluster);
+      await this.apply(batch, queue);
+    }
   }
 
   private async apply(batch: IndexBatch, queue: ClusterQueue): Promise<void> {

@@ -17,8 +17,7 @@ export async function upsertResources(
   const changed = await sql.query<{ uid: string }>(
     `INSERT INTO search.resources AS r (uid, cluster, data)
        SELECT u, $2, d::jsonb FROM unnest($1::text[], $3::text[]) AS t(u, d)
-     ON CONFLICT (uid) DO UPDATE SET data = EXCLUDED.data, cluster = EXCLUDED.cluster
-       WHERE r.data IS DISTINCT FROM EXCLUDED.data OR r.cluster IS DISTINCT FROM EXCLUDED.cluster
+     ON CONFLICT (uid, cluster) DO UPDATE SET data = EXCLUDED.data WHERE r.data IS DISTINCT FROM EXCLUDED.data
      RETURNING uid`,
     [uids, cluster, resources.map((r) => JSON.stringify(r.data))],
   );
@@ -31,27 +30,30 @@ export async function upsertResources(
     await sql.query(
       `INSERT INTO tenantkit_search.properties (cluster, gr, property)
          SELECT DISTINCT r.cluster, r._gr, k FROM search.resources r, jsonb_object_keys(r.data) k
-         WHERE r.uid = ANY($1)
+         WHERE r.uid = ANY($1) AND r.cluster = $2
        ON CONFLICT DO NOTHING`,
-      [changed.rows.map((r) => r.uid)],
+      [changed.rows.map((r) => r.uid), cluster],
     );
   }
-  if (touched.size > 0) await recomputeEdges(sql, [...touched]);
+  if (touched.size > 0) await recomputeEdges(sql, cluster, [...touched]);
   return [...touched];
 }
 
 /** Stores each object's references when they differ from what is stored; returns those uids. */
 async function replaceReferences(sql: Sql, cluster: string, resources: IndexedResource[]): Promise<string[]> {
   const changed = await sql.query<{ uid: string }>(
-    `INSERT INTO tenantkit_search.sources AS s (uid, refs_hash)
-       SELECT * FROM unnest($1::text[], $2::text[])
-     ON CONFLICT (uid) DO UPDATE SET refs_hash = EXCLUDED.refs_hash WHERE s.refs_hash <> EXCLUDED.refs_hash
+    `INSERT INTO tenantkit_search.sources AS s (uid, cluster, refs_hash)
+       SELECT u, $3, h FROM unnest($1::text[], $2::text[]) AS t(u, h)
+     ON CONFLICT (uid, cluster) DO UPDATE SET refs_hash = EXCLUDED.refs_hash WHERE s.refs_hash <> EXCLUDED.refs_hash
      RETURNING uid`,
-    [resources.map((r) => r.uid), resources.map((r) => refsHash(r.edges))],
+    [resources.map((r) => r.uid), resources.map((r) => refsHash(r.edges)), cluster],
   );
   if (changed.rows.length === 0) return [];
   const uids = new Set(changed.rows.map((r) => r.uid));
-  await sql.query('DELETE FROM tenantkit_search.edge_refs WHERE sourceid = ANY($1)', [[...uids]]);
+  await sql.query('DELETE FROM tenantkit_search.edge_refs WHERE sourceid = ANY($1) AND cluster = $2', [
+    [...uids],
+    cluster,
+  ]);
   const rows = resources.filter((r) => uids.has(r.uid)).flatMap((r) => r.edges.map((e) => refRow(r.uid, e)));
   if (rows.length > 0) {
     await sql.query(
@@ -89,37 +91,41 @@ const insertEdges = `INSERT INTO search.edges (sourceid, sourcekind, destid, des
 const edgeValues = `s.uid, s.data->>'kind', d.uid, d.data->>'kind', r.edgetype, r.cluster`;
 // Each way a reference can name its destination, as a join condition between a reference r and an
 // object d that uses the indexes on both sides (no OR, no IS NOT DISTINCT FROM: those defeat them).
+// Both are of the batch's cluster ($2), which every lookup names, so it reads that cluster's partitions only.
 const destinations = [
   `r.destuid IS NOT NULL AND d.uid = r.destuid`,
-  `r.destname IS NOT NULL AND r.destns IS NOT NULL AND d._name = r.destname AND d.cluster = r.cluster
+  `r.destname IS NOT NULL AND r.destns IS NOT NULL AND d._name = r.destname
      AND d._kind = r.destkind AND d._ns = r.destns`,
-  `r.destname IS NOT NULL AND r.destns IS NULL AND d._name = r.destname AND d.cluster = r.cluster
+  `r.destname IS NOT NULL AND r.destns IS NULL AND d._name = r.destname
      AND d._kind = r.destkind AND d._ns IS NULL`,
-  `r.selector IS NOT NULL AND r.cluster = d.cluster AND r.destkind = d._kind AND r.destns = d._ns
-     AND d.data->'label' @> r.selector`,
+  `r.selector IS NOT NULL AND r.destkind = d._kind AND r.destns = d._ns AND d.data->'label' @> r.selector`,
 ];
 
-/** Drops and rebuilds every edge that starts or ends at one of `uids`. */
-export async function recomputeEdges(sql: Sql, uids: string[]): Promise<void> {
-  await sql.query('DELETE FROM search.edges WHERE sourceid = ANY($1) OR destid = ANY($1)', [uids]);
+/** Drops and rebuilds every edge of `cluster` that starts or ends at one of `uids`. */
+export async function recomputeEdges(sql: Sql, cluster: string, uids: string[]): Promise<void> {
+  await sql.query(
+    'DELETE FROM search.edges WHERE (sourceid = ANY($1) OR destid = ANY($1)) AND cluster = $2',
+    [uids, cluster],
+  );
   // Driven by the batch: every step is a LATERAL lookup fenced by OFFSET 0, so PostgreSQL walks the
   // indexes from each batch row instead of joining whole tables (cost grows with the batch, not the index).
   // Outgoing: the references these objects declare, to whatever is indexed now.
   const outgoing = destinations.map(
     (on) => `SELECT ${edgeValues} FROM unnest($1::text[]) b(uid)
-      CROSS JOIN LATERAL (SELECT * FROM tenantkit_search.edge_refs r WHERE r.sourceid = b.uid OFFSET 0) r
-      CROSS JOIN LATERAL (SELECT * FROM search.resources d WHERE ${on} OFFSET 0) d
-      CROSS JOIN LATERAL (SELECT * FROM search.resources s WHERE s.uid = b.uid OFFSET 0) s`,
+      CROSS JOIN LATERAL (SELECT * FROM tenantkit_search.edge_refs r WHERE r.sourceid = b.uid AND r.cluster = $2 OFFSET 0) r
+      CROSS JOIN LATERAL (SELECT * FROM search.resources d WHERE ${on} AND d.cluster = $2 OFFSET 0) d
+      CROSS JOIN LATERAL (SELECT * FROM search.resources s WHERE s.uid = b.uid AND s.cluster = $2 OFFSET 0) s`,
   );
   // Incoming: references other objects declared that these objects now satisfy.
   const incoming = destinations.map(
     (on) => `SELECT ${edgeValues} FROM unnest($1::text[]) b(uid)
-      CROSS JOIN LATERAL (SELECT * FROM search.resources d WHERE d.uid = b.uid OFFSET 0) d
-      CROSS JOIN LATERAL (SELECT * FROM tenantkit_search.edge_refs r WHERE ${on} OFFSET 0) r
-      CROSS JOIN LATERAL (SELECT * FROM search.resources s WHERE s.uid = r.sourceid OFFSET 0) s`,
+      CROSS JOIN LATERAL (SELECT * FROM search.resources d WHERE d.uid = b.uid AND d.cluster = $2 OFFSET 0) d
+      CROSS JOIN LATERAL (SELECT * FROM tenantkit_search.edge_refs r WHERE ${on} AND r.cluster = $2 OFFSET 0) r
+      CROSS JOIN LATERAL (SELECT * FROM search.resources s WHERE s.uid = r.sourceid AND s.cluster = $2 OFFSET 0) s`,
   );
   await sql.query(`${insertEdges} ${[...outgoing, ...incoming].join(' UNION ALL ')} ON CONFLICT DO NOTHING`, [
     uids,
+    cluster,
   ]);
 }
 
@@ -133,9 +139,18 @@ export async function deleteResources(sql: Sql, cluster: string, uids: string[])
   );
   const removed = gone.rows.map((r) => r.uid);
   if (removed.length === 0) return 0;
-  await sql.query('DELETE FROM tenantkit_search.sources WHERE uid = ANY($1)', [removed]);
-  await sql.query('DELETE FROM tenantkit_search.edge_refs WHERE sourceid = ANY($1)', [removed]);
-  await sql.query('DELETE FROM search.edges WHERE sourceid = ANY($1) OR destid = ANY($1)', [removed]);
+  await sql.query('DELETE FROM tenantkit_search.sources WHERE uid = ANY($1) AND cluster = $2', [
+    removed,
+    cluster,
+  ]);
+  await sql.query('DELETE FROM tenantkit_search.edge_refs WHERE sourceid = ANY($1) AND cluster = $2', [
+    removed,
+    cluster,
+  ]);
+  await sql.query(
+    'DELETE FROM search.edges WHERE (sourceid = ANY($1) OR destid = ANY($1)) AND cluster = $2',
+    [removed, cluster],
+  );
   return removed.length;
 }
 

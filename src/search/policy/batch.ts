@@ -10,6 +10,8 @@ export class InvalidBatchError extends Error {
 }
 
 const clusterName = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+/** Whether `name` may name a cluster in the index (a lowercase DNS name). */
+export const validClusterName = (name: string): boolean => clusterName.test(name);
 export const maxBatchObjects = 5_000;
 const streamName = /^\d{1,15}\.[0-9a-f]{8,64}$/;
 

@@ -7,6 +7,7 @@ import { databaseUnavailable } from '../db/postgres.ts';
 import { searchMetrics } from '../metrics.ts';
 import {
   type AccessSet,
+  clusterOfUid,
   type Item,
   QueryError,
   type RelatedResult,
@@ -253,12 +254,14 @@ export class PostgresSearch implements SearchBackend {
       const p = new Params();
       const n = resourceColumns('n');
       const f = p.list(frontier);
+      // Edges stay inside a cluster: naming the frontier's clusters reads only their partitions.
+      const c = p.list(clustersOf(frontier));
       const rows = await this.query<{ uid: string; kind: string }>(
         'related',
         `SELECT DISTINCT n.uid, n.data->>'kind' AS kind FROM (
-           SELECT e.destid AS uid FROM search.edges e WHERE e.sourceid = ANY(${f})
-           UNION SELECT e.sourceid FROM search.edges e WHERE e.destid = ANY(${f})) nb
-         JOIN search.resources n ON n.uid = nb.uid
+           SELECT e.destid AS uid, e.cluster FROM search.edges e WHERE e.sourceid = ANY(${f}) AND e.cluster = ANY(${c})
+           UNION SELECT e.sourceid, e.cluster FROM search.edges e WHERE e.destid = ANY(${f}) AND e.cluster = ANY(${c})) nb
+         JOIN search.resources n ON n.uid = nb.uid AND n.cluster = nb.cluster
          WHERE ${accessPredicate(access, this.hub, n, p)}`,
         p,
       );
@@ -288,7 +291,8 @@ export class PostgresSearch implements SearchBackend {
       const uids = [...byKind.values()].flat();
       const rows = await this.query<Row>(
         'related',
-        `SELECT uid, cluster, data FROM search.resources WHERE uid = ANY(${p.list(uids)})`,
+        `SELECT uid, cluster, data FROM search.resources
+         WHERE uid = ANY(${p.list(uids)}) AND cluster = ANY(${p.list(clustersOf(uids))})`,
         p,
       );
       items = new Map(rows.map((row) => [row.uid, formatItem(row.uid, row.cluster, row.data)]));
@@ -360,4 +364,9 @@ export class PostgresSearch implements SearchBackend {
       stop();
     }
   }
+}
+
+/** The distinct clusters of index uids. */
+function clustersOf(uids: string[]): string[] {
+  return [...new Set(uids.map(clusterOfUid))];
 }
