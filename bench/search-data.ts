@@ -16,7 +16,13 @@ const mix: [kind: string, plural: string, group: string | undefined, share: numb
   ['Ingress', 'ingresses', 'networking.k8s.io', 50],
 ];
 
-export function syntheticNamespace(namespace: string, index: number, count: number): IndexedResource[] {
+/** `cluster`: whose objects they are (their uids' prefix; only the hub's carry `_hubClusterResource`). */
+export function syntheticNamespace(
+  namespace: string,
+  index: number,
+  count: number,
+  cluster = HubCluster,
+): IndexedResource[] {
   let seed = index * 7919 + 1;
   const random = () => {
     seed = (seed * 48271) % 2147483647;
@@ -26,7 +32,7 @@ export function syntheticNamespace(namespace: string, index: number, count: numb
   const n = (share: number) => Math.max(1, Math.round(share * scale));
   const app = index % 100 === 0 ? 'kube-apiserver' : 'app';
   const out: IndexedResource[] = [];
-  const uid = (kind: string, i: number) => `${HubCluster}/${namespace}-${kind}-${i}`;
+  const uid = (kind: string, i: number) => `${cluster}/${namespace}-${kind}-${i}`;
   const base = (kind: string, plural: string, group: string | undefined, name: string): ResourceData => ({
     kind,
     kind_plural: plural,
@@ -37,7 +43,7 @@ export function syntheticNamespace(namespace: string, index: number, count: numb
     created: new Date(Date.UTC(2025, 0, 1) + Math.floor(random() * 300 * 86_400_000))
       .toISOString()
       .replace(/\.\d+Z$/, 'Z'),
-    _hubClusterResource: true,
+    ...(cluster === HubCluster ? { _hubClusterResource: true } : {}),
   });
   const [deployments, replicaSets, pods, services, configMaps, secrets, accounts, claims, ingresses] =
     mix.map(([, , , s]) => n(s));

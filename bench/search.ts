@@ -5,21 +5,18 @@
 // p50/p95 latency of ACM's query mix per user, new-user cost, revocation latency, database size, memory.
 //   node bench/search.ts [--objects 1000000] [--namespaces 1000] [--runs 40] [--api-node-options FLAGS]
 //                        [--api-from dist|src]
-import { execFile, spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { Agent, request as httpsRequest } from 'node:https';
+// With --clusters N it measures a fleet instead (bench/search-fleet.ts).
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs, promisify } from 'node:util';
+import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { startControlPlane } from '../devenv/controlplane/launch.ts';
-import { repoRoot } from '../devenv/images/build.ts';
 import { mapLimit } from '../src/kube/access.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { silentLogger } from '../src/kube/log.ts';
 import { metrics } from '../src/kube/metrics.ts';
 import { Resources } from '../src/kube/resources.ts';
-import { freePort } from '../src/ports.ts';
 import { RbacAccessProvider } from '../src/search/access/index.ts';
 import { migrate } from '../src/search/db/migrations.ts';
 import { startEmbedded } from '../src/search/db/postgres.ts';
@@ -27,9 +24,14 @@ import { searchUserClusterRoles } from '../src/search/index.ts';
 import { Indexer } from '../src/search/indexer/indexer.ts';
 import { HubCluster, type IndexedResource, type SearchInput, type SearchUser } from '../src/search/model.ts';
 import { PostgresSearch } from '../src/search/query/engine.ts';
-import { createCA } from '../src/serving/certs.ts';
+import { graphqlOf, type QueryKind, startSearchApiProcess } from './search-api-process.ts';
 import { syntheticNamespace } from './search-data.ts';
 
+if (process.argv.includes('--clusters')) {
+  // A fleet: bench/search-fleet.ts reads the same command line.
+  await import('./search-fleet.ts');
+  process.exit(process.exitCode ?? 0);
+}
 const { values } = parseArgs({
   options: {
     objects: { type: 'string', default: '1000000' },
@@ -156,11 +158,7 @@ try {
     ['narrow (view in 10)', { username: 'narrow', groups: [] }],
   ];
   const nsFor = (user: string, r: number) => ns(user === 'narrow' ? r % 10 : (r * 37) % namespaces);
-  const queries: [
-    string,
-    (user: string, r: number) => SearchInput,
-    'items' | 'count' | 'complete' | 'relcount' | 'relitems',
-  ][] = [
+  const queries: [string, (user: string, r: number) => SearchInput, QueryKind][] = [
     ['keyword apiserver', () => ({ keywords: ['apiserver'] }), 'items'],
     [
       'filter namespace:<ns>',
@@ -250,65 +248,15 @@ try {
   // The same mix through the API as clients send it: HTTPS, GraphQL, bearer tokens (TokenReview, cached),
   // served by `tenantkit search api` as its own process (as in its Pod), whose memory is sampled throughout.
   {
-    const ca = await createCA('bench-search');
-    const serving = await ca.issue({ commonName: '127.0.0.1', usage: 'server', ipAddresses: ['127.0.0.1'] });
-    const certDir = join(dir, 'api-tls');
-    await mkdir(certDir, { recursive: true });
-    await writeFile(join(certDir, 'tls.crt'), serving.certPem);
-    await writeFile(join(certDir, 'tls.key'), serving.keyPem);
-    const port = await freePort();
-    if (values['api-from'] === 'dist') {
-      console.error('compiling src/ into dist/ for the search API process, as the image does');
-      await rm(join(repoRoot, 'dist'), { recursive: true, force: true });
-      await promisify(execFile)(
-        process.execPath,
-        [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
-        { cwd: repoRoot },
-      );
-    }
-    const entry =
-      values['api-from'] === 'dist'
-        ? join(repoRoot, 'dist', 'src', 'cli', 'main.js')
-        : join(repoRoot, 'src', 'cli', 'main.ts');
-    const api = spawn(
-      process.execPath,
-      [
-        entry,
-        'search',
-        'api',
-        `--cert-dir=${certDir}`,
-        '--host=127.0.0.1',
-        `--port=${port}`,
-        '--no-collector',
-        '--no-indexer',
-      ],
-      {
-        stdio: ['ignore', 'ignore', 'inherit'],
-        env: {
-          ...process.env,
-          KUBECONFIG: cp.adminKubeconfigPath,
-          TENANTKIT_SEARCH_DATABASE_URL: db.url,
-          LOG_LEVEL: 'warn',
-          NODE_OPTIONS: values['api-node-options'],
-        },
-      },
-    );
-    const rssOf = async (field: 'VmRSS' | 'VmHWM') => {
-      const status = await readFile(`/proc/${api.pid}/status`, 'utf8');
-      return Number(status.match(new RegExp(`${field}:\\s+(\\d+) kB`))?.[1] ?? 0) / 1024;
-    };
-    for (let ready = false; !ready; ) {
-      if (api.exitCode !== null) throw new Error(`search api exited with code ${api.exitCode}`);
-      ready = await new Promise<boolean>((resolve) => {
-        const req = httpsRequest(`https://127.0.0.1:${port}/readyz`, { ca: ca.certPem }, (res) => {
-          res.resume();
-          resolve(res.statusCode === 200);
-        });
-        req.on('error', () => resolve(false));
-        req.end();
-      });
-      if (!ready) await new Promise((r) => setTimeout(r, 200));
-    }
+    const api = await startSearchApiProcess({
+      dir,
+      kubeconfigPath: cp.adminKubeconfigPath,
+      databaseUrl: db.url,
+      args: ['--no-collector', '--no-indexer'],
+      nodeOptions: values['api-node-options'],
+      from: values['api-from'] === 'dist' ? 'dist' : 'src',
+    });
+    const rssOf = api.rss;
     const idleRss = await rssOf('VmRSS');
     let sampling = true;
     let peakRss = idleRss;
@@ -318,41 +266,11 @@ try {
         await new Promise((r) => setTimeout(r, 50));
       }
     })();
-    const agent = new Agent({ keepAlive: true, ca: ca.certPem, maxSockets: 4 });
     const tokenOf = async (user: string) => {
       const config = parseYaml(await readFile(cp.tokenKubeconfigPath(user), 'utf8')) as {
         users: { user: { token: string } }[];
       };
       return config.users[0]!.user.token;
-    };
-    const post = (token: string, query: string, variables: Record<string, unknown>) =>
-      new Promise<{ data?: Record<string, unknown>; errors?: unknown[] }>((resolve, reject) => {
-        const body = JSON.stringify({ query, variables });
-        const req = httpsRequest(
-          `https://127.0.0.1:${port}/searchapi/graphql`,
-          {
-            method: 'POST',
-            agent,
-            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-          },
-          (res) => {
-            let text = '';
-            res.setEncoding('utf8');
-            res.on('data', (c: string) => {
-              text += c;
-            });
-            res.on('end', () => resolve(JSON.parse(text) as { data?: Record<string, unknown> }));
-          },
-        );
-        req.on('error', reject);
-        req.end(body);
-      });
-    const graphqlOf: Record<(typeof queries)[number][2], string> = {
-      items: 'query ($i: [SearchInput]) { search(input: $i) { items } }',
-      count: 'query ($i: [SearchInput]) { search(input: $i) { count } }',
-      complete: '{ searchComplete(property: "name") }',
-      relcount: 'query ($i: [SearchInput]) { search(input: $i) { related { kind count } } }',
-      relitems: 'query ($i: [SearchInput]) { search(input: $i) { related { kind items } } }',
     };
     console.log('\nthrough the HTTPS GraphQL API, in ms (first call, then p50 / p95 over', runs, 'runs)');
     for (const [label, user] of users) {
@@ -360,7 +278,7 @@ try {
       console.log(`\n${label}`);
       for (const [name, input, kind] of queries) {
         const run = async (r: number) => {
-          const reply = await post(token, graphqlOf[kind], { i: [input(user.username, r)] });
+          const reply = await api.post(token, graphqlOf[kind], { i: [input(user.username, r)] });
           if (reply.errors) throw new Error(JSON.stringify(reply.errors));
         };
         const [first] = await time(() => run(0));
@@ -372,12 +290,10 @@ try {
         );
       }
     }
-    agent.destroy();
     sampling = false;
     await sampler;
     const hwm = await rssOf('VmHWM');
-    api.kill('SIGTERM');
-    await new Promise((r) => api.once('exit', r));
+    await api.stop();
     apiMemory = `search API process (${values['api-from']}${values['api-node-options'] ? ` ${values['api-node-options']}` : ''}): RSS ${idleRss.toFixed(0)} MiB when ready, peak ${Math.max(peakRss, hwm).toFixed(0)} MiB over the query mix (sampled every 50 ms, and the kernel's high-water mark)`;
     console.log(`\n${apiMemory}`);
   }
@@ -425,10 +341,11 @@ try {
   }
   console.log(`revocation visible in results after: ${delays.map(fmt).join(', ')} ms`);
 
+  // The tables are partitioned (by cluster): their size is that of their partitions.
   const size = await db.pool.query<{ db: string; resources: string; edges: string }>(
     `SELECT pg_size_pretty(pg_database_size(current_database())) AS db,
-            pg_size_pretty(pg_total_relation_size('search.resources')) AS resources,
-            pg_size_pretty(pg_total_relation_size('search.edges')) AS edges`,
+            pg_size_pretty((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('search.resources'))) AS resources,
+            pg_size_pretty((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('search.edges'))) AS edges`,
   );
   const mem = process.memoryUsage();
   console.log(

@@ -152,12 +152,26 @@ CREATE FUNCTION tenantkit_search.partitioned_tables() RETURNS TABLE (schema_name
          ('tenantkit_search', 'edge_refs')
 $$;
 
+-- Creating or dropping a partition locks its parent table exclusively. The parents are locked first, all
+-- at once and in the order queries lock them (edges before resources, as the related query names them),
+-- so a query never deadlocks with a catalog change; the indexer's batches may, and the caller's short
+-- lock timeout (below the server's deadlock_timeout) makes the catalog change the one that gives way.
+CREATE FUNCTION tenantkit_search.lock_partitioned_tables() RETURNS void LANGUAGE sql AS $$
+  LOCK TABLE search.edges, search.resources, tenantkit_search.sources, tenantkit_search.edge_refs
+    IN ACCESS EXCLUSIVE MODE
+$$;
+
 -- Creates the cluster's partitions where missing. One caller at a time per cluster (an advisory lock
 -- for the transaction), so indexer replicas that see a new cluster together do not collide.
 CREATE FUNCTION tenantkit_search.ensure_cluster(cluster text) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE t record;
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtext('tenantkit_search.partitions:' || cluster));
+  IF NOT EXISTS (SELECT 1 FROM tenantkit_search.partitioned_tables() p
+      WHERE to_regclass(format('%I.%I', p.schema_name, tenantkit_search.partition_name(p.table_name, cluster))) IS NULL) THEN
+    RETURN;
+  END IF;
+  PERFORM tenantkit_search.lock_partitioned_tables();
   FOR t IN SELECT * FROM tenantkit_search.partitioned_tables() LOOP
     IF to_regclass(format('%I.%I', t.schema_name, tenantkit_search.partition_name(t.table_name, cluster))) IS NULL THEN
       EXECUTE format('CREATE TABLE %I.%I PARTITION OF %I.%I FOR VALUES IN (%L)', t.schema_name,
@@ -175,6 +189,7 @@ CREATE FUNCTION tenantkit_search.drop_cluster(cluster text, removed_at bigint) R
 DECLARE t record; n bigint := 0;
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtext('tenantkit_search.partitions:' || cluster));
+  PERFORM tenantkit_search.lock_partitioned_tables();
   IF to_regclass(format('search.%I', tenantkit_search.partition_name('resources', cluster))) IS NOT NULL THEN
     EXECUTE format('SELECT count(*) FROM search.%I', tenantkit_search.partition_name('resources', cluster)) INTO n;
   END IF;

@@ -34,15 +34,17 @@ export async function passFence(sql: Sql, cluster: string, sequence: BatchSequen
   const fence = rows[0]!;
   if (fence.stream === sequence.stream) {
     if (sequence.seq <= Number(fence.seq)) return false;
-  } else if (
-    started < Number(fence.started) ||
-    (started === Number(fence.started) && sequence.stream < fence.stream)
-  ) {
-    if (fence.stream.endsWith('.removed')) {
+  } else if (fence.stream.endsWith('.removed')) {
+    // A collector started at the very moment of the removal, or later, lists the cluster whole: it passes.
+    if (started < Number(fence.started)) {
       throw new SupersededBatchError(
         `cluster ${cluster} was removed from the index at ${new Date(Number(fence.started)).toISOString()}, after this batch's collector stream ${sequence.stream} started: restart the collector to index the cluster again, or revoke its write access to keep it out`,
       );
     }
+  } else if (
+    started < Number(fence.started) ||
+    (started === Number(fence.started) && sequence.stream < fence.stream)
+  ) {
     throw new SupersededBatchError(
       `cluster ${cluster}'s index follows collector stream ${fence.stream}, started ${new Date(Number(fence.started)).toISOString()}, after this batch's stream ${sequence.stream}: a newer collector of the cluster runs; stop this one`,
     );

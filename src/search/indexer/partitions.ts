@@ -1,12 +1,14 @@
 // Each cluster's rows live in partitions of their own (migration 3). The indexer makes sure a cluster's
-// partitions exist before its first batch, and removes a cluster by dropping them. Both change the
-// partitioned tables' catalog, which waits for running statements on those tables and holds up new ones
-// while it waits: a short lock timeout, retried, keeps that wait from stalling queries behind it.
+// partitions exist before its first batch, and removes a cluster by dropping them. Both lock the
+// partitioned tables exclusively, which waits for running statements on them and holds up new ones while
+// it waits. The lock timeout is short, and below PostgreSQL's deadlock_timeout (1 s by default): should
+// the change deadlock with an index batch, it gives way before the deadlock detector would pick a victim,
+// so neither a query nor a batch ever fails for it, and none waits longer than the timeout. Retried.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 
-const lockTimeout = '2s';
-const attempts = 5;
+const lockTimeout = '200ms';
+const attempts = 50;
 
 /** SQLSTATE of a row for which no partition exists (the cluster was removed meanwhile, elsewhere). */
 export const noPartitionCode = '23514';
@@ -28,7 +30,7 @@ async function catalogChange<T>(pool: pg.Pool, sql: string, params: unknown[]): 
     } finally {
       client.release();
     }
-    await sleep(100 * attempt);
+    await sleep(Math.min(50 * attempt, 500) * (0.5 + Math.random()));
   }
 }
 

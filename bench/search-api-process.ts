@@ -1,0 +1,149 @@
+// `tenantkit search api` as its own process, as in its Pod, for the search benchmarks: compiled from
+// src/ into dist/ (what the image runs) or run from the .ts sources, serving HTTPS on 127.0.0.1 with a
+// bench CA; its memory read from /proc; GraphQL posted to it with bearer tokens over kept-alive TLS.
+import { execFile, spawn } from 'node:child_process';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { Agent, request as httpsRequest } from 'node:https';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { repoRoot } from '../devenv/images/build.ts';
+import { freePort } from '../src/ports.ts';
+import { createCA } from '../src/serving/certs.ts';
+
+export interface SearchApiProcessOptions {
+  /** Where its TLS files go. */
+  dir: string;
+  kubeconfigPath: string;
+  databaseUrl: string;
+  /** More flags for `tenantkit search api` (e.g. --no-collector). */
+  args?: string[];
+  /** NODE_OPTIONS for the process. */
+  nodeOptions?: string;
+  from: 'dist' | 'src';
+  /** Largest number of TLS connections the client keeps to it. */
+  maxSockets?: number;
+}
+
+export interface GraphQLAnswer {
+  data?: Record<string, unknown>;
+  errors?: unknown[];
+}
+
+export interface SearchApiProcess {
+  url: string;
+  caPem: string;
+  /** Resident memory in MiB: now (VmRSS) or the highest so far (VmHWM). */
+  rss(field: 'VmRSS' | 'VmHWM'): Promise<number>;
+  post(token: string, query: string, variables: Record<string, unknown>): Promise<GraphQLAnswer>;
+  stop(): Promise<void>;
+}
+
+export async function startSearchApiProcess(options: SearchApiProcessOptions): Promise<SearchApiProcess> {
+  const ca = await createCA('bench-search');
+  const serving = await ca.issue({ commonName: '127.0.0.1', usage: 'server', ipAddresses: ['127.0.0.1'] });
+  const certDir = join(options.dir, 'api-tls');
+  await mkdir(certDir, { recursive: true });
+  await writeFile(join(certDir, 'tls.crt'), serving.certPem);
+  await writeFile(join(certDir, 'tls.key'), serving.keyPem);
+  const port = await freePort();
+  if (options.from === 'dist') {
+    console.error('compiling src/ into dist/ for the search API process, as the image does');
+    await rm(join(repoRoot, 'dist'), { recursive: true, force: true });
+    await promisify(execFile)(
+      process.execPath,
+      [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+      { cwd: repoRoot },
+    );
+  }
+  const entry =
+    options.from === 'dist'
+      ? join(repoRoot, 'dist', 'src', 'cli', 'main.js')
+      : join(repoRoot, 'src', 'cli', 'main.ts');
+  const api = spawn(
+    process.execPath,
+    [
+      entry,
+      'search',
+      'api',
+      `--cert-dir=${certDir}`,
+      '--host=127.0.0.1',
+      `--port=${port}`,
+      ...(options.args ?? []),
+    ],
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: {
+        ...process.env,
+        KUBECONFIG: options.kubeconfigPath,
+        TENANTKIT_SEARCH_DATABASE_URL: options.databaseUrl,
+        LOG_LEVEL: 'warn',
+        NODE_OPTIONS: options.nodeOptions ?? '',
+      },
+    },
+  );
+  const url = `https://127.0.0.1:${port}`;
+  for (let ready = false; !ready; ) {
+    if (api.exitCode !== null) throw new Error(`search api exited with code ${api.exitCode}`);
+    ready = await new Promise<boolean>((resolve) => {
+      const req = httpsRequest(`${url}/readyz`, { ca: ca.certPem }, (res) => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      });
+      req.on('error', () => resolve(false));
+      req.end();
+    });
+    if (!ready) await new Promise((r) => setTimeout(r, 200));
+  }
+  const agent = new Agent({ keepAlive: true, ca: ca.certPem, maxSockets: options.maxSockets ?? 4 });
+  return {
+    url,
+    caPem: ca.certPem,
+    rss: async (field) => {
+      const status = await readFile(`/proc/${api.pid}/status`, 'utf8');
+      return Number(status.match(new RegExp(`${field}:\\s+(\\d+) kB`))?.[1] ?? 0) / 1024;
+    },
+    post: (token, query, variables) =>
+      new Promise<GraphQLAnswer>((resolve, reject) => {
+        const req = httpsRequest(
+          `${url}/searchapi/graphql`,
+          {
+            method: 'POST',
+            agent,
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (c: string) => {
+              text += c;
+            });
+            res.on('end', () => {
+              try {
+                resolve(JSON.parse(text) as GraphQLAnswer);
+              } catch {
+                reject(new Error(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`));
+              }
+            });
+          },
+        );
+        req.on('error', reject);
+        req.end(JSON.stringify({ query, variables }));
+      }),
+    stop: async () => {
+      agent.destroy();
+      if (api.exitCode !== null) return;
+      api.kill('SIGTERM');
+      await new Promise((r) => api.once('exit', r));
+    },
+  };
+}
+
+/** The GraphQL of each kind of query in the benchmarks' mix. */
+export const graphqlOf = {
+  items: 'query ($i: [SearchInput]) { search(input: $i) { items } }',
+  count: 'query ($i: [SearchInput]) { search(input: $i) { count } }',
+  complete: '{ searchComplete(property: "name") }',
+  relcount: 'query ($i: [SearchInput]) { search(input: $i) { related { kind count } } }',
+  relitems: 'query ($i: [SearchInput]) { search(input: $i) { related { kind items } } }',
+} as const;
+export type QueryKind = keyof typeof graphqlOf;

@@ -1,0 +1,544 @@
+// Benchmark of search across a fleet: `--clusters N` clusters push `--objects` objects in all into the hub
+// through the real ingest path: HTTPS to `tenantkit search api` (its own process, indexer and hub collector
+// on), each cluster with its own hub identity (a ServiceAccount that may write only its cluster), batched
+// and sequenced by the collectors' own BatchQueue. Taking part: the hub's collector (the hub control
+// plane's objects), one real managed cluster (a second control plane and its collector), and N-1 load
+// clusters whose objects a generator makes (they speak the collectors' push protocol exactly: the same
+// BatchQueue and RemoteSink; only the objects come from bench/search-data.ts instead of a watch).
+// Measured in the same run: ingest (sustained, and per 10 s window), the raw COPY rate of the same rows
+// into the same tables and indexes (the ceiling here), one cluster's resync (unchanged, and from empty),
+// a cluster's removal, database bytes per object, the query mix over HTTPS GraphQL for three users (idle
+// and during ingest), revocation during ingest, and the API process's memory.
+//   npm run bench:search -- --clusters 100 --objects 10000000 [--namespaces-per-cluster 100]
+//     [--hub-namespaces 1000] [--bindings 10000] [--runs 20] [--api-from dist|src]
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { parse as parseYaml } from 'yaml';
+import { startControlPlane } from '../devenv/controlplane/launch.ts';
+import { crdManifest } from '../src/crds/schema.ts';
+import { mapLimit } from '../src/kube/access.ts';
+import { KubeClient } from '../src/kube/client.ts';
+import { installCrds } from '../src/kube/crds.ts';
+import { silentLogger } from '../src/kube/log.ts';
+import { type KubeObject, Resources } from '../src/kube/resources.ts';
+import { ManagedClusterType } from '../src/search/access/managed-clusters.ts';
+import { BatchQueue } from '../src/search/collector/batch-queue.ts';
+import { Collector } from '../src/search/collector/collector.ts';
+import { migrate } from '../src/search/db/migrations.ts';
+import { startEmbedded } from '../src/search/db/postgres.ts';
+import { searchUserClusterRoles } from '../src/search/index.ts';
+import { clusterRemoveAttributes, clusterWriteAttributes } from '../src/search/indexer/http.ts';
+import { RemoteSink } from '../src/search/indexer/remote-sink.ts';
+import type { IndexBatch, IndexedResource } from '../src/search/model.ts';
+import { ManagedClusterCrd } from '../test/fixtures/managed-cluster.ts';
+import { graphqlOf, type QueryKind, startSearchApiProcess } from './search-api-process.ts';
+import { syntheticNamespace } from './search-data.ts';
+
+const { values } = parseArgs({
+  options: {
+    clusters: { type: 'string', default: '100' },
+    objects: { type: 'string', default: '10000000' },
+    'namespaces-per-cluster': { type: 'string', default: '100' },
+    'hub-namespaces': { type: 'string', default: '1000' },
+    bindings: { type: 'string', default: '10000' },
+    runs: { type: 'string', default: '20' },
+    'api-from': { type: 'string', default: 'dist' },
+    'api-node-options': { type: 'string', default: '' },
+  },
+});
+const clusterCount = Number(values.clusters);
+const perCluster = Math.floor(Number(values.objects) / clusterCount);
+const namespacesPerCluster = Number(values['namespaces-per-cluster']);
+const hubNamespaces = Number(values['hub-namespaces']);
+const runs = Number(values.runs);
+const loadClusters = Array.from(
+  { length: clusterCount - 1 },
+  (_, i) => `fleet-${String(i).padStart(3, '0')}`,
+);
+const edgeName = 'edge-real';
+const hubNs = (i: number) => `ns-${String(i).padStart(4, '0')}`;
+
+const fmt = (ms: number) => (ms < 10 ? ms.toFixed(2) : ms.toFixed(1));
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+const since = (t: number) => performance.now() - t;
+
+const dir = await mkdtemp(join(tmpdir(), 'tenantkit-bench-fleet-'));
+await chmod(dir, 0o755);
+const stop = new AbortController();
+const cp = await startControlPlane({
+  dir: join(dir, 'hub'),
+  unsafeNoFsync: true,
+  tokenUsers: [
+    { name: 'root', groups: ['system:masters'] },
+    { name: 'wide', groups: [] },
+    { name: 'narrow', groups: [] },
+  ],
+  progress: (l) => console.error(l),
+});
+const edge = await startControlPlane({ dir: join(dir, 'edge'), unsafeNoFsync: true });
+const db = await startEmbedded({ dir: join(dir, 'pg'), statementTimeoutMs: 120_000, max: 4 });
+let api: Awaited<ReturnType<typeof startSearchApiProcess>> | undefined;
+
+/** A load cluster's objects, namespace by namespace (never all in memory), with its nodes first. */
+function* clusterObjects(cluster: string, seed: number): Generator<IndexedResource[]> {
+  yield Array.from({ length: 100 }, (_, i) => ({
+    uid: `${cluster}/node-${i}`,
+    data: { kind: 'Node', kind_plural: 'nodes', apiversion: 'v1', name: `node-${i}` },
+    edges: [],
+  }));
+  const each = Math.floor((perCluster - 100) / namespacesPerCluster);
+  for (let n = 0; n < namespacesPerCluster; n++) {
+    yield syntheticNamespace(`app-${String(n).padStart(3, '0')}`, seed * 1000 + n, each, cluster);
+  }
+}
+
+/** The types in the synthetic mix, as the collector resyncs them after a list. */
+const typeOf = (o: IndexedResource) => ({
+  apigroup: (o.data.apigroup as string | undefined) ?? '',
+  kind_plural: o.data.kind_plural as string,
+});
+
+/**
+ * Pushes one load cluster as its collector's first list would: every object upserted through the batch
+ * queue (500 per batch, at most 5,000 pending), then one resync per type with every uid seen.
+ */
+async function pushCluster(cluster: string, seed: number, token: string, onAck: (n: number) => void) {
+  const sink = new RemoteSink({ url: api!.url, token: () => token, ca: api!.caPem });
+  const counting = {
+    write: async (batch: IndexBatch) => {
+      await sink.write(batch);
+      onAck(batch.upserts?.length ?? 0);
+    },
+  };
+  const queue = new BatchQueue({
+    sink: counting,
+    cluster,
+    logger: silentLogger,
+    maxObjects: 500,
+    maxDelayMs: 150,
+    maxPendingObjects: 5_000,
+  });
+  const seen = new Map<string, { apigroup: string; kind_plural: string; uids: string[] }>();
+  for (const objects of clusterObjects(cluster, seed)) {
+    for (const o of objects) {
+      if (queue.full()) await queue.room();
+      queue.upsert(o);
+      const t = typeOf(o);
+      const key = `${t.apigroup}/${t.kind_plural}`;
+      const entry = seen.get(key) ?? { ...t, uids: [] };
+      seen.set(key, entry);
+      entry.uids.push(o.uid);
+    }
+  }
+  for (const r of seen.values()) queue.resync(r);
+  await queue.barrier();
+  await queue.close(10_000);
+}
+
+try {
+  await migrate(db.pool);
+  const admin = KubeClient.fromKubeconfig({ yaml: cp.adminKubeconfig });
+  for (const role of searchUserClusterRoles()) {
+    await admin.apply(Resources.clusterRoles, role, { fieldManager: 'bench', force: true });
+  }
+  await installCrds(admin, [crdManifest(ManagedClusterCrd) as unknown as KubeObject]);
+
+  // RBAC on the hub: `view` for wide in every hub namespace and narrow in 10; ManagedClusterViews (ACM's
+  // rule for a managed cluster's objects) for wide in every cluster and narrow in one; other users'
+  // bindings up to --bindings in all.
+  let t = performance.now();
+  const bind = (namespace: string, user: string, role: string, name = `${role}-${user}`) =>
+    admin.create(Resources.roleBindings, {
+      metadata: { name, namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    } as never);
+  await admin.create(Resources.clusterRoles, {
+    metadata: { name: 'fleet-cluster-viewer' },
+    rules: [
+      {
+        apiGroups: ['view.open-cluster-management.io'],
+        resources: ['managedclusterviews'],
+        verbs: ['create'],
+      },
+    ],
+  } as never);
+  let bindings = 0;
+  await mapLimit([...Array(hubNamespaces).keys()], 16, async (i) => {
+    await admin.create(Resources.namespaces, { metadata: { name: hubNs(i) } });
+    await bind(hubNs(i), 'wide', 'view');
+    bindings++;
+    if (i < 10) {
+      await bind(hubNs(i), 'narrow', 'view');
+      bindings++;
+    }
+  });
+  const allClusters = [edgeName, ...loadClusters];
+  await mapLimit(allClusters, 16, async (c) => {
+    const i = allClusters.indexOf(c);
+    await admin.apply(ManagedClusterType, { metadata: { name: c }, spec: {} } as KubeObject, {
+      fieldManager: 'bench',
+      force: true,
+    });
+    await admin.create(Resources.namespaces, { metadata: { name: c } });
+    await bind(c, 'wide', 'fleet-cluster-viewer');
+    bindings++;
+    if (i === 1) {
+      await bind(c, 'narrow', 'fleet-cluster-viewer');
+      bindings++;
+    }
+  });
+  const filler = Math.max(0, Number(values.bindings) - bindings);
+  await mapLimit([...Array(filler).keys()], 16, (i) =>
+    bind(hubNs(i % hubNamespaces), `user-${i}`, 'view', `view-user-${i}`),
+  );
+  bindings += filler;
+  // Each cluster's collector identity: a ServiceAccount that may write only its own cluster.
+  await admin.create(Resources.namespaces, { metadata: { name: 'fleet-identities' } });
+  const tokens = new Map<string, string>();
+  await mapLimit(allClusters, 16, async (c) => {
+    const sa = `collector-${c}`;
+    await admin.create(Resources.serviceAccounts, { metadata: { name: sa, namespace: 'fleet-identities' } });
+    const w = clusterWriteAttributes(c);
+    await admin.create(Resources.clusterRoles, {
+      metadata: { name: `fleet-write-${c}` },
+      rules: [{ apiGroups: [w.group], resources: [w.resource], resourceNames: [c], verbs: [w.verb] }],
+    } as never);
+    await admin.create(Resources.clusterRoleBindings, {
+      metadata: { name: `fleet-write-${c}` },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `fleet-write-${c}` },
+      subjects: [{ kind: 'ServiceAccount', name: sa, namespace: 'fleet-identities' }],
+    } as never);
+    const reply = await admin.request<{ status: { token: string } }>(
+      'POST',
+      `/api/v1/namespaces/fleet-identities/serviceaccounts/${sa}/token`,
+      {
+        body: {
+          apiVersion: 'authentication.k8s.io/v1',
+          kind: 'TokenRequest',
+          spec: { expirationSeconds: 86_400 },
+        },
+      },
+    );
+    tokens.set(c, reply.status.token);
+  });
+  console.log(
+    `RBAC set-up: ${hubNamespaces} hub namespaces, ${allClusters.length} ManagedClusters, ${bindings} RoleBindings, ${allClusters.length} collector identities in ${(since(t) / 1000).toFixed(1)} s`,
+  );
+
+  // The search API with its indexer and the hub's collector, as in its Pod.
+  api = await startSearchApiProcess({
+    dir,
+    kubeconfigPath: cp.adminKubeconfigPath,
+    databaseUrl: db.url,
+    nodeOptions: values['api-node-options'],
+    from: values['api-from'] === 'dist' ? 'dist' : 'src',
+    maxSockets: 8,
+  });
+  const tokenOf = async (user: string) =>
+    (
+      parseYaml(await readFile(cp.tokenKubeconfigPath(user), 'utf8')) as {
+        users: { user: { token: string } }[];
+      }
+    ).users[0]!.user.token;
+  const userTokens = {
+    admin: await tokenOf('root'),
+    wide: await tokenOf('wide'),
+    narrow: await tokenOf('narrow'),
+  };
+
+  // The real managed cluster: a few namespaces of objects, and its collector pushing with its identity.
+  const edgeAdmin = KubeClient.fromKubeconfig({ path: edge.adminKubeconfigPath });
+  await mapLimit([...Array(20).keys()], 8, async (n) => {
+    await edgeAdmin.create(Resources.namespaces, { metadata: { name: `shop-${n}` } });
+    for (let c = 0; c < 20; c++) {
+      await edgeAdmin.create(Resources.configMaps, {
+        metadata: { name: `settings-${c}`, namespace: `shop-${n}` },
+      });
+    }
+  });
+  const edgeCollector = new Collector({
+    client: edgeAdmin,
+    sink: new RemoteSink({ url: api.url, token: () => tokens.get(edgeName)!, ca: api.caPem }),
+    cluster: edgeName,
+    hub: false,
+    logger: silentLogger,
+  });
+  const edgeRun = edgeCollector.run(stop.signal);
+
+  // Ingest: every load cluster pushes its first list at once, as a fleet coming up does.
+  console.log(
+    `\ningest: ${loadClusters.length} load clusters of ${perCluster} objects (${namespacesPerCluster} namespaces each; no Events: the collector skips them, as ACM's does) + ${edgeName} (real) + the hub`,
+  );
+  let acked = 0;
+  const windows: number[] = [];
+  let last = 0;
+  t = performance.now();
+  const sampler = setInterval(() => {
+    windows.push((acked - last) / 10);
+    last = acked;
+    console.error(
+      `  ${acked} objects acknowledged, ${Math.round(acked / (since(t) / 1000))}/s so far, ${windows.at(-1)}/s in the last 10 s`,
+    );
+  }, 10_000);
+  await mapLimit(loadClusters, loadClusters.length, (c) =>
+    pushCluster(c, loadClusters.indexOf(c) + 1, tokens.get(c)!, (n) => {
+      acked += n;
+    }),
+  );
+  clearInterval(sampler);
+  const ingestS = since(t) / 1000;
+  await edgeCollector.waitForInitialSync();
+  const sorted = [...windows].sort((a, b) => a - b);
+  console.log(
+    `  ${acked} objects in ${ingestS.toFixed(1)} s = ${Math.round(acked / ingestS)} objects/s sustained; 10 s windows min ${sorted[0] ?? '-'} / median ${sorted.length ? percentile(sorted, 50) : '-'} / max ${sorted.at(-1) ?? '-'} objects/s`,
+  );
+  const stored = await db.pool.query<{ r: string; e: string; c: string }>(
+    'SELECT (SELECT count(*) FROM search.resources) AS r, (SELECT count(*) FROM search.edges) AS e, (SELECT count(DISTINCT cluster) FROM search.resources) AS c',
+  );
+  console.log(
+    `  stored ${stored.rows[0]!.r} objects and ${stored.rows[0]!.e} edges of ${stored.rows[0]!.c} clusters`,
+  );
+  t = performance.now();
+  await db.pool.query('VACUUM ANALYZE');
+  console.log(`  VACUUM ANALYZE (autovacuum's job in production): ${(since(t) / 1000).toFixed(1)} s`);
+  const size = await db.pool.query<{ db: string; resources: string; edges: string; refs: string }>(
+    `SELECT pg_database_size(current_database()) AS db,
+       (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('search.resources')) AS resources,
+       (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('search.edges')) AS edges,
+       (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('tenantkit_search.edge_refs'))
+       + (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('tenantkit_search.sources')) AS refs`,
+  );
+  const objects = Number(stored.rows[0]!.r);
+  const perObject = (bytes: string) => `${Math.round(Number(bytes) / objects)} B`;
+  const s = size.rows[0]!;
+  console.log(
+    `  database ${(Number(s.db) / 1e9).toFixed(2)} GB = ${perObject(s.db)} per object (resources with indexes ${perObject(s.resources)}, edges ${perObject(s.edges)}, references ${perObject(s.refs)})`,
+  );
+
+  // The ceiling: COPY of one cluster's rows (the first load cluster's, under another cluster name) into
+  // the same partitioned tables with the same indexes, from files on the database's machine.
+  const sample = loadClusters[0]!;
+  const ceiling = 'copy-ceiling';
+  const files = join(dir, 'copy');
+  await rm(files, { recursive: true, force: true });
+  await mkdir(files);
+  await chmod(files, 0o777);
+  const rename = (column: string) => `'${ceiling}/' || substr(${column}, ${sample.length + 2})`;
+  const exports: [table: string, select: string][] = [
+    [
+      'search.resources (uid, cluster, data)',
+      `SELECT ${rename('uid')}, '${ceiling}', data FROM search.resources WHERE cluster = '${sample}'`,
+    ],
+    [
+      'tenantkit_search.sources (uid, cluster, refs_hash)',
+      `SELECT ${rename('uid')}, '${ceiling}', refs_hash FROM tenantkit_search.sources WHERE cluster = '${sample}'`,
+    ],
+    [
+      'tenantkit_search.edge_refs (sourceid, cluster, edgetype, destuid, destkind, destns, destname, selector)',
+      `SELECT ${rename('sourceid')}, '${ceiling}', edgetype, CASE WHEN destuid IS NULL THEN NULL ELSE ${rename('destuid')} END, destkind, destns, destname, selector FROM tenantkit_search.edge_refs WHERE cluster = '${sample}'`,
+    ],
+    [
+      'search.edges (sourceid, sourcekind, destid, destkind, edgetype, cluster)',
+      `SELECT ${rename('sourceid')}, sourcekind, ${rename('destid')}, destkind, edgetype, '${ceiling}' FROM search.edges WHERE cluster = '${sample}'`,
+    ],
+  ];
+  for (const [i, [, select]] of exports.entries()) {
+    await db.pool.query(`COPY (${select}) TO '${join(files, `${i}.copy`)}'`);
+  }
+  await db.pool.query('SELECT tenantkit_search.ensure_cluster($1)', [ceiling]);
+  t = performance.now();
+  for (const [i, [table]] of exports.entries())
+    await db.pool.query(`COPY ${table} FROM '${join(files, `${i}.copy`)}'`);
+  const copyS = since(t) / 1000;
+  const sampleCount = Number(
+    (
+      await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM search.resources WHERE cluster = $1', [
+        ceiling,
+      ])
+    ).rows[0]!.n,
+  );
+  const copyRate = sampleCount / copyS;
+  console.log(
+    `\nraw COPY of one cluster's rows (${sampleCount} objects, with their references and edges) into the same tables and indexes: ${copyS.toFixed(2)} s = ${Math.round(copyRate)} objects/s`,
+  );
+  console.log(
+    `  fleet ingest sustained = ${((acked / ingestS / copyRate) * 100).toFixed(0)}% of the COPY rate`,
+  );
+  t = performance.now();
+  await db.pool.query('SELECT tenantkit_search.drop_cluster($1, $2)', [ceiling, Date.now()]);
+  console.log(`  the COPY's cluster dropped in ${fmt(since(t))} ms`);
+
+  // One cluster's full resync through the ingest path: unchanged (a relist), then removed over HTTPS and
+  // pushed again from empty (a cluster that comes back).
+  const resyncOf = async (label: string) => {
+    let n = 0;
+    const started = performance.now();
+    await pushCluster(sample, 1, tokens.get(sample)!, (k) => {
+      n += k;
+    });
+    const sec = since(started) / 1000;
+    console.log(
+      `  ${label}: ${n} objects in ${sec.toFixed(2)} s = ${Math.round(n / sec)} objects/s (${((n / sec / copyRate) * 100).toFixed(0)}% of COPY)`,
+    );
+  };
+  console.log(`\none cluster (${sample}) resynced through HTTPS:`);
+  await resyncOf('unchanged (every object resent, none written)');
+  const janitor = clusterRemoveAttributes(sample);
+  t = performance.now();
+  const removed = await fetchDelete(
+    `${api.url}/searchindexer/clusters/${sample}`,
+    userTokens.admin,
+    api.caPem,
+  );
+  console.log(
+    `  removed over HTTPS (${janitor.verb} on ${janitor.resource}/${sample}) in ${fmt(since(t))} ms: ${removed}`,
+  );
+  await resyncOf('from empty (a collector started after the removal)');
+
+  // Queries, through HTTPS GraphQL, for a cluster admin / view in 1,000 hub namespaces and every cluster /
+  // view in 10 hub namespaces and one cluster.
+  const nsFor = (user: string, r: number) => hubNs(user === 'narrow' ? r % 10 : (r * 37) % hubNamespaces);
+  const clusterFor = (user: string, r: number) =>
+    user === 'narrow' ? loadClusters[0]! : loadClusters[r % loadClusters.length]!;
+  const mix: [string, (user: string, r: number) => Record<string, unknown>, QueryKind][] = [
+    [
+      'filter cluster+namespace',
+      (u, r) => ({
+        filters: [
+          { property: 'cluster', values: [clusterFor(u, r)] },
+          { property: 'namespace', values: [`app-${String(r % namespacesPerCluster).padStart(3, '0')}`] },
+        ],
+      }),
+      'items',
+    ],
+    [
+      'filter namespace:<hub ns>',
+      (u, r) => ({ filters: [{ property: 'namespace', values: [nsFor(u, r)] }] }),
+      'items',
+    ],
+    ['count kind:Pod', () => ({ filters: [{ property: 'kind', values: ['Pod'] }] }), 'count'],
+    [
+      'count kind:Pod cluster:<c>',
+      (u, r) => ({
+        filters: [
+          { property: 'kind', values: ['Pod'] },
+          { property: 'cluster', values: [clusterFor(u, r)] },
+        ],
+      }),
+      'count',
+    ],
+    ['keyword apiserver', () => ({ keywords: ['apiserver'] }), 'items'],
+    ['searchComplete name', () => ({}), 'complete'],
+    [
+      'related count',
+      (u, r) => ({
+        filters: [
+          { property: 'cluster', values: [clusterFor(u, r)] },
+          { property: 'kind', values: ['Deployment'] },
+          { property: 'namespace', values: [`app-${String(r % namespacesPerCluster).padStart(3, '0')}`] },
+        ],
+      }),
+      'relcount',
+    ],
+  ];
+  let peakRss = await api.rss('VmRSS');
+  const queryMix = async (heading: string) => {
+    console.log(`\n${heading} (p50 / p95 ms over ${runs} runs)`);
+    console.log(
+      `  ${'query'.padEnd(28)} ${['admin', 'wide', 'narrow'].map((u) => u.padStart(15)).join(' ')}`,
+    );
+    for (const [name, input, kind] of mix) {
+      const cells: string[] = [];
+      for (const user of ['admin', 'wide', 'narrow'] as const) {
+        const samples: number[] = [];
+        for (let r = 0; r <= runs; r++) {
+          const started = performance.now();
+          const reply = await api!.post(userTokens[user], graphqlOf[kind], { i: [input(user, r)] });
+          if (reply.errors) throw new Error(`${name} as ${user}: ${JSON.stringify(reply.errors)}`);
+          if (r > 0) samples.push(since(started));
+          peakRss = Math.max(peakRss, await api!.rss('VmRSS'));
+        }
+        samples.sort((a, b) => a - b);
+        cells.push(`${fmt(percentile(samples, 50))} / ${fmt(percentile(samples, 95))}`.padStart(15));
+      }
+      console.log(`  ${name.padEnd(28)} ${cells.join(' ')}`);
+    }
+  };
+  await queryMix('queries, idle');
+
+  // The same while clusters push at full rate (removed and pushed again, over and over), with
+  // revocation measured meanwhile: narrow loses its one cluster's ManagedClusterView binding.
+  let churning = true;
+  let churned = 0;
+  const churn = mapLimit(loadClusters.slice(1, 5), 4, async (c) => {
+    while (churning) {
+      await fetchDelete(`${api!.url}/searchindexer/clusters/${c}`, userTokens.admin, api!.caPem);
+      await pushCluster(c, loadClusters.indexOf(c) + 1, tokens.get(c)!, (n) => {
+        churned += n;
+      });
+    }
+  });
+  t = performance.now();
+  await queryMix('queries while 4 clusters are removed and pushed again in a loop');
+  const narrowCluster = loadClusters[0]!;
+  const narrowSees = async () => {
+    const reply = await api!.post(userTokens.narrow, graphqlOf.count, {
+      i: [{ filters: [{ property: 'cluster', values: [narrowCluster] }] }],
+    });
+    return ((reply.data?.search as { count: number }[] | undefined)?.[0]?.count ?? -1) as number;
+  };
+  const before = await narrowSees();
+  const revokeStart = performance.now();
+  await admin.delete(Resources.roleBindings, 'fleet-cluster-viewer-narrow', narrowCluster);
+  while ((await narrowSees()) !== 0) await new Promise((r) => setTimeout(r, 5));
+  console.log(
+    `\nrevocation during ingest: narrow saw ${before} objects of ${narrowCluster}; 0 after ${fmt(since(revokeStart))} ms (through HTTPS)`,
+  );
+  churning = false;
+  await churn;
+  console.log(
+    `  churn meanwhile: ${churned} objects pushed in ${(since(t) / 1000).toFixed(1)} s = ${Math.round(churned / (since(t) / 1000))} objects/s`,
+  );
+  const hwm = await api.rss('VmHWM');
+  console.log(
+    `\nsearch API process: peak RSS ${Math.max(peakRss, hwm).toFixed(0)} MiB (sampled per query, and the kernel's high-water mark)`,
+  );
+  stop.abort();
+  await edgeRun.catch(() => {});
+  await writeFile(join(dir, 'done'), '');
+} finally {
+  stop.abort();
+  await api?.stop();
+  await db.close();
+  await edge.stop();
+  await cp.stop();
+  await rm(dir, { recursive: true, force: true });
+}
+
+function fetchDelete(target: string, token: string, ca: string): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const req = httpsRequest(
+      target,
+      { method: 'DELETE', ca, headers: { authorization: `Bearer ${token}` } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          text += c;
+        });
+        res.on('end', () =>
+          res.statusCode === 200
+            ? resolve(text)
+            : reject(new Error(`DELETE ${target}: ${res.statusCode} ${text}`)),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
