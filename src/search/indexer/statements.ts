@@ -21,39 +21,82 @@ export async function upsertResources(
      RETURNING uid`,
     [uids, cluster, resources.map((r) => JSON.stringify(r.data))],
   );
-  const refsChanged = await replaceReferences(sql, cluster, resources);
+  // An object's source row is written and removed with its resource row, in the same transaction: an
+  // object whose source row is new is new to the index.
+  const refs = await replaceReferences(sql, cluster, resources);
+  const inserted = new Set(refs.filter((r) => r.inserted).map((r) => r.uid));
   const touched = new Set(changed.rows.map((r) => r.uid));
-  for (const uid of refsChanged) touched.add(uid);
-  if (changed.rows.length > 0) {
-    // New property names (for searchSchema); names are never removed, which at worst offers a filter
-    // that matches nothing.
-    await sql.query(
-      `INSERT INTO tenantkit_search.properties (cluster, gr, property)
-         SELECT DISTINCT r.cluster, r._gr, k FROM search.resources r, jsonb_object_keys(r.data) k
-         WHERE r.uid = ANY($1) AND r.cluster = $2
-       ON CONFLICT DO NOTHING`,
-      [changed.rows.map((r) => r.uid), cluster],
-    );
-  }
-  if (touched.size > 0) await recomputeEdges(sql, cluster, [...touched]);
+  for (const r of refs) touched.add(r.uid);
+  if (changed.rows.length > 0) await addPropertyNames(sql, cluster, resources, changed.rows);
+  // Edges to drop before they are rebuilt can only touch objects that were indexed before this batch.
+  const existed = [...touched].filter((uid) => !inserted.has(uid));
+  if (touched.size > 0) await recomputeEdges(sql, cluster, [...touched], existed);
   return [...touched];
 }
 
-/** Stores each object's references when they differ from what is stored; returns those uids. */
-async function replaceReferences(sql: Sql, cluster: string, resources: IndexedResource[]): Promise<string[]> {
-  const changed = await sql.query<{ uid: string }>(
-    `INSERT INTO tenantkit_search.sources AS s (uid, cluster, refs_hash)
+/**
+ * Records the property names of the changed objects' types (for searchSchema), each distinct name of
+ * the batch once. Names are never removed, which at worst offers a filter that matches nothing.
+ */
+async function addPropertyNames(
+  sql: Sql,
+  cluster: string,
+  resources: IndexedResource[],
+  changed: { uid: string }[],
+): Promise<void> {
+  const uids = new Set(changed.map((r) => r.uid));
+  const groups: string[] = [];
+  const names: string[] = [];
+  const seen = new Set<string>();
+  for (const r of resources) {
+    if (!uids.has(r.uid)) continue;
+    const d = r.data;
+    // The same value as the _gr column: coalesce(apigroup, '') || '/' || coalesce(kind_plural, '').
+    const gr = `${d.apigroup == null ? '' : String(d.apigroup)}/${d.kind_plural == null ? '' : String(d.kind_plural)}`;
+    for (const key of Object.keys(d)) {
+      const pair = `${gr} ${key}`;
+      if (seen.has(pair)) continue;
+      seen.add(pair);
+      groups.push(gr);
+      names.push(key);
+    }
+  }
+  await sql.query(
+    `INSERT INTO tenantkit_search.properties (cluster, gr, property)
+       SELECT $1, g, k FROM unnest($2::text[], $3::text[]) AS t(g, k)
+     ON CONFLICT DO NOTHING`,
+    [cluster, groups, names],
+  );
+}
+
+/**
+ * Stores each object's references when they differ from what is stored; returns those objects, and
+ * whether each is seen for the first time.
+ */
+async function replaceReferences(
+  sql: Sql,
+  cluster: string,
+  resources: IndexedResource[],
+): Promise<{ uid: string; inserted: boolean }[]> {
+  const changed = await sql.query<{ uid: string; inserted: boolean }>(
+    `WITH prior AS (SELECT uid FROM tenantkit_search.sources WHERE uid = ANY($1) AND cluster = $3),
+     up AS (INSERT INTO tenantkit_search.sources AS s (uid, cluster, refs_hash)
        SELECT u, $3, h FROM unnest($1::text[], $2::text[]) AS t(u, h)
      ON CONFLICT (uid, cluster) DO UPDATE SET refs_hash = EXCLUDED.refs_hash WHERE s.refs_hash <> EXCLUDED.refs_hash
-     RETURNING uid`,
+     RETURNING uid)
+     SELECT up.uid, prior.uid IS NULL AS inserted FROM up LEFT JOIN prior USING (uid)`,
     [resources.map((r) => r.uid), resources.map((r) => refsHash(r.edges)), cluster],
   );
   if (changed.rows.length === 0) return [];
   const uids = new Set(changed.rows.map((r) => r.uid));
-  await sql.query('DELETE FROM tenantkit_search.edge_refs WHERE sourceid = ANY($1) AND cluster = $2', [
-    [...uids],
-    cluster,
-  ]);
+  // A source seen for the first time has no stored references to replace.
+  const replaced = changed.rows.filter((r) => !r.inserted).map((r) => r.uid);
+  if (replaced.length > 0) {
+    await sql.query('DELETE FROM tenantkit_search.edge_refs WHERE sourceid = ANY($1) AND cluster = $2', [
+      replaced,
+      cluster,
+    ]);
+  }
   const rows = resources.filter((r) => uids.has(r.uid)).flatMap((r) => r.edges.map((e) => refRow(r.uid, e)));
   if (rows.length > 0) {
     await sql.query(
@@ -73,7 +116,7 @@ async function replaceReferences(sql: Sql, cluster: string, resources: IndexedRe
       ],
     );
   }
-  return [...uids];
+  return changed.rows;
 }
 
 function refRow(source: string, e: EdgeRef) {
@@ -101,12 +144,22 @@ const destinations = [
   `r.selector IS NOT NULL AND r.destkind = d._kind AND r.destns = d._ns AND d.data->'label' @> r.selector`,
 ];
 
-/** Drops and rebuilds every edge of `cluster` that starts or ends at one of `uids`. */
-export async function recomputeEdges(sql: Sql, cluster: string, uids: string[]): Promise<void> {
-  await sql.query(
-    'DELETE FROM search.edges WHERE (sourceid = ANY($1) OR destid = ANY($1)) AND cluster = $2',
-    [uids, cluster],
-  );
+/**
+ * Drops and rebuilds every edge of `cluster` that starts or ends at one of `uids`; `existed` are those of
+ * them indexed before this batch (only they can have edges to drop).
+ */
+export async function recomputeEdges(
+  sql: Sql,
+  cluster: string,
+  uids: string[],
+  existed = uids,
+): Promise<void> {
+  if (existed.length > 0) {
+    await sql.query(
+      'DELETE FROM search.edges WHERE (sourceid = ANY($1) OR destid = ANY($1)) AND cluster = $2',
+      [existed, cluster],
+    );
+  }
   // Driven by the batch: every step is a LATERAL lookup fenced by OFFSET 0, so PostgreSQL walks the
   // indexes from each batch row instead of joining whole tables (cost grows with the batch, not the index).
   // Outgoing: the references these objects declare, to whatever is indexed now.
