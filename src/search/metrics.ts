@@ -5,6 +5,18 @@ import { registry } from '../kube/metrics.ts';
 const buckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 export const searchMetrics = {
+  replicaLag: new Gauge({
+    name: 'tenantkit_search_replica_lag_seconds',
+    help: 'How far each read replica is behind the primary, as the last poll found it (-1: unreachable). Reads go to a replica only while its staleness is within the bound.',
+    labelNames: ['replica'],
+    registers: [registry],
+  }),
+  reads: new Counter({
+    name: 'tenantkit_search_reads_total',
+    help: 'Search queries by where they were read: a replica (by name) or the primary.',
+    labelNames: ['target'],
+    registers: [registry],
+  }),
   indexerBatchSeconds: new Histogram({
     name: 'tenantkit_search_indexer_batch_seconds',
     help: 'Time to apply one collector batch to the index.',

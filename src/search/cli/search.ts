@@ -23,8 +23,10 @@ export const searchUsage = `Usage:
       search as the current kubeconfig user, e.g. tenantkit search 'kind:Pod namespace:team-a name:web*'
   tenantkit search api --cert-dir DIR | --tls-secret NAME --service S [--service-account SA] [--namespace NS]
                        [--port 4010] [--database-url URL | --db-dir DIR] [--sensitive-field F]...
+                       [--database-replica-url URL]... [--max-replica-lag 1s]
       serve the GraphQL API, the collectors' endpoint (--no-indexer: off) and collect this cluster
-      (--no-collector: off); F is [group/]Kind:path, e.g. apps/Deployment:spec.template.metadata.annotations.token.
+      (--no-collector: off); queries read the replicas (or $TENANTKIT_SEARCH_DATABASE_REPLICA_URLS, comma-
+      separated) while they are at most --max-replica-lag behind, the primary otherwise; F is [group/]Kind:path, e.g. apps/Deployment:spec.template.metadata.annotations.token.
       TLS from tls.crt/tls.key in DIR (reloaded on change), or a certificate for Service S made, rotated and
       kept in Secret NAME (owned by ServiceAccount SA) in NS; --projects-port P also serves the Projects
       API (project.openshift.io/v1) for kube-apiserver's aggregation layer on port P (with --tls-secret,
@@ -133,6 +135,9 @@ async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
       host: { type: 'string', default: '0.0.0.0' },
       'database-url': { type: 'string' },
       'db-dir': { type: 'string' },
+      // Read replicas of the database (streaming replication), and how stale their reads may be.
+      'database-replica-url': { type: 'string', multiple: true, default: [] },
+      'max-replica-lag': { type: 'string', default: process.env.TENANTKIT_SEARCH_MAX_REPLICA_LAG || '1s' },
       indexer: { type: 'boolean', default: true },
       collector: { type: 'boolean', default: true },
       'sensitive-field': { type: 'string', multiple: true, default: [] },
@@ -157,6 +162,14 @@ async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
       'give --database-url (or $TENANTKIT_SEARCH_DATABASE_URL), or --db-dir for an embedded PostgreSQL',
     );
   }
+  const replicaUrls = [
+    ...values['database-replica-url']!,
+    ...(process.env.TENANTKIT_SEARCH_DATABASE_REPLICA_URLS ?? '').split(/[\s,]+/).filter(Boolean),
+  ];
+  if (replicaUrls.length > 0 && !databaseUrl) {
+    throw new Error('read replicas (--database-replica-url) need the primary as --database-url');
+  }
+  const maxReplicaLagMs = parseLag(values['max-replica-lag']!);
   const logger = createLogger('tenantkit-search');
   const client = KubeClient.fromDefault();
   const { certificate, tls } = await servingTls(
@@ -171,6 +184,8 @@ async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
       ...(values.collector ? { hubCollector: { client, sensitiveFields: values['sensitive-field']! } } : {}),
       logger,
       ...(databaseUrl ? { databaseUrl } : { embeddedDir: values['db-dir']! }),
+      replicaUrls,
+      maxReplicaLagMs,
       certificate,
       host: values.host!,
       port: Number(values.port),
@@ -186,6 +201,13 @@ async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
     service.projects?.setCertificate(pair);
   }, signal);
   await service.done;
+}
+
+/** `--max-replica-lag`: a duration such as 500ms, 1s or 2.5s. */
+function parseLag(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s)$/.exec(text.trim());
+  if (!m) throw new Error(`--max-replica-lag ${JSON.stringify(text)} is not a duration such as 500ms or 1s`);
+  return Number(m[1]) * (m[2] === 's' ? 1000 : 1);
 }
 
 async function verifyAccess(args: string[]): Promise<void> {

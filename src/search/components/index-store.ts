@@ -2,7 +2,8 @@
 // the parts that use it (indexer, query engine, watch hub). Every search process starts here.
 import type { Logger } from 'pino';
 import { migrate } from '../db/migrations.ts';
-import { connect, type Database, startEmbedded } from '../db/postgres.ts';
+import { connect, createPool, type Database, startEmbedded } from '../db/postgres.ts';
+import { ReadRouter } from '../db/replicas.ts';
 import { Indexer } from '../indexer/indexer.ts';
 import { HubCluster } from '../model.ts';
 import { PostgresSearch, type QueryLimits } from '../query/engine.ts';
@@ -19,6 +20,10 @@ export interface IndexStoreOptions {
   connections?: number;
   /** How long to wait for a database that does not accept connections yet (default: fail at once). */
   waitForDatabaseMs?: number;
+  /** URLs of read replicas of `databaseUrl` (streaming replication): queries read them while fresh. */
+  replicaUrls?: string[];
+  /** The most staleness a read from a replica may see, in ms (default 1,000). */
+  maxReplicaLagMs?: number;
 }
 
 export interface IndexStore {
@@ -27,7 +32,9 @@ export interface IndexStore {
   engine: PostgresSearch;
   watchHub: WatchHub;
   hubCluster: string;
-  /** Runs the watch hub until `signal` aborts. */
+  /** Where reads go, with replicas; undefined without them. */
+  reads: ReadRouter | undefined;
+  /** Runs the watch hub (and the replicas' lag polls) until `signal` aborts. */
   run(signal: AbortSignal): Promise<void>;
   close(): Promise<void>;
 }
@@ -56,19 +63,40 @@ export async function openIndexStore(options: IndexStoreOptions): Promise<IndexS
   const hubCluster = options.hubCluster ?? HubCluster;
   const { logger } = options;
   const watchHub = new WatchHub({ pool: db.pool, hubCluster, logger });
+  // A replica that is down at start is not waited for: it takes reads once a lag poll reaches it.
+  const replicaPools = (options.replicaUrls ?? []).map((url) => ({
+    name: new URL(url).host,
+    pool: createPool(url, { ...pool, applicationName: 'tenantkit-search-reads' }),
+  }));
+  const reads =
+    replicaPools.length > 0
+      ? new ReadRouter({
+          primary: db.pool,
+          replicas: replicaPools,
+          ...(options.maxReplicaLagMs !== undefined ? { maxLagMs: options.maxReplicaLagMs } : {}),
+          logger,
+        })
+      : undefined;
   return {
     db,
     hubCluster,
+    reads,
     indexer: new Indexer({ pool: db.pool, logger, hubCluster }),
     engine: new PostgresSearch({
       pool: db.pool,
       hubCluster,
       logger,
       watchHub,
+      ...(reads ? { reads } : {}),
       ...(options.limits ? { limits: options.limits } : {}),
     }),
     watchHub,
-    run: (signal) => watchHub.run(signal),
-    close: () => db.close(),
+    run: async (signal) => {
+      await Promise.all([watchHub.run(signal), reads?.run(signal)]);
+    },
+    close: async () => {
+      await Promise.all(replicaPools.map((r) => r.pool.end().catch(() => {})));
+      await db.close();
+    },
   };
 }

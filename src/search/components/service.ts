@@ -27,6 +27,9 @@ export interface SearchServiceOptions {
   /** A PostgreSQL URL; without one, the embedded server runs in `embeddedDir`. */
   databaseUrl?: string;
   embeddedDir?: string;
+  /** Read replicas of `databaseUrl`, and the staleness their reads may have (see IndexStoreOptions). */
+  replicaUrls?: string[];
+  maxReplicaLagMs?: number;
   certificate: ServingCertificate;
   host?: string;
   port?: number;
@@ -209,6 +212,8 @@ export async function startSearchService(
   const store = await openIndexStore({
     logger,
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+    ...(options.replicaUrls?.length ? { replicaUrls: options.replicaUrls } : {}),
+    ...(options.maxReplicaLagMs !== undefined ? { maxReplicaLagMs: options.maxReplicaLagMs } : {}),
     ...(options.embeddedDir ? { embeddedDir: options.embeddedDir } : {}),
     ...(options.queryLimits ? { limits: options.queryLimits } : {}),
     ...(options.waitForDatabaseMs ? { waitForDatabaseMs: options.waitForDatabaseMs } : {}),

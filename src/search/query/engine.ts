@@ -4,6 +4,7 @@
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { databaseUnavailable } from '../db/postgres.ts';
+import type { ReadRouter } from '../db/replicas.ts';
 import { searchMetrics } from '../metrics.ts';
 import {
   type AccessSet,
@@ -52,6 +53,8 @@ export interface EngineOptions {
   limits?: Partial<QueryLimits>;
   /** Serves `watch`; without it the subscription reports that watching is off. */
   watchHub?: WatchHub;
+  /** Sends reads to fresh replicas; without it every query reads `pool`. */
+  reads?: ReadRouter;
 }
 
 interface Row {
@@ -76,9 +79,11 @@ export class PostgresSearch implements SearchBackend {
   private readonly limits: QueryLimits;
   private readonly logger: Logger;
   private readonly watchHub: WatchHub | undefined;
+  private readonly reads: ReadRouter | undefined;
 
   constructor(options: EngineOptions) {
     this.pool = options.pool;
+    this.reads = options.reads;
     this.hub = options.hubCluster;
     this.limits = { ...defaultQueryLimits, ...options.limits };
     this.logger = options.logger;
@@ -329,11 +334,29 @@ export class PostgresSearch implements SearchBackend {
     return value;
   }
 
+  /** Runs a read on a fresh replica, or the primary; a replica found gone is left out and the read retried. */
+  private async read<T>(text: string, p: Params): Promise<T[]> {
+    const target = this.reads?.pool();
+    if (!target || target.pool === this.pool) {
+      return (await this.pool.query({ text, values: p.values })).rows as T[];
+    }
+    try {
+      return (await target.pool.query({ text, values: p.values })).rows as T[];
+    } catch (err) {
+      if (databaseUnavailable(err) === undefined && !isRecoveryConflict(err)) throw err;
+      this.logger.warn(
+        { replica: target.name, err: String(err) },
+        'search read replica failed; reading the primary',
+      );
+      if (databaseUnavailable(err) !== undefined) this.reads!.failed(target.pool);
+      return (await this.pool.query({ text, values: p.values })).rows as T[];
+    }
+  }
+
   private async query<T>(operation: string, text: string, p: Params): Promise<T[]> {
     const stop = searchMetrics.querySeconds.startTimer({ operation });
     try {
-      const result = await this.pool.query({ text, values: p.values });
-      return result.rows as T[];
+      return await this.read<T>(text, p);
     } catch (err) {
       const code = (err as { code?: string }).code;
       const gone = databaseUnavailable(err);
@@ -369,4 +392,9 @@ export class PostgresSearch implements SearchBackend {
 /** The distinct clusters of index uids. */
 function clustersOf(uids: string[]): string[] {
   return [...new Set(uids.map(clusterOfUid))];
+}
+
+/** A standby cancelled the query because replaying the primary's changes needed what it read (40001). */
+function isRecoveryConflict(err: unknown): boolean {
+  return (err as { code?: string }).code === '40001';
 }
