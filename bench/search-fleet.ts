@@ -8,9 +8,10 @@
 // Measured in the same run: ingest (sustained, and per 10 s window), the raw COPY rate of the same rows
 // into the same tables and indexes (the ceiling here), one cluster's resync (unchanged, and from empty),
 // a cluster's removal, database bytes per object, the query mix over HTTPS GraphQL for three users (idle
-// and during ingest), revocation during ingest, and the API process's memory.
+// and during ingest), revocation during ingest, and the API process's memory. With --replicas N (default
+// 2) the database has N streaming standbys that the API reads from; their lag is sampled during ingest.
 //   npm run bench:search -- --clusters 100 --objects 10000000 [--namespaces-per-cluster 100]
-//     [--hub-namespaces 1000] [--bindings 10000] [--runs 20] [--api-from dist|src]
+//     [--hub-namespaces 1000] [--bindings 10000] [--runs 20] [--replicas 2] [--api-from dist|src]
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { startControlPlane } from '../devenv/controlplane/launch.ts';
+import { type Standby, startStandby } from '../devenv/postgres/standby.ts';
 import { crdManifest } from '../src/crds/schema.ts';
 import { mapLimit } from '../src/kube/access.ts';
 import { KubeClient } from '../src/kube/client.ts';
@@ -29,6 +31,7 @@ import { BatchQueue } from '../src/search/collector/batch-queue.ts';
 import { Collector } from '../src/search/collector/collector.ts';
 import { migrate } from '../src/search/db/migrations.ts';
 import { startEmbedded } from '../src/search/db/postgres.ts';
+import { ReadRouter } from '../src/search/db/replicas.ts';
 import { searchUserClusterRoles } from '../src/search/index.ts';
 import { clusterRemoveAttributes, clusterWriteAttributes } from '../src/search/indexer/http.ts';
 import { RemoteSink } from '../src/search/indexer/remote-sink.ts';
@@ -47,6 +50,8 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '20' },
     'api-from': { type: 'string', default: 'dist' },
     'api-node-options': { type: 'string', default: '' },
+    // Streaming-replication standbys of the database that the API reads from (0: none).
+    replicas: { type: 'string', default: '2' },
   },
 });
 const clusterCount = Number(values.clusters);
@@ -82,6 +87,7 @@ const cp = await startControlPlane({
 const edge = await startControlPlane({ dir: join(dir, 'edge'), unsafeNoFsync: true });
 const db = await startEmbedded({ dir: join(dir, 'pg'), statementTimeoutMs: 120_000, max: 4 });
 let api: Awaited<ReturnType<typeof startSearchApiProcess>> | undefined;
+const standbys: Standby[] = [];
 
 /** A load cluster's objects, namespace by namespace (never all in memory), with its nodes first. */
 function* clusterObjects(cluster: string, seed: number): Generator<IndexedResource[]> {
@@ -141,6 +147,16 @@ async function pushCluster(cluster: string, seed: number, token: string, onAck: 
 
 try {
   await migrate(db.pool);
+  for (let i = 1; i <= Number(values.replicas); i++) {
+    standbys.push(await startStandby(db, join(dir, 'pg'), join(dir, `replica-${i}`), `replica-${i}`));
+  }
+  // The bench's own view of the replicas' lag (the API process keeps its own, for its reads).
+  const lagRouter = new ReadRouter({
+    primary: db.pool,
+    replicas: standbys.map((r, i) => ({ name: `replica-${i + 1}`, pool: r.pool })),
+    logger: silentLogger,
+  });
+  void lagRouter.run(stop.signal);
   const admin = KubeClient.fromKubeconfig({ yaml: cp.adminKubeconfig });
   for (const role of searchUserClusterRoles()) {
     await admin.apply(Resources.clusterRoles, role, { fieldManager: 'bench', force: true });
@@ -238,6 +254,7 @@ try {
     nodeOptions: values['api-node-options'],
     from: values['api-from'] === 'dist' ? 'dist' : 'src',
     maxSockets: 8,
+    args: standbys.map((r) => `--database-replica-url=${r.url}`),
   });
   const tokenOf = async (user: string) =>
     (
@@ -278,6 +295,10 @@ try {
   const windows: number[] = [];
   let last = 0;
   t = performance.now();
+  const lagSamples: number[] = [];
+  const lagSampler = setInterval(() => {
+    for (const lag of Object.values(lagRouter.lags())) lagSamples.push(lag);
+  }, 100);
   const sampler = setInterval(() => {
     windows.push((acked - last) / 10);
     last = acked;
@@ -291,12 +312,23 @@ try {
     }),
   );
   clearInterval(sampler);
+  clearInterval(lagSampler);
   const ingestS = since(t) / 1000;
   await edgeCollector.waitForInitialSync();
   const sorted = [...windows].sort((a, b) => a - b);
   console.log(
     `  ${acked} objects in ${ingestS.toFixed(1)} s = ${Math.round(acked / ingestS)} objects/s sustained; 10 s windows min ${sorted[0] ?? '-'} / median ${sorted.length ? percentile(sorted, 50) : '-'} / max ${sorted.at(-1) ?? '-'} objects/s`,
   );
+  if (standbys.length > 0) {
+    const lags = lagSamples.filter(Number.isFinite).sort((a, b) => a - b);
+    const unreachable = lagSamples.length - lags.length;
+    const caughtUp = performance.now();
+    while (!Object.values(lagRouter.lags()).every((l) => l === 0))
+      await new Promise((r) => setTimeout(r, 50));
+    console.log(
+      `  ${standbys.length} replicas' lag during ingest (every 100 ms): p50 ${fmt(percentile(lags, 50))} / p99 ${fmt(percentile(lags, 99))} / max ${fmt(lags.at(-1) ?? 0)} ms${unreachable ? ` (${unreachable} samples unreachable)` : ''}; caught up ${fmt(since(caughtUp))} ms after the last batch`,
+    );
+  }
   const stored = await db.pool.query<{ r: string; e: string; c: string }>(
     'SELECT (SELECT count(*) FROM search.resources) AS r, (SELECT count(*) FROM search.edges) AS e, (SELECT count(DISTINCT cluster) FROM search.resources) AS c',
   );
@@ -470,6 +502,28 @@ try {
     }
   };
   await queryMix('queries, idle');
+  if (standbys.length > 0) {
+    // The API read those from the replicas (caught up): its counts equal the primary's own.
+    const differ: string[] = [];
+    for (const c of [edgeName, ...loadClusters.slice(0, 5)]) {
+      const reply = await api.post(userTokens.admin, graphqlOf.count, {
+        i: [{ filters: [{ property: 'cluster', values: [c] }] }],
+      });
+      const viaApi = (reply.data?.search as { count: number }[])[0]!.count;
+      const onPrimary = Number(
+        (
+          await db.pool.query<{ n: string }>(
+            'SELECT count(*) AS n FROM search.resources WHERE cluster = $1',
+            [c],
+          )
+        ).rows[0]!.n,
+      );
+      if (viaApi !== onPrimary) differ.push(`${c}: ${viaApi} via the API, ${onPrimary} on the primary`);
+    }
+    console.log(
+      `  replica reads vs the primary: ${differ.length === 0 ? 'every count equal' : differ.join('; ')}`,
+    );
+  }
 
   // The same while clusters push at full rate (removed and pushed again, over and over), with
   // revocation measured meanwhile: narrow loses its one cluster's ManagedClusterView binding.
@@ -514,6 +568,7 @@ try {
 } finally {
   stop.abort();
   await api?.stop();
+  for (const r of standbys) await r.close();
   await db.close();
   await edge.stop();
   await cp.stop();
