@@ -266,7 +266,7 @@ export class PostgresSearch implements SearchBackend {
         `SELECT DISTINCT n.uid, n.data->>'kind' AS kind FROM (
            SELECT e.destid AS uid, e.cluster FROM search.edges e WHERE e.sourceid = ANY(${f}) AND e.cluster = ANY(${c})
            UNION SELECT e.sourceid, e.cluster FROM search.edges e WHERE e.destid = ANY(${f}) AND e.cluster = ANY(${c})) nb
-         JOIN search.resources n ON n.uid = nb.uid AND n.cluster = nb.cluster
+         JOIN search.resources n ON n.uid = nb.uid AND n.cluster = nb.cluster AND n.cluster = ANY(${c})
          WHERE ${accessPredicate(access, this.hub, n, p)}`,
         p,
       );
