@@ -509,7 +509,7 @@ try {
       const reply = await api.post(userTokens.admin, graphqlOf.count, {
         i: [{ filters: [{ property: 'cluster', values: [c] }] }],
       });
-      const viaApi = (reply.data?.search as { count: number }[])[0]!.count;
+      const viaApi = (reply.data?.search as { count: number }[] | undefined)?.[0]?.count;
       const onPrimary = Number(
         (
           await db.pool.query<{ n: string }>(
