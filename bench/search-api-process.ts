@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { repoRoot } from '../devenv/images/build.ts';
 import { freePort } from '../src/ports.ts';
 import { createCA } from '../src/serving/certs.ts';
+import { postGraphQL } from '../test/harness/search-client.ts';
 
 export interface SearchApiProcessOptions {
   /** Where its TLS files go. */
@@ -102,33 +103,8 @@ export async function startSearchApiProcess(options: SearchApiProcessOptions): P
       const status = await readFile(`/proc/${api.pid}/status`, 'utf8');
       return Number(status.match(new RegExp(`${field}:\\s+(\\d+) kB`))?.[1] ?? 0) / 1024;
     },
-    post: (token, query, variables) =>
-      new Promise<GraphQLAnswer>((resolve, reject) => {
-        const req = httpsRequest(
-          `${url}/searchapi/graphql`,
-          {
-            method: 'POST',
-            agent,
-            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-          },
-          (res) => {
-            let text = '';
-            res.setEncoding('utf8');
-            res.on('data', (c: string) => {
-              text += c;
-            });
-            res.on('end', () => {
-              try {
-                resolve(JSON.parse(text) as GraphQLAnswer);
-              } catch {
-                reject(new Error(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`));
-              }
-            });
-          },
-        );
-        req.on('error', reject);
-        req.end(JSON.stringify({ query, variables }));
-      }),
+    post: async (token, query, variables) =>
+      (await postGraphQL(url, ca.certPem, token, query, variables, {}, { agent })).body as GraphQLAnswer,
     stop: async () => {
       agent.destroy();
       if (api.exitCode !== null) return;
@@ -147,3 +123,17 @@ export const graphqlOf = {
   relitems: 'query ($i: [SearchInput]) { search(input: $i) { related { kind items } } }',
 } as const;
 export type QueryKind = keyof typeof graphqlOf;
+
+/** The three users of the search benchmarks' bearer tokens: a cluster admin, a wide and a narrow user. */
+export const benchTokenUsers = [
+  { name: 'root', groups: ['system:masters'] },
+  { name: 'wide', groups: [] },
+  { name: 'narrow', groups: [] },
+];
+
+/** Milliseconds as the benchmarks print them. */
+export const fmt = (ms: number): string => (ms < 10 ? ms.toFixed(2) : ms.toFixed(1));
+
+/** The p-th percentile of sorted samples. */
+export const percentile = (sorted: number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;

@@ -37,7 +37,14 @@ import { clusterRemoveAttributes, clusterWriteAttributes } from '../src/search/i
 import { RemoteSink } from '../src/search/indexer/remote-sink.ts';
 import type { IndexBatch, IndexedResource } from '../src/search/model.ts';
 import { ManagedClusterCrd } from '../test/fixtures/managed-cluster.ts';
-import { graphqlOf, type QueryKind, startSearchApiProcess } from './search-api-process.ts';
+import {
+  benchTokenUsers,
+  fmt,
+  graphqlOf,
+  percentile,
+  type QueryKind,
+  startSearchApiProcess,
+} from './search-api-process.ts';
 import { syntheticNamespace } from './search-data.ts';
 
 const { values } = parseArgs({
@@ -66,9 +73,6 @@ const loadClusters = Array.from(
 const edgeName = 'edge-real';
 const hubNs = (i: number) => `ns-${String(i).padStart(4, '0')}`;
 
-const fmt = (ms: number) => (ms < 10 ? ms.toFixed(2) : ms.toFixed(1));
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 const since = (t: number) => performance.now() - t;
 
 const dir = await mkdtemp(join(tmpdir(), 'tenantkit-bench-fleet-'));
@@ -77,11 +81,7 @@ const stop = new AbortController();
 const cp = await startControlPlane({
   dir: join(dir, 'hub'),
   unsafeNoFsync: true,
-  tokenUsers: [
-    { name: 'root', groups: ['system:masters'] },
-    { name: 'wide', groups: [] },
-    { name: 'narrow', groups: [] },
-  ],
+  tokenUsers: benchTokenUsers,
   progress: (l) => console.error(l),
 });
 const edge = await startControlPlane({ dir: join(dir, 'edge'), unsafeNoFsync: true });

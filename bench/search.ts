@@ -24,7 +24,14 @@ import { searchUserClusterRoles } from '../src/search/index.ts';
 import { Indexer } from '../src/search/indexer/indexer.ts';
 import { HubCluster, type IndexedResource, type SearchInput, type SearchUser } from '../src/search/model.ts';
 import { PostgresSearch } from '../src/search/query/engine.ts';
-import { graphqlOf, type QueryKind, startSearchApiProcess } from './search-api-process.ts';
+import {
+  benchTokenUsers,
+  fmt,
+  graphqlOf,
+  percentile,
+  type QueryKind,
+  startSearchApiProcess,
+} from './search-api-process.ts';
 import { syntheticNamespace } from './search-data.ts';
 
 if (process.argv.includes('--clusters')) {
@@ -55,22 +62,12 @@ const cp = await startControlPlane({
   dir: join(dir, 'cp'),
   unsafeNoFsync: true,
   // Bearer tokens for the same three users, to query through the HTTPS API as clients do.
-  tokenUsers: [
-    { name: 'root', groups: ['system:masters'] },
-    { name: 'wide', groups: [] },
-    { name: 'narrow', groups: [] },
-  ],
+  tokenUsers: benchTokenUsers,
   progress: (l) => console.error(l),
 });
 const db = await startEmbedded({ dir: join(dir, 'pg'), statementTimeoutMs: 60_000, max: 8 });
 const stop = new AbortController();
 
-function fmt(ms: number): string {
-  return ms < 10 ? ms.toFixed(2) : ms.toFixed(1);
-}
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
 async function time<T>(fn: () => Promise<T>): Promise<[number, T]> {
   const t = performance.now();
   const v = await fn();

@@ -1,6 +1,6 @@
 // Talks to a search service as a client would: a GraphQL POST over HTTPS with a bearer token (or other
 // headers), trusting the test CA. Returns the status and the parsed JSON body.
-import { request } from 'node:https';
+import { type Agent, request } from 'node:https';
 
 export interface GraphQLReply {
   status: number;
@@ -26,6 +26,8 @@ export function postGraphQL(
 export interface TlsOptions {
   /** The name to verify the certificate for, when the URL holds another (a Pod's address). */
   servername?: string;
+  /** Connections to reuse (a keep-alive Agent, as a benchmark's client keeps them). */
+  agent?: Agent;
 }
 
 /** The same, with the request body as text (for bodies JSON.stringify would not write, as a fuzzer sends). */
@@ -44,6 +46,7 @@ export function postGraphQLText(
         method: 'POST',
         ca,
         ...(tls.servername ? { servername: tls.servername } : {}),
+        ...(tls.agent ? { agent: tls.agent } : {}),
         headers: {
           'content-type': 'application/json',
           ...(token ? { authorization: `Bearer ${token}` } : {}),

@@ -16,26 +16,14 @@ import {
 import { discover } from '../../src/search/collector/discovery.ts';
 import { connect, type Database } from '../../src/search/db/postgres.ts';
 import { Indexer } from '../../src/search/indexer/indexer.ts';
-import {
-  type AccessSet,
-  BackPressureError,
-  HubCluster,
-  type IndexBatch,
-  type IndexSink,
-} from '../../src/search/model.ts';
+import { BackPressureError, HubCluster, type IndexBatch, type IndexSink } from '../../src/search/model.ts';
 import { PostgresSearch } from '../../src/search/query/engine.ts';
+import { allAccess } from '../harness/access-sets.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { proxyOn, startTestDatabase } from '../harness/postgres.ts';
 
 const cluster = await TestCluster.connect();
-const all: AccessSet = {
-  all: true,
-  clusterWide: [],
-  namespaced: [],
-  managedClusters: [],
-  canSearch: true,
-  digest: 'all',
-};
+const all = allAccess;
 
 const core = (plural: string, kind: string, namespaced = true) =>
   resourceType('', 'v1', plural, kind, namespaced);

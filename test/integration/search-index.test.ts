@@ -19,16 +19,10 @@ import {
 import { InvalidBatchError } from '../../src/search/policy/batch.ts';
 import { PostgresSearch } from '../../src/search/query/engine.ts';
 import { WatchHub } from '../../src/search/query/watch.ts';
+import { allAccess } from '../harness/access-sets.ts';
 import { startTestDatabase } from '../harness/postgres.ts';
 
-const all: AccessSet = {
-  all: true,
-  clusterWide: [],
-  namespaced: [],
-  managedClusters: [],
-  canSearch: true,
-  digest: 'all',
-};
+const all = allAccess;
 const none: AccessSet = { ...all, all: false, digest: 'none' };
 const selection = { items: true, count: true, related: false } as const;
 

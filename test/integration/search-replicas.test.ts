@@ -13,18 +13,12 @@ import { type Database, startEmbedded } from '../../src/search/db/postgres.ts';
 import { ReadRouter } from '../../src/search/db/replicas.ts';
 import { Indexer } from '../../src/search/indexer/indexer.ts';
 import { searchMetrics } from '../../src/search/metrics.ts';
-import type { AccessSet, IndexedResource } from '../../src/search/model.ts';
+import type { IndexedResource } from '../../src/search/model.ts';
 import { PostgresSearch } from '../../src/search/query/engine.ts';
+import { allAccess } from '../harness/access-sets.ts';
 import { eventually } from '../harness/cluster.ts';
 
-const all: AccessSet = {
-  all: true,
-  clusterWide: [],
-  namespaced: [],
-  managedClusters: [],
-  canSearch: true,
-  digest: 'all',
-};
+const all = allAccess;
 const cluster = 'edge-r';
 const pod = (name: string, owner?: string): IndexedResource => ({
   uid: `${cluster}/${name}`,
