@@ -30,13 +30,18 @@ export async function makeWorld(o: WorldOptions): Promise<World> {
   await tenant.create(Resources.namespaces, {
     metadata: { name: home, labels: { [o.organizationLabel]: o.organization } },
   });
-  // Her rights in it come from her organization's binding, made by the controllers.
+  // Her rights in it come from her organization's binding, made by the controllers. The binding existing is
+  // not enough: kube-apiserver's RBAC authorizer sees it through its own watch a moment later. So ask the
+  // authorizer itself, as her, until it says yes.
   for (let waited = 0; ; waited += 250) {
-    const bound = await admin.list(Resources.roleBindings, {
-      namespace: home,
-      labelSelector: 'app.kubernetes.io/managed-by=tenantkit-tenancy',
-    });
-    if (bound.items.length > 0) break;
+    const review = await tenant.create<KubeObject & { status?: { allowed?: boolean } }>(
+      Resources.selfSubjectAccessReviews,
+      {
+        metadata: {},
+        spec: { resourceAttributes: { namespace: home, verb: 'create', resource: 'configmaps' } },
+      } as KubeObject,
+    );
+    if (review.status?.allowed) break;
     if (waited > 60_000) throw new Error(`namespace ${home} not bound to ${o.organization} after 60 s`);
     await sleep(250);
   }

@@ -224,6 +224,14 @@ describe('informer', () => {
 
   it('describes its cache with the digest a fresh list of the same objects gives, through changes', async () => {
     const ns = await cluster.namespace('inf-digest');
+    // kube-controller-manager publishes kube-root-ca.crt into a new namespace on its own time: wait for it,
+    // so that the informer's list and the fresh lists below see the same three objects.
+    await eventually(
+      async () => (await cluster.admin.get(Resources.configMaps, 'kube-root-ca.crt', ns)) !== undefined,
+      {
+        what: 'kube-root-ca.crt published',
+      },
+    );
     for (const name of ['a', 'b']) {
       await cluster.admin.create(Resources.configMaps, { metadata: { name, namespace: ns } });
     }
