@@ -342,8 +342,7 @@ try {
     `SELECT pg_database_size(current_database()) AS db,
        (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('search.resources')) AS resources,
        (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('search.edges')) AS edges,
-       (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('tenantkit_search.edge_refs'))
-       + (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('tenantkit_search.sources')) AS refs`,
+       (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('tenantkit_search.edge_refs')) AS refs`,
   );
   const objects = Number(stored.rows[0]!.r);
   const perObject = (bytes: string) => `${Math.round(Number(bytes) / objects)} B`;
@@ -363,12 +362,8 @@ try {
   const rename = (column: string) => `'${ceiling}/' || substr(${column}, ${sample.length + 2})`;
   const exports: [table: string, select: string][] = [
     [
-      'search.resources (uid, cluster, data)',
-      `SELECT ${rename('uid')}, '${ceiling}', data FROM search.resources WHERE cluster = '${sample}'`,
-    ],
-    [
-      'tenantkit_search.sources (uid, cluster, refs_hash)',
-      `SELECT ${rename('uid')}, '${ceiling}', refs_hash FROM tenantkit_search.sources WHERE cluster = '${sample}'`,
+      'search.resources (uid, cluster, data, _refs)',
+      `SELECT ${rename('uid')}, '${ceiling}', data, _refs FROM search.resources WHERE cluster = '${sample}'`,
     ],
     [
       'tenantkit_search.edge_refs (sourceid, cluster, edgetype, destuid, destkind, destns, destname, selector)',

@@ -1,6 +1,7 @@
 // The index on a real PostgreSQL: the indexer's batches (unchanged rows skipped, edges in any arrival
 // order, resync, cluster isolation, back-pressure) and the query engine (ACM's filter language, access
 // predicate, related, searchComplete, searchSchema, watch, hostile input).
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/kube/log.ts';
 import { migrate } from '../../src/search/db/migrations.ts';
@@ -254,12 +255,7 @@ describe('search index on PostgreSQL', () => {
           [table],
         )
       ).rows.map((r) => r.bound);
-    for (const table of [
-      'search.resources',
-      'search.edges',
-      'tenantkit_search.edge_refs',
-      'tenantkit_search.sources',
-    ]) {
+    for (const table of ['search.resources', 'search.edges', 'tenantkit_search.edge_refs']) {
       const bounds = await partitionsOf(table);
       expect(bounds).toContain("FOR VALUES IN ('edge-a')");
       expect(bounds).toContain("FOR VALUES IN ('edge-b')");
@@ -291,12 +287,7 @@ describe('search index on PostgreSQL', () => {
 
     // Removing edge-a drops its partitions: its objects, edges and references go, edge-b's stay.
     expect(await indexer.removeCluster('edge-a')).toBe(2);
-    for (const table of [
-      'search.resources',
-      'search.edges',
-      'tenantkit_search.edge_refs',
-      'tenantkit_search.sources',
-    ]) {
+    for (const table of ['search.resources', 'search.edges', 'tenantkit_search.edge_refs']) {
       expect(await partitionsOf(table)).not.toContain("FOR VALUES IN ('edge-a')");
     }
     const count = async (sql: string) => (await db.pool.query<{ n: number }>(sql)).rows[0]!.n;
@@ -706,7 +697,7 @@ describe('search index upgrade to partitions by cluster', () => {
         INSERT INTO tenantkit_search.edge_refs (sourceid, cluster, edgetype, destuid)
           VALUES ('local-cluster/p1', 'local-cluster', 'ownedBy', 'local-cluster/d1');
         INSERT INTO tenantkit_search.batch_fences VALUES ('edge-1', '1.00000000000000aa', 1, 7);`);
-      expect(await migrate(db.pool)).toEqual([3]);
+      expect(await migrate(db.pool, 3)).toEqual([3]);
       const rows = async (sql: string) => (await db.pool.query(sql)).rows;
       expect(await rows('SELECT uid, cluster, _kind, _ns FROM search.resources ORDER BY uid')).toEqual([
         { uid: 'edge-1/p2', cluster: 'edge-1', _kind: 'pod', _ns: 'shop' },
@@ -728,7 +719,9 @@ describe('search index upgrade to partitions by cluster', () => {
           `SELECT tableoid::regclass::text AS partition FROM search.resources WHERE uid = 'edge-1/p2'`,
         ),
       ).toEqual([{ partition: expect.stringMatching(/^search\.resources_edge_1_[0-9a-f]{8}$/) }]);
-      // The indexer goes on from there: the fence row survived, and new batches land in the partitions.
+      // The indexer goes on from there (with the later migrations): the fence row survived, and new
+      // batches land in the partitions.
+      expect(await migrate(db.pool)).toEqual([4]);
       const indexer = new Indexer({ pool: db.pool, logger: silentLogger, hubCluster: HubCluster });
       await indexer.write({
         cluster: 'edge-1',
@@ -742,6 +735,93 @@ describe('search index upgrade to partitions by cluster', () => {
         deletes: ['edge-1/p2'],
       });
       expect(await rows(`SELECT uid FROM search.resources WHERE cluster = 'edge-1'`)).toHaveLength(0);
+    } finally {
+      await db.close();
+    }
+  });
+});
+
+describe('search index upgrade to references digests in the rows', () => {
+  it("carries each object's references digest from tenantkit_search.sources into its row, so an unchanged object stays unchanged", async () => {
+    const db = await startTestDatabase(3);
+    try {
+      const edges: EdgeRef[] = [{ type: 'ownedBy', uid: 'edge-1/d1' }];
+      // The digest migration 3's indexer wrote: SHA-256 of the references' JSON, base64url.
+      const oldDigest = createHash('sha256').update(JSON.stringify(edges)).digest('base64url');
+      const pod: IndexedResource = {
+        uid: 'edge-1/p1',
+        data: { kind: 'Pod', kind_plural: 'pods', apiversion: 'v1', name: 'web-1', namespace: 'shop' },
+        edges,
+      };
+      const deployment: IndexedResource = {
+        uid: 'edge-1/d1',
+        data: {
+          kind: 'Deployment',
+          kind_plural: 'deployments',
+          apigroup: 'apps',
+          apiversion: 'v1',
+          name: 'web',
+          namespace: 'shop',
+        },
+        edges: [],
+      };
+      const emptyDigest = createHash('sha256').update('[]').digest('base64url');
+      await db.pool.query("SELECT tenantkit_search.ensure_cluster('edge-1')");
+      await db.pool.query(
+        `INSERT INTO search.resources (uid, cluster, data)
+         VALUES ($1, 'edge-1', $2), ($3, 'edge-1', $4), ('edge-1/x', 'edge-1', '{"kind":"Pod"}')`,
+        [pod.uid, pod.data, deployment.uid, deployment.data],
+      );
+      await db.pool.query(
+        `INSERT INTO tenantkit_search.sources VALUES ($1, 'edge-1', $2), ($3, 'edge-1', $4), ('edge-1/x', 'edge-1', 'h0')`,
+        [pod.uid, oldDigest, deployment.uid, emptyDigest],
+      );
+      await db.pool.query(
+        `INSERT INTO tenantkit_search.edge_refs (sourceid, cluster, edgetype, destuid) VALUES ($1, 'edge-1', 'ownedBy', $2)`,
+        [pod.uid, deployment.uid],
+      );
+      await db.pool.query(
+        `INSERT INTO search.edges VALUES ($1, 'Pod', $2, 'Deployment', 'ownedBy', 'edge-1')`,
+        [pod.uid, deployment.uid],
+      );
+      expect(await migrate(db.pool)).toEqual([4]);
+      const rows = async (sql: string) => (await db.pool.query(sql)).rows;
+      expect(await rows(`SELECT to_regclass('tenantkit_search.sources') AS sources`)).toEqual([
+        { sources: null },
+      ]);
+      const sixteen = (digest: string) => Buffer.from(digest, 'base64url').subarray(0, 16).toString('hex');
+      expect(
+        await rows(`SELECT uid, encode(_refs, 'hex') AS refs FROM search.resources ORDER BY uid`),
+      ).toEqual([
+        { uid: 'edge-1/d1', refs: sixteen(emptyDigest) },
+        { uid: 'edge-1/p1', refs: sixteen(oldDigest) },
+        // A digest of another shape is not carried over: that object's references are stored again.
+        { uid: 'edge-1/x', refs: null },
+      ]);
+      // New clusters get partitions of the three tables left.
+      await db.pool.query("SELECT tenantkit_search.ensure_cluster('edge-2')");
+      expect(
+        await rows(`SELECT count(*)::int AS n FROM pg_class WHERE relname LIKE '%edge_2%' AND relkind = 'r'`),
+      ).toEqual([{ n: 3 }]);
+
+      // The same objects again: nothing is rewritten (the references row keeps its place).
+      const indexer = new Indexer({ pool: db.pool, logger: silentLogger, hubCluster: HubCluster });
+      const refsAt = async () =>
+        rows(`SELECT ctid::text, destuid FROM tenantkit_search.edge_refs WHERE sourceid = 'edge-1/p1'`);
+      const before = await refsAt();
+      await indexer.write({ cluster: 'edge-1', upserts: [deployment, pod] });
+      expect(await refsAt()).toEqual(before);
+      expect(await rows('SELECT sourceid, destid FROM search.edges')).toEqual([
+        { sourceid: 'edge-1/p1', destid: 'edge-1/d1' },
+      ]);
+      // New references replace the old, and the edge follows them.
+      await indexer.write({ cluster: 'edge-1', upserts: [{ ...pod, edges: [] }] });
+      expect(await refsAt()).toEqual([]);
+      expect(await rows('SELECT sourceid, destid FROM search.edges')).toEqual([]);
+      await indexer.write({ cluster: 'edge-1', upserts: [pod] });
+      expect(await rows('SELECT sourceid, destid FROM search.edges')).toEqual([
+        { sourceid: 'edge-1/p1', destid: 'edge-1/d1' },
+      ]);
     } finally {
       await db.close();
     }

@@ -137,7 +137,6 @@ describe('search on read replicas', () => {
   it('leaves out a replica that falls behind, and never serves what is older than the bound', async () => {
     await replicas[0]!.pauseReplay();
     await indexer.write({ cluster, upserts: [pod('web-new', 'web')] });
-    const written = Date.now();
     await eventually(() => router.lags()['replica-1']! > 1_000, {
       what: 'replica-1 past the bound',
       timeoutMs: 10_000,
@@ -148,7 +147,6 @@ describe('search on read replicas', () => {
       const { names } = await answers(onReplicas);
       expect(names).toContain('web-new');
     }
-    expect(Date.now() - written).toBeGreaterThan(1_000);
   });
 
   it('reads the primary, without an error, when a replica goes away', async () => {

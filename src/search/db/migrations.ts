@@ -268,6 +268,30 @@ CREATE TRIGGER resources_deleted AFTER DELETE ON search.resources
   REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION tenantkit_search.record_deletes();
 `,
   },
+  {
+    version: 4,
+    what: "each object's references digest in its own row: tenantkit_search.sources folded into search.resources",
+    sql: `
+-- The digest of the references an object declares (16 bytes of SHA-256) lives in the object's row, so
+-- one upsert tells new, changed and unchanged objects apart: the sources table, its primary key and its
+-- second lookup per object are gone (about 180 bytes and one statement per object).
+ALTER TABLE search.resources ADD COLUMN _refs bytea;
+-- The digests there are carried over (they were the whole SHA-256, base64url), so unchanged objects stay
+-- unchanged through the upgrade; a digest of another shape is left out and recomputed on the next batch.
+UPDATE search.resources r
+  SET _refs = substring(decode(translate(s.refs_hash, '-_', '+/') || '=', 'base64') FROM 1 FOR 16)
+  FROM tenantkit_search.sources s
+  WHERE s.uid = r.uid AND s.cluster = r.cluster AND s.refs_hash ~ '^[A-Za-z0-9_-]{43}$';
+DROP TABLE tenantkit_search.sources;
+CREATE OR REPLACE FUNCTION tenantkit_search.partitioned_tables() RETURNS TABLE (schema_name text, table_name text)
+  LANGUAGE sql IMMUTABLE AS $$
+  VALUES ('search', 'resources'), ('search', 'edges'), ('tenantkit_search', 'edge_refs')
+$$;
+CREATE OR REPLACE FUNCTION tenantkit_search.lock_partitioned_tables() RETURNS void LANGUAGE sql AS $$
+  LOCK TABLE search.edges, search.resources, tenantkit_search.edge_refs IN ACCESS EXCLUSIVE MODE
+$$;
+`,
+  },
 ];
 
 /**

@@ -13,25 +13,37 @@ export async function upsertResources(
   cluster: string,
   resources: IndexedResource[],
 ): Promise<string[]> {
-  const uids = resources.map((r) => r.uid);
-  const changed = await sql.query<{ uid: string }>(
-    `INSERT INTO search.resources AS r (uid, cluster, data)
-       SELECT u, $2, d::jsonb FROM unnest($1::text[], $3::text[]) AS t(u, d)
-     ON CONFLICT (uid, cluster) DO UPDATE SET data = EXCLUDED.data WHERE r.data IS DISTINCT FROM EXCLUDED.data
-     RETURNING uid`,
-    [uids, cluster, resources.map((r) => JSON.stringify(r.data))],
+  // One statement tells every object apart: `prior` is the index before it (the same snapshot), so an
+  // object without a prior row is new, and one whose references digest differs declares new references.
+  const { rows } = await sql.query<{ uid: string; inserted: boolean; refs_changed: boolean }>(
+    `WITH prior AS (SELECT uid, _refs FROM search.resources WHERE uid = ANY($1) AND cluster = $2),
+     up AS (INSERT INTO search.resources AS r (uid, cluster, data, _refs)
+       SELECT u, $2, d::jsonb, decode(h, 'hex') FROM unnest($1::text[], $3::text[], $4::text[]) AS t(u, d, h)
+     ON CONFLICT (uid, cluster) DO UPDATE SET data = EXCLUDED.data, _refs = EXCLUDED._refs
+       WHERE r.data IS DISTINCT FROM EXCLUDED.data OR r._refs IS DISTINCT FROM EXCLUDED._refs
+     RETURNING uid, _refs)
+     SELECT up.uid, prior.uid IS NULL AS inserted, prior._refs IS DISTINCT FROM up._refs AS refs_changed
+     FROM up LEFT JOIN prior USING (uid)`,
+    [
+      resources.map((r) => r.uid),
+      cluster,
+      resources.map((r) => JSON.stringify(r.data)),
+      resources.map((r) => refsDigest(r.edges)),
+    ],
   );
-  // An object's source row is written and removed with its resource row, in the same transaction: an
-  // object whose source row is new is new to the index.
-  const refs = await replaceReferences(sql, cluster, resources);
-  const inserted = new Set(refs.filter((r) => r.inserted).map((r) => r.uid));
-  const touched = new Set(changed.rows.map((r) => r.uid));
-  for (const r of refs) touched.add(r.uid);
-  if (changed.rows.length > 0) await addPropertyNames(sql, cluster, resources, changed.rows);
+  if (rows.length === 0) return [];
+  await replaceReferences(
+    sql,
+    cluster,
+    resources,
+    rows.filter((r) => r.refs_changed),
+  );
+  await addPropertyNames(sql, cluster, resources, rows);
   // Edges to drop before they are rebuilt can only touch objects that were indexed before this batch.
-  const existed = [...touched].filter((uid) => !inserted.has(uid));
-  if (touched.size > 0) await recomputeEdges(sql, cluster, [...touched], existed);
-  return [...touched];
+  const touched = rows.map((r) => r.uid);
+  const existed = rows.filter((r) => !r.inserted).map((r) => r.uid);
+  await recomputeEdges(sql, cluster, touched, existed);
+  return touched;
 }
 
 /**
@@ -69,28 +81,17 @@ async function addPropertyNames(
   );
 }
 
-/**
- * Stores each object's references when they differ from what is stored; returns those objects, and
- * whether each is seen for the first time.
- */
+/** Stores the references of the objects whose references changed, in place of those stored before. */
 async function replaceReferences(
   sql: Sql,
   cluster: string,
   resources: IndexedResource[],
-): Promise<{ uid: string; inserted: boolean }[]> {
-  const changed = await sql.query<{ uid: string; inserted: boolean }>(
-    `WITH prior AS (SELECT uid FROM tenantkit_search.sources WHERE uid = ANY($1) AND cluster = $3),
-     up AS (INSERT INTO tenantkit_search.sources AS s (uid, cluster, refs_hash)
-       SELECT u, $3, h FROM unnest($1::text[], $2::text[]) AS t(u, h)
-     ON CONFLICT (uid, cluster) DO UPDATE SET refs_hash = EXCLUDED.refs_hash WHERE s.refs_hash <> EXCLUDED.refs_hash
-     RETURNING uid)
-     SELECT up.uid, prior.uid IS NULL AS inserted FROM up LEFT JOIN prior USING (uid)`,
-    [resources.map((r) => r.uid), resources.map((r) => refsHash(r.edges)), cluster],
-  );
-  if (changed.rows.length === 0) return [];
-  const uids = new Set(changed.rows.map((r) => r.uid));
-  // A source seen for the first time has no stored references to replace.
-  const replaced = changed.rows.filter((r) => !r.inserted).map((r) => r.uid);
+  changed: { uid: string; inserted: boolean }[],
+): Promise<void> {
+  if (changed.length === 0) return;
+  const uids = new Set(changed.map((r) => r.uid));
+  // An object seen for the first time has no stored references to replace.
+  const replaced = changed.filter((r) => !r.inserted).map((r) => r.uid);
   if (replaced.length > 0) {
     await sql.query('DELETE FROM tenantkit_search.edge_refs WHERE sourceid = ANY($1) AND cluster = $2', [
       replaced,
@@ -116,7 +117,6 @@ async function replaceReferences(
       ],
     );
   }
-  return changed.rows;
 }
 
 function refRow(source: string, e: EdgeRef) {
@@ -126,8 +126,9 @@ function refRow(source: string, e: EdgeRef) {
   return 'selector' in e ? { ...base, selector: JSON.stringify(e.selector) } : { ...base, name: e.name };
 }
 
-function refsHash(edges: EdgeRef[]): string {
-  return createHash('sha256').update(JSON.stringify(edges)).digest('base64url');
+/** What an object's references are, in 16 bytes (hex): equal digests, equal references. */
+function refsDigest(edges: EdgeRef[]): string {
+  return createHash('sha256').update(JSON.stringify(edges)).digest().subarray(0, 16).toString('hex');
 }
 
 const insertEdges = `INSERT INTO search.edges (sourceid, sourcekind, destid, destkind, edgetype, cluster)`;
@@ -192,10 +193,6 @@ export async function deleteResources(sql: Sql, cluster: string, uids: string[])
   );
   const removed = gone.rows.map((r) => r.uid);
   if (removed.length === 0) return 0;
-  await sql.query('DELETE FROM tenantkit_search.sources WHERE uid = ANY($1) AND cluster = $2', [
-    removed,
-    cluster,
-  ]);
   await sql.query('DELETE FROM tenantkit_search.edge_refs WHERE sourceid = ANY($1) AND cluster = $2', [
     removed,
     cluster,
