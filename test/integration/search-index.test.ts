@@ -827,3 +827,39 @@ describe('search index upgrade to references digests in the rows', () => {
     }
   });
 });
+
+describe('searchComplete over many rows of few values', () => {
+  it('lists the first values in order, whether the first rows hold them all or the index walk finds the rest', async () => {
+    const db = await startTestDatabase();
+    try {
+      const indexer = new Indexer({ pool: db.pool, logger: silentLogger, hubCluster: HubCluster });
+      const engine = new PostgresSearch({ pool: db.pool, hubCluster: HubCluster, logger: silentLogger });
+      // 25 objects in namespace a, one in each of b, c and d, in two clusters.
+      const inNamespace = (ns: string, i: number, cluster: string) =>
+        object('ConfigMap', `${ns}-${i}`, { namespace: ns }, [], cluster);
+      await indexer.write({
+        cluster: HubCluster,
+        upserts: Array.from({ length: 25 }, (_, i) => inNamespace('a', i, HubCluster)),
+      });
+      await indexer.write({
+        cluster: 'edge-1',
+        upserts: ['b', 'c', 'd'].map((ns) => inNamespace(ns, 0, 'edge-1')),
+      });
+      // Limit 2: the first 20 rows are all in a, so b comes from the walk.
+      expect(await engine.complete(allAccess, 'namespace', undefined, 2)).toEqual(['a', 'b']);
+      // Limit 3: the first 30 rows hold a, b, c and d.
+      expect(await engine.complete(allAccess, 'namespace', undefined, 3)).toEqual(['a', 'b', 'c']);
+      expect(await engine.complete(allAccess, 'namespace', undefined)).toEqual(['a', 'b', 'c', 'd']);
+      expect(await engine.complete(allAccess, 'cluster', undefined, 1)).toEqual(['edge-1']);
+      expect(await engine.complete(allAccess, 'cluster', undefined)).toEqual(['edge-1', HubCluster]);
+      const names = await engine.complete(allAccess, 'name', undefined);
+      expect(names).toHaveLength(28);
+      expect(names).toEqual([...names].sort());
+      // A user who sees only edge-1's objects gets only its namespaces, through the walk as well.
+      const edgeOnly: AccessSet = { ...none, managedClusters: ['edge-1'] };
+      expect(await engine.complete(edgeOnly, 'namespace', undefined, 2)).toEqual(['b', 'c']);
+    } finally {
+      await db.close();
+    }
+  });
+});

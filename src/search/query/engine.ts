@@ -65,6 +65,11 @@ interface Row {
 
 /** Kinds that ACM does not walk through when following relationships deeper than one step. */
 const hubKinds = new Set(['node', 'channel']);
+/**
+ * searchComplete on a walkable column first reads this many rows per value asked for (in the column's
+ * order), before walking the index for the rest.
+ */
+const headRowsPerValue = 10;
 /** Columns whose values a b-tree walk can list in order without visiting every row. */
 // A Map, not an object: a property named `__proto__` or `constructor` must find nothing here.
 const walkableColumns = new Map([
@@ -129,15 +134,27 @@ export class PostgresSearch implements SearchBackend {
     const unfiltered = conditions.length === 0;
     let sql: string;
     if (column && unfiltered && this.isBroad(access)) {
-      // Walk the index one distinct value at a time: cost grows with the values returned, not with
-      // the rows indexed. (For narrow access sets a plain DISTINCT over their few rows is cheaper.)
-      sql = `WITH RECURSIVE walk(v) AS (
-          (SELECT r.${column} FROM search.resources r WHERE r.${column} IS NOT NULL AND ${allowed}
-            ORDER BY r.${column} LIMIT 1)
+      // The first rows in the column's order, then a walk of the index one distinct value at a time from
+      // the last value they hold. A column of many distinct values (names) is answered by the first rows
+      // alone: one ordered pass over a few index pages per partition, where a walk's every step would
+      // descend into every partition's index. One of few values (namespaces) is answered by the walk,
+      // whose cost grows with the values returned, not with the rows indexed. (For narrow access sets a
+      // plain DISTINCT over their few rows is cheaper.)
+      const limitParam = p.add(max);
+      const head = `SELECT DISTINCT h.v FROM (SELECT r.${column} AS v FROM search.resources r
+          WHERE r.${column} IS NOT NULL AND ${allowed} ORDER BY r.${column} LIMIT ${p.add(max * headRowsPerValue)}) h`;
+      sql = `WITH RECURSIVE head AS MATERIALIZED (${head}),
+        walk(v) AS (
+          SELECT (SELECT r.${column} FROM search.resources r WHERE r.${column} > (SELECT max(v) FROM head)
+                    AND ${allowed} ORDER BY r.${column} LIMIT 1)
+            WHERE (SELECT count(*) FROM head) < ${limitParam}
           UNION ALL
           SELECT (SELECT r.${column} FROM search.resources r WHERE r.${column} > w.v AND ${allowed}
             ORDER BY r.${column} LIMIT 1) FROM walk w WHERE w.v IS NOT NULL)
-        SELECT v FROM walk WHERE v IS NOT NULL LIMIT ${p.add(max)}`;
+        SELECT v FROM (
+          (SELECT v FROM head ORDER BY v LIMIT ${limitParam})
+          UNION ALL (SELECT v FROM walk WHERE v IS NOT NULL LIMIT ${limitParam})
+          LIMIT ${limitParam}) x ORDER BY v`;
     } else {
       const where = and([...conditions, allowed]);
       const values =
