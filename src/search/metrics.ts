@@ -41,9 +41,14 @@ export const searchMetrics = {
     labelNames: ['cluster'],
     registers: [registry],
   }),
+  indexerBytesInFlight: new Gauge({
+    name: 'tenantkit_search_indexer_bytes_in_flight',
+    help: "Bytes of managed clusters' batches the indexer endpoint holds (read, queued or being applied).",
+    registers: [registry],
+  }),
   indexerRejected: new Counter({
     name: 'tenantkit_search_indexer_backpressure_total',
-    help: 'Batches refused because the cluster queue was full (HTTP 429 for remote collectors).',
+    help: "Batches refused because the cluster's queue or the endpoint's bytes in flight were full (HTTP 429 for remote collectors).",
     labelNames: ['cluster'],
     registers: [registry],
   }),

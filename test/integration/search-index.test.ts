@@ -721,7 +721,7 @@ describe('search index upgrade to partitions by cluster', () => {
       ).toEqual([{ partition: expect.stringMatching(/^search\.resources_edge_1_[0-9a-f]{8}$/) }]);
       // The indexer goes on from there (with the later migrations): the fence row survived, and new
       // batches land in the partitions.
-      expect(await migrate(db.pool)).toEqual([4]);
+      expect(await migrate(db.pool)).toEqual([4, 5]);
       const indexer = new Indexer({ pool: db.pool, logger: silentLogger, hubCluster: HubCluster });
       await indexer.write({
         cluster: 'edge-1',
@@ -784,7 +784,7 @@ describe('search index upgrade to references digests in the rows', () => {
         `INSERT INTO search.edges VALUES ($1, 'Pod', $2, 'Deployment', 'ownedBy', 'edge-1')`,
         [pod.uid, deployment.uid],
       );
-      expect(await migrate(db.pool)).toEqual([4]);
+      expect(await migrate(db.pool)).toEqual([4, 5]);
       const rows = async (sql: string) => (await db.pool.query(sql)).rows;
       expect(await rows(`SELECT to_regclass('tenantkit_search.sources') AS sources`)).toEqual([
         { sources: null },
@@ -802,7 +802,15 @@ describe('search index upgrade to references digests in the rows', () => {
       await db.pool.query("SELECT tenantkit_search.ensure_cluster('edge-2')");
       expect(
         await rows(`SELECT count(*)::int AS n FROM pg_class WHERE relname LIKE '%edge_2%' AND relkind = 'r'`),
-      ).toEqual([{ n: 3 }]);
+      ).toEqual([{ n: 4 }]);
+      // The objects there were are counted (migration 5).
+      expect(
+        await rows(`SELECT cluster, _kind, _ns, n::int FROM tenantkit_search.counts ORDER BY _kind, _ns`),
+      ).toEqual([
+        { cluster: 'edge-1', _kind: 'deployment', _ns: 'shop', n: 1 },
+        { cluster: 'edge-1', _kind: 'pod', _ns: 'shop', n: 1 },
+        { cluster: 'edge-1', _kind: 'pod', _ns: null, n: 1 },
+      ]);
 
       // The same objects again: nothing is rewritten (the references row keeps its place).
       const indexer = new Indexer({ pool: db.pool, logger: silentLogger, hubCluster: HubCluster });
@@ -858,6 +866,102 @@ describe('searchComplete over many rows of few values', () => {
       // A user who sees only edge-1's objects gets only its namespaces, through the walk as well.
       const edgeOnly: AccessSet = { ...none, managedClusters: ['edge-1'] };
       expect(await engine.complete(edgeOnly, 'namespace', undefined, 2)).toEqual(['b', 'c']);
+    } finally {
+      await db.close();
+    }
+  });
+});
+
+describe('counts kept per cluster, type, kind and namespace', () => {
+  it('stay exactly the objects indexed through upserts, moves, deletes, resyncs and removals, and answer counts', async () => {
+    const db = await startTestDatabase();
+    try {
+      const indexer = new Indexer({ pool: db.pool, logger: silentLogger, hubCluster: HubCluster });
+      const engine = new PostgresSearch({ pool: db.pool, hubCluster: HubCluster, logger: silentLogger });
+      const groups = async (table: 'counted' | 'indexed') =>
+        (
+          await db.pool.query(
+            table === 'counted'
+              ? 'SELECT cluster, _gr, _kind, _ns, n::int FROM tenantkit_search.counts ORDER BY 1, 2, 3, 4'
+              : 'SELECT cluster, _gr, _kind, _ns, count(*)::int AS n FROM search.resources GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4',
+          )
+        ).rows;
+      // A deterministic mix: pods and config maps in three namespaces of two clusters, some moved between
+      // namespaces (an update that changes the group), some deleted, one type resynced away.
+      let seed = 7;
+      const random = (n: number) => {
+        seed = (seed * 48271) % 2147483647;
+        return seed % n;
+      };
+      const uidsOf = new Map<string, Set<string>>([
+        [HubCluster, new Set()],
+        ['edge-1', new Set()],
+      ]);
+      for (let round = 0; round < 12; round++) {
+        for (const cluster of [HubCluster, 'edge-1']) {
+          const uids = uidsOf.get(cluster)!;
+          const upserts = Array.from({ length: 20 }, () => {
+            const i = random(40);
+            const kind = i % 2 ? 'Pod' : 'ConfigMap';
+            return {
+              uid: `${cluster}/obj-${i}`,
+              data: {
+                kind,
+                kind_plural: `${kind.toLowerCase()}s`,
+                apiversion: 'v1',
+                name: `obj-${i}`,
+                namespace: `ns-${random(3)}`,
+                ...(cluster === HubCluster ? { _hubClusterResource: true } : {}),
+              },
+              edges: [],
+            };
+          });
+          for (const u of upserts) uids.add(u.uid);
+          const deletes = [...uids].filter(() => random(6) === 0);
+          for (const d of deletes) uids.delete(d);
+          await indexer.write({ cluster, upserts, deletes });
+        }
+        expect(await groups('counted')).toEqual(await groups('indexed'));
+      }
+      // Every config map of edge-1 goes in a resync that lists none.
+      await indexer.write({
+        cluster: 'edge-1',
+        resyncs: [{ apigroup: '', kind_plural: 'configmaps', uids: [] }],
+      });
+      expect(await groups('counted')).toEqual(await groups('indexed'));
+      // Counts from the table equal counts of the objects (a name filter makes the engine count those).
+      const onlyNs1: AccessSet = {
+        ...none,
+        namespaced: [{ namespaces: ['ns-1'], grants: [{ apiGroups: [''], resources: ['pods'] }] }],
+        managedClusters: ['edge-1'],
+      };
+      for (const access of [allAccess, onlyNs1]) {
+        for (const filters of [
+          [{ property: 'kind', values: ['Pod'] }],
+          [{ property: 'namespace', values: ['ns-0', 'ns-2'] }],
+          [
+            { property: 'kind', values: ['ConfigMap'] },
+            { property: 'cluster', values: [HubCluster] },
+          ],
+          [{ property: 'namespace', values: ['!ns-1'] }],
+        ]) {
+          const fromTable = await engine.search(
+            access,
+            { filters },
+            { items: false, count: true, related: false },
+          );
+          const fromObjects = await engine.search(
+            access,
+            { filters: [...filters, { property: 'name', values: ['obj-*'] }] },
+            { items: false, count: true, related: false },
+          );
+          expect({ filters, count: fromTable.count }).toEqual({ filters, count: fromObjects.count });
+        }
+      }
+      // A removed cluster's counts go with its partitions.
+      await indexer.removeCluster('edge-1');
+      expect(await groups('counted')).toEqual(await groups('indexed'));
+      expect((await groups('counted')).every((g) => g.cluster === HubCluster)).toBe(true);
     } finally {
       await db.close();
     }

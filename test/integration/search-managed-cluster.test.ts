@@ -34,6 +34,7 @@ let edge: ControlPlane;
 let service: SearchService;
 let url: string;
 let collectorToken: string;
+let searchClient: KubeClient;
 let viewerToken: string;
 let collectorRun: Promise<void> = Promise.resolve();
 
@@ -55,6 +56,7 @@ beforeAll(async () => {
   edge = await startControlPlane({ dir, unsafeNoFsync: true });
   const sysNs = await hub.namespace('search-sys');
   const { client } = await hub.serviceAccount(sysNs, 'search');
+  searchClient = client;
   await hub.grant(
     { kind: 'ServiceAccount', name: 'search', namespace: sysNs },
     { rules: searchServiceRules },
@@ -220,6 +222,76 @@ describe('a managed cluster in the hub index', () => {
       [managedName],
     );
     expect(rows.rows[0]!.n).toBe(1);
+  });
+
+  it('holds at most its limit of batch bytes across clusters, refusing more with 429 until they are applied', async () => {
+    // A second API replica of the hub with a small limit (64 KiB), on the same index.
+    const smallStop = new AbortController();
+    const small = await startSearchService(
+      {
+        client: searchClient,
+        logger: silentLogger,
+        databaseUrl: db.url,
+        certificate: await ca.issue({ commonName: '127.0.0.1', usage: 'server', ipAddresses: ['127.0.0.1'] }),
+        api: false,
+        maxBatchBytesInFlight: 64 * 1024,
+      },
+      smallStop.signal,
+    );
+    const sink = new RemoteSink({
+      url: `https://127.0.0.1:${small.port}`,
+      token: () => collectorToken,
+      ca: ca.certPem,
+    });
+    const held = {
+      uid: `${managedName}/budget-held`,
+      data: {
+        kind: 'ConfigMap',
+        kind_plural: 'configmaps',
+        apiversion: 'v1',
+        name: 'budget-held',
+        namespace: 'shop',
+      },
+      edges: [],
+    };
+    await sink.write({ cluster: managedName, upserts: [held] });
+    // A batch of 100 KB is let in (it is the only one) and kept waiting on a row lock held here.
+    const lock = await db.pool.connect();
+    try {
+      await lock.query('BEGIN');
+      await lock.query('SELECT 1 FROM search.resources WHERE uid = $1 AND cluster = $2 FOR UPDATE', [
+        held.uid,
+        managedName,
+      ]);
+      const big = sink.write({
+        cluster: managedName,
+        upserts: [{ ...held, data: { ...held.data, label: { padding: 'x'.repeat(100_000) } } }],
+      });
+      await eventually(
+        async () =>
+          (await db.pool.query("SELECT 1 FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'"))
+            .rows.length > 0,
+        { what: 'the big batch waiting on the row lock' },
+      );
+      // The next batch does not fit beside it: 429, saying what the limit is.
+      const refused = await sink.write({ cluster: managedName, deletes: [`${managedName}/nothing`] }).then(
+        () => undefined,
+        (err: Error) => err,
+      );
+      expect(refused).toBeInstanceOf(BackPressureError);
+      expect(refused?.message).toMatch(/retry in 1000 ms/);
+      await lock.query('COMMIT');
+      await big;
+    } finally {
+      lock.release();
+    }
+    // Once applied, the bytes are released and the same batch is taken.
+    await sink.write({ cluster: managedName, deletes: [held.uid] });
+    expect((await db.pool.query('SELECT 1 FROM search.resources WHERE uid = $1', [held.uid])).rows).toEqual(
+      [],
+    );
+    smallStop.abort();
+    await small.done;
   });
 
   it('removes the cluster from the index for who may delete it, and keeps its running collector out', async () => {

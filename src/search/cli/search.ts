@@ -23,8 +23,10 @@ export const searchUsage = `Usage:
       search as the current kubeconfig user, e.g. tenantkit search 'kind:Pod namespace:team-a name:web*'
   tenantkit search api --cert-dir DIR | --tls-secret NAME --service S [--service-account SA] [--namespace NS]
                        [--port 4010] [--database-url URL | --db-dir DIR] [--sensitive-field F]...
-                       [--database-replica-url URL]... [--max-replica-lag 1s]
-      serve the GraphQL API, the collectors' endpoint (--no-indexer: off) and collect this cluster
+                       [--database-replica-url URL]... [--max-replica-lag 1s] [--max-batch-bytes-in-flight 32Mi]
+      serve the GraphQL API, the collectors' endpoint (--no-indexer: off; it holds at most
+      --max-batch-bytes-in-flight of batches, or $TENANTKIT_SEARCH_MAX_BATCH_BYTES_IN_FLIGHT, and answers
+      429 past it) and collect this cluster
       (--no-collector: off); queries read the replicas (or $TENANTKIT_SEARCH_DATABASE_REPLICA_URLS, comma-
       separated) while they are at most --max-replica-lag behind, the primary otherwise; F is [group/]Kind:path, e.g. apps/Deployment:spec.template.metadata.annotations.token.
       TLS from tls.crt/tls.key in DIR (reloaded on change), or a certificate for Service S made, rotated and
@@ -139,6 +141,11 @@ async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
       'database-replica-url': { type: 'string', multiple: true, default: [] },
       'max-replica-lag': { type: 'string', default: process.env.TENANTKIT_SEARCH_MAX_REPLICA_LAG || '1s' },
       indexer: { type: 'boolean', default: true },
+      // Bytes of managed clusters' batches the indexer endpoint holds at once; past it, 429 and a retry.
+      'max-batch-bytes-in-flight': {
+        type: 'string',
+        default: process.env.TENANTKIT_SEARCH_MAX_BATCH_BYTES_IN_FLIGHT || '32Mi',
+      },
       collector: { type: 'boolean', default: true },
       'sensitive-field': { type: 'string', multiple: true, default: [] },
       // Origins besides the API's own whose pages may use ACM's cookie (e.g. https://console.example).
@@ -170,6 +177,10 @@ async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
     throw new Error('read replicas (--database-replica-url) need the primary as --database-url');
   }
   const maxReplicaLagMs = parseLag(values['max-replica-lag']!);
+  const maxBatchBytesInFlight = parseBytes(
+    '--max-batch-bytes-in-flight',
+    values['max-batch-bytes-in-flight']!,
+  );
   const logger = createLogger('tenantkit-search');
   const client = KubeClient.fromDefault();
   const { certificate, tls } = await servingTls(
@@ -190,6 +201,7 @@ async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
       host: values.host!,
       port: Number(values.port),
       indexer: values.indexer!,
+      maxBatchBytesInFlight,
       waitForDatabaseMs,
       allowedOrigins: values['allowed-origin']!,
       ...(projectsPort !== undefined ? { projectsPort } : {}),
@@ -201,6 +213,14 @@ async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
     service.projects?.setCertificate(pair);
   }, signal);
   await service.done;
+}
+
+/** A size such as 32Mi, 512Ki, 1Gi or a plain number of bytes. */
+export function parseBytes(flag: string, text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi)?$/.exec(text.trim());
+  if (!m) throw new Error(`${flag} ${JSON.stringify(text)} is not a size such as 32Mi, 512Ki or 1048576`);
+  const unit = { Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 }[m[2] as 'Ki' | 'Mi' | 'Gi'] ?? 1;
+  return Math.round(Number(m[1]) * unit);
 }
 
 /** `--max-replica-lag`: a duration such as 500ms, 1s or 2.5s. */

@@ -37,6 +37,8 @@ export interface SearchServiceOptions {
   api?: boolean;
   /** Serve the collectors' endpoint for managed clusters (default true). */
   indexer?: boolean;
+  /** Bytes of managed clusters' batches the endpoint holds at once (default 32 MiB; see indexer/budget.ts). */
+  maxBatchBytesInFlight?: number;
   queryLimits?: Partial<QueryLimits>;
   apiLimits?: Partial<SearchApiLimits>;
   /** Origins besides the API's own whose pages may use ACM's cookie (see SearchServerOptions). */
@@ -197,6 +199,9 @@ function searchServer(
             mayRemove: (user, cluster) =>
               subjectCan(client, user, { resource: clusterRemoveAttributes(cluster) }),
             removeCluster: (cluster) => store.indexer.removeCluster(cluster),
+            ...(options.maxBatchBytesInFlight !== undefined
+              ? { maxBytesInFlight: options.maxBatchBytesInFlight }
+              : {}),
           }),
         }
       : {}),

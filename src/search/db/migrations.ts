@@ -292,6 +292,85 @@ CREATE OR REPLACE FUNCTION tenantkit_search.lock_partitioned_tables() RETURNS vo
 $$;
 `,
   },
+  {
+    version: 5,
+    what: 'objects counted per cluster, type, kind and namespace, kept by the writes to search.resources',
+    sql: `
+-- How many objects each (cluster, type, kind, namespace) holds, so a count whose filters and access set
+-- name only those (kind:Pod for who may list pods in some namespaces, say) sums a few rows instead of
+-- reading every object. Kept exact by statement triggers on search.resources, in the transaction of the
+-- write; partitioned by cluster like the objects, so a removed cluster's counts go with its partitions.
+CREATE TABLE tenantkit_search.counts (
+  cluster text NOT NULL, _gr text COLLATE "C", _kind text COLLATE "C", _ns text COLLATE "C", n bigint NOT NULL,
+  UNIQUE NULLS NOT DISTINCT (cluster, _gr, _kind, _ns)) PARTITION BY LIST (cluster);
+CREATE OR REPLACE FUNCTION tenantkit_search.partitioned_tables() RETURNS TABLE (schema_name text, table_name text)
+  LANGUAGE sql IMMUTABLE AS $$
+  VALUES ('search', 'resources'), ('search', 'edges'), ('tenantkit_search', 'edge_refs'), ('tenantkit_search', 'counts')
+$$;
+CREATE OR REPLACE FUNCTION tenantkit_search.lock_partitioned_tables() RETURNS void LANGUAGE sql AS $$
+  LOCK TABLE search.edges, search.resources, tenantkit_search.edge_refs, tenantkit_search.counts
+    IN ACCESS EXCLUSIVE MODE
+$$;
+
+-- Adds each group's change; a group left empty goes. Groups are written in one order, so two writers
+-- of the same cluster (unsequenced batches on two replicas) wait for each other instead of deadlocking.
+CREATE FUNCTION tenantkit_search.add_counts(changes jsonb) RETURNS void LANGUAGE sql AS $$
+  INSERT INTO tenantkit_search.counts AS c (cluster, _gr, _kind, _ns, n)
+    SELECT x.cluster, x._gr, x._kind, x._ns, x.n
+    FROM jsonb_to_recordset(changes) AS x(cluster text, _gr text, _kind text, _ns text, n bigint)
+    ORDER BY 1, 2, 3, 4
+  ON CONFLICT (cluster, _gr, _kind, _ns) DO UPDATE SET n = c.n + EXCLUDED.n;
+  DELETE FROM tenantkit_search.counts c
+    USING jsonb_to_recordset(changes) AS x(cluster text, _gr text, _kind text, _ns text, n bigint)
+    WHERE c.n = 0 AND c.cluster = x.cluster AND c._gr IS NOT DISTINCT FROM x._gr
+      AND c._kind IS NOT DISTINCT FROM x._kind AND c._ns IS NOT DISTINCT FROM x._ns AND x.n < 0;
+$$;
+CREATE FUNCTION tenantkit_search.count_inserts() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM tenantkit_search.add_counts((SELECT jsonb_agg(g) FROM (
+    SELECT cluster, _gr, _kind, _ns, count(*) AS n FROM new_rows GROUP BY 1, 2, 3, 4) g));
+  RETURN NULL;
+END $$;
+CREATE FUNCTION tenantkit_search.count_deletes() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM tenantkit_search.add_counts((SELECT jsonb_agg(g) FROM (
+    SELECT cluster, _gr, _kind, _ns, -count(*) AS n FROM old_rows GROUP BY 1, 2, 3, 4) g));
+  RETURN NULL;
+END $$;
+-- An update moves an object between groups only when its kind, type or namespace changed (never, for
+-- what collectors send: those are fixed for a uid); otherwise the changes cancel and nothing is written.
+CREATE FUNCTION tenantkit_search.count_updates() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM tenantkit_search.add_counts((SELECT jsonb_agg(g) FROM (
+    SELECT cluster, _gr, _kind, _ns, sum(d) AS n FROM (
+      SELECT cluster, _gr, _kind, _ns, 1 AS d FROM new_rows
+      UNION ALL SELECT cluster, _gr, _kind, _ns, -1 FROM old_rows) u
+    GROUP BY 1, 2, 3, 4 HAVING sum(d) <> 0) g));
+  RETURN NULL;
+END $$;
+CREATE TRIGGER resources_counted_inserts AFTER INSERT ON search.resources
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION tenantkit_search.count_inserts();
+CREATE TRIGGER resources_counted_updates AFTER UPDATE ON search.resources
+  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION tenantkit_search.count_updates();
+CREATE TRIGGER resources_counted_deletes AFTER DELETE ON search.resources
+  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION tenantkit_search.count_deletes();
+
+-- The objects there are, counted (each cluster's counts partition made first).
+DO $$
+DECLARE c text;
+BEGIN
+  FOR c IN SELECT (regexp_match(pg_get_expr(k.relpartbound, k.oid), $re$IN [(]'(.*)'[)]$re$))[1]
+           FROM pg_inherits i JOIN pg_class k ON k.oid = i.inhrelid
+           WHERE i.inhparent = 'search.resources'::regclass LOOP
+    EXECUTE format('CREATE TABLE tenantkit_search.%I PARTITION OF tenantkit_search.counts FOR VALUES IN (%L)',
+      tenantkit_search.partition_name('counts', c), c);
+  END LOOP;
+END $$;
+INSERT INTO tenantkit_search.counts (cluster, _gr, _kind, _ns, n)
+  SELECT cluster, _gr, _kind, _ns, count(*) FROM search.resources GROUP BY 1, 2, 3, 4;
+`,
+  },
 ];
 
 /**

@@ -21,7 +21,7 @@ import {
 import { accessPredicate } from './access-sql.ts';
 import { defaultFilterLimits, type FilterLimits, inputConditions, orderBy } from './filters.ts';
 import { formatItem } from './items.ts';
-import { and, Params, resourceColumns } from './sql.ts';
+import { and, type Columns, Params, resourceColumns } from './sql.ts';
 import type { WatchHub } from './watch.ts';
 
 export interface QueryLimits extends FilterLimits {
@@ -77,6 +77,36 @@ const walkableColumns = new Map([
   ['namespace', '_ns'],
   ['cluster', 'cluster'],
 ]);
+
+/**
+ * The columns of tenantkit_search.counts, which counts objects per cluster, type, kind and namespace.
+ * Its rows have no name and no data: a condition that needs either cannot be answered from it.
+ */
+const unavailable = '\u0000not counted\u0000';
+const countColumns: Columns = {
+  cluster: 'c.cluster',
+  gr: 'c._gr',
+  kind: 'c._kind',
+  namespace: 'c._ns',
+  name: unavailable,
+  data: unavailable,
+};
+
+/**
+ * The WHERE clause over tenantkit_search.counts for a count whose filters and access set name only
+ * clusters, types, kinds and namespaces; undefined when the objects themselves must be counted.
+ */
+function countedConditions(
+  access: AccessSet,
+  input: SearchInput,
+  hub: string,
+  limits: FilterLimits,
+): { where: string; params: Params } | undefined {
+  const params = new Params();
+  const allowed = accessPredicate(access, hub, countColumns, params);
+  const where = and([...inputConditions(input, countColumns, params, limits), allowed]);
+  return where.includes(unavailable) ? undefined : { where, params };
+}
 
 export class PostgresSearch implements SearchBackend {
   private readonly pool: pg.Pool;
@@ -240,6 +270,15 @@ export class PostgresSearch implements SearchBackend {
   }
 
   private async count(access: AccessSet, input: SearchInput): Promise<number> {
+    const counted = countedConditions(access, input, this.hub, this.limits);
+    if (counted) {
+      const rows = await this.query<{ n: number }>(
+        'count',
+        `SELECT coalesce(sum(c.n), 0)::int AS n FROM tenantkit_search.counts c WHERE ${counted.where}`,
+        counted.params,
+      );
+      return rows[0]?.n ?? 0;
+    }
     const p = new Params();
     const r = resourceColumns('r');
     const allowed = accessPredicate(access, this.hub, r, p);
