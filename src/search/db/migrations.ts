@@ -312,40 +312,39 @@ CREATE OR REPLACE FUNCTION tenantkit_search.lock_partitioned_tables() RETURNS vo
     IN ACCESS EXCLUSIVE MODE
 $$;
 
--- Adds each group's change; a group left empty goes. Groups are written in one order, so two writers
--- of the same cluster (unsequenced batches on two replicas) wait for each other instead of deadlocking.
-CREATE FUNCTION tenantkit_search.add_counts(changes jsonb) RETURNS void LANGUAGE sql AS $$
-  INSERT INTO tenantkit_search.counts AS c (cluster, _gr, _kind, _ns, n)
-    SELECT x.cluster, x._gr, x._kind, x._ns, x.n
-    FROM jsonb_to_recordset(changes) AS x(cluster text, _gr text, _kind text, _ns text, n bigint)
-    ORDER BY 1, 2, 3, 4
-  ON CONFLICT (cluster, _gr, _kind, _ns) DO UPDATE SET n = c.n + EXCLUDED.n;
-  DELETE FROM tenantkit_search.counts c
-    USING jsonb_to_recordset(changes) AS x(cluster text, _gr text, _kind text, _ns text, n bigint)
-    WHERE c.n = 0 AND c.cluster = x.cluster AND c._gr IS NOT DISTINCT FROM x._gr
-      AND c._kind IS NOT DISTINCT FROM x._kind AND c._ns IS NOT DISTINCT FROM x._ns AND x.n < 0;
-$$;
+-- Each statement adds its groups' changes; a group left empty goes. Groups are written in one order, so
+-- two writers of the same cluster (unsequenced batches on two replicas) wait for each other instead of
+-- deadlocking. (PL/pgSQL, whose statements keep their plans for the session.)
 CREATE FUNCTION tenantkit_search.count_inserts() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM tenantkit_search.add_counts((SELECT jsonb_agg(g) FROM (
-    SELECT cluster, _gr, _kind, _ns, count(*) AS n FROM new_rows GROUP BY 1, 2, 3, 4) g));
+  INSERT INTO tenantkit_search.counts AS c (cluster, _gr, _kind, _ns, n)
+    SELECT cluster, _gr, _kind, _ns, count(*) FROM new_rows GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+  ON CONFLICT (cluster, _gr, _kind, _ns) DO UPDATE SET n = c.n + EXCLUDED.n;
   RETURN NULL;
 END $$;
 CREATE FUNCTION tenantkit_search.count_deletes() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM tenantkit_search.add_counts((SELECT jsonb_agg(g) FROM (
-    SELECT cluster, _gr, _kind, _ns, -count(*) AS n FROM old_rows GROUP BY 1, 2, 3, 4) g));
+  INSERT INTO tenantkit_search.counts AS c (cluster, _gr, _kind, _ns, n)
+    SELECT cluster, _gr, _kind, _ns, -count(*) FROM old_rows GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+  ON CONFLICT (cluster, _gr, _kind, _ns) DO UPDATE SET n = c.n + EXCLUDED.n;
+  DELETE FROM tenantkit_search.counts c USING (SELECT DISTINCT cluster FROM old_rows) o
+    WHERE c.cluster = o.cluster AND c.n <= 0;
   RETURN NULL;
 END $$;
 -- An update moves an object between groups only when its kind, type or namespace changed (never, for
 -- what collectors send: those are fixed for a uid); otherwise the changes cancel and nothing is written.
 CREATE FUNCTION tenantkit_search.count_updates() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM tenantkit_search.add_counts((SELECT jsonb_agg(g) FROM (
-    SELECT cluster, _gr, _kind, _ns, sum(d) AS n FROM (
+  INSERT INTO tenantkit_search.counts AS c (cluster, _gr, _kind, _ns, n)
+    SELECT cluster, _gr, _kind, _ns, sum(d) FROM (
       SELECT cluster, _gr, _kind, _ns, 1 AS d FROM new_rows
       UNION ALL SELECT cluster, _gr, _kind, _ns, -1 FROM old_rows) u
-    GROUP BY 1, 2, 3, 4 HAVING sum(d) <> 0) g));
+    GROUP BY 1, 2, 3, 4 HAVING sum(d) <> 0 ORDER BY 1, 2, 3, 4
+  ON CONFLICT (cluster, _gr, _kind, _ns) DO UPDATE SET n = c.n + EXCLUDED.n;
+  IF FOUND THEN
+    DELETE FROM tenantkit_search.counts c USING (SELECT DISTINCT cluster FROM old_rows) o
+      WHERE c.cluster = o.cluster AND c.n <= 0;
+  END IF;
   RETURN NULL;
 END $$;
 CREATE TRIGGER resources_counted_inserts AFTER INSERT ON search.resources
