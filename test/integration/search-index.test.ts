@@ -837,7 +837,7 @@ describe('search index upgrade to references digests in the rows', () => {
 });
 
 describe('searchComplete over many rows of few values', () => {
-  it('lists the first values in order, whether the first rows hold them all or the index walk finds the rest', async () => {
+  it('lists the first values in order, walking past runs of rows with the same value', async () => {
     const db = await startTestDatabase();
     try {
       const indexer = new Indexer({ pool: db.pool, logger: silentLogger, hubCluster: HubCluster });
@@ -853,9 +853,8 @@ describe('searchComplete over many rows of few values', () => {
         cluster: 'edge-1',
         upserts: ['b', 'c', 'd'].map((ns) => inNamespace(ns, 0, 'edge-1')),
       });
-      // Limit 2: the first 20 rows are all in a, so b comes from the walk.
+      // The walk reads 16 rows a step: the first step sees only a, the next starts after it.
       expect(await engine.complete(allAccess, 'namespace', undefined, 2)).toEqual(['a', 'b']);
-      // Limit 3: the first 30 rows hold a, b, c and d.
       expect(await engine.complete(allAccess, 'namespace', undefined, 3)).toEqual(['a', 'b', 'c']);
       expect(await engine.complete(allAccess, 'namespace', undefined)).toEqual(['a', 'b', 'c', 'd']);
       expect(await engine.complete(allAccess, 'cluster', undefined, 1)).toEqual(['edge-1']);

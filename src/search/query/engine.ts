@@ -65,11 +65,8 @@ interface Row {
 
 /** Kinds that ACM does not walk through when following relationships deeper than one step. */
 const hubKinds = new Set(['node', 'channel']);
-/**
- * searchComplete on a walkable column first reads this many rows per value asked for (in the column's
- * order), before walking the index for the rest.
- */
-const headRowsPerValue = 10;
+/** searchComplete's walk of a column's index reads this many rows a step. */
+const rowsPerStep = 16;
 /** Columns whose values a b-tree walk can list in order without visiting every row. */
 // A Map, not an object: a property named `__proto__` or `constructor` must find nothing here.
 const walkableColumns = new Map([
@@ -164,27 +161,21 @@ export class PostgresSearch implements SearchBackend {
     const unfiltered = conditions.length === 0;
     let sql: string;
     if (column && unfiltered && this.isBroad(access)) {
-      // The first rows in the column's order, then a walk of the index one distinct value at a time from
-      // the last value they hold. A column of many distinct values (names) is answered by the first rows
-      // alone: one ordered pass over a few index pages per partition, where a walk's every step would
-      // descend into every partition's index. One of few values (namespaces) is answered by the walk,
-      // whose cost grows with the values returned, not with the rows indexed. (For narrow access sets a
-      // plain DISTINCT over their few rows is cheaper.)
-      const limitParam = p.add(max);
-      const head = `SELECT DISTINCT h.v FROM (SELECT r.${column} AS v FROM search.resources r
-          WHERE r.${column} IS NOT NULL AND ${allowed} ORDER BY r.${column} LIMIT ${p.add(max * headRowsPerValue)}) h`;
-      sql = `WITH RECURSIVE head AS MATERIALIZED (${head}),
-        walk(v) AS (
-          SELECT (SELECT r.${column} FROM search.resources r WHERE r.${column} > (SELECT max(v) FROM head)
-                    AND ${allowed} ORDER BY r.${column} LIMIT 1)
-            WHERE (SELECT count(*) FROM head) < ${limitParam}
+      // Walk the index in order, a few rows at a time: each step reads the next rows after the last value
+      // seen and keeps their distinct values. Cost grows with the values returned, not with the rows
+      // indexed; a column of many distinct values (names) takes a step per few values, one of few
+      // values (namespaces) a step per value, as a walk of one row per step does. Every step descends into
+      // every partition's index, so fewer steps matter. (For narrow access sets a plain DISTINCT over
+      // their few rows is cheaper.)
+      const step = (after: string) => `SELECT array_agg(DISTINCT x.v ORDER BY x.v) AS vs FROM (
+          SELECT r.${column} AS v FROM search.resources r WHERE ${after} AND ${allowed}
+          ORDER BY r.${column} LIMIT ${rowsPerStep}) x`;
+      sql = `WITH RECURSIVE walk(vs, last) AS (
+          SELECT s.vs, s.vs[cardinality(s.vs)] FROM (${step(`r.${column} IS NOT NULL`)}) s
           UNION ALL
-          SELECT (SELECT r.${column} FROM search.resources r WHERE r.${column} > w.v AND ${allowed}
-            ORDER BY r.${column} LIMIT 1) FROM walk w WHERE w.v IS NOT NULL)
-        SELECT v FROM (
-          (SELECT v FROM head ORDER BY v LIMIT ${limitParam})
-          UNION ALL (SELECT v FROM walk WHERE v IS NOT NULL LIMIT ${limitParam})
-          LIMIT ${limitParam}) x ORDER BY v`;
+          SELECT s.vs, s.vs[cardinality(s.vs)] FROM walk w
+            CROSS JOIN LATERAL (${step(`r.${column} > w.last`)}) s WHERE w.last IS NOT NULL)
+        SELECT unnest(vs) AS v FROM walk WHERE vs IS NOT NULL LIMIT ${p.add(max)}`;
     } else {
       const where = and([...conditions, allowed]);
       const values =
