@@ -65,7 +65,7 @@ interface Row {
 
 /** Kinds that ACM does not walk through when following relationships deeper than one step. */
 const hubKinds = new Set(['node', 'channel']);
-/** searchComplete's walk of a column's index reads this many rows a step. */
+/** searchComplete's walk of a column's index reads this many rows a step (for who sees everything). */
 const rowsPerStep = 16;
 /** Columns whose values a b-tree walk can list in order without visiting every row. */
 // A Map, not an object: a property named `__proto__` or `constructor` must find nothing here.
@@ -165,11 +165,13 @@ export class PostgresSearch implements SearchBackend {
       // seen and keeps their distinct values. Cost grows with the values returned, not with the rows
       // indexed; a column of many distinct values (names) takes a step per few values, one of few
       // values (namespaces) a step per value, as a walk of one row per step does. Every step descends into
-      // every partition's index, so fewer steps matter. (For narrow access sets a plain DISTINCT over
-      // their few rows is cheaper.)
+      // every partition's index, so fewer steps matter. Only without an access predicate, though: with
+      // one, PostgreSQL may read a few rows by another index and sort them at every step (528 ms for a
+      // user of 10 namespaces and one cluster, against 17 ms one row a step), so other access sets walk
+      // one row a step. (For narrow access sets a plain DISTINCT over their few rows is cheaper.)
       const step = (after: string) => `SELECT array_agg(DISTINCT x.v ORDER BY x.v) AS vs FROM (
           SELECT r.${column} AS v FROM search.resources r WHERE ${after} AND ${allowed}
-          ORDER BY r.${column} LIMIT ${rowsPerStep}) x`;
+          ORDER BY r.${column} LIMIT ${access.all ? rowsPerStep : 1}) x`;
       sql = `WITH RECURSIVE walk(vs, last) AS (
           SELECT s.vs, s.vs[cardinality(s.vs)] FROM (${step(`r.${column} IS NOT NULL`)}) s
           UNION ALL
