@@ -349,10 +349,11 @@ describe('Velero objects a tenant may read', { timeout: 2 * veleroQueueMs }, () 
       });
       expect(put.ok, await put.text()).toBe(true);
     }
-    // Velero's bucket sync makes both Backups in its namespace, on bob's location.
+    // Velero's bucket sync makes both Backups in its namespace, on bob's location. It runs every 5 s
+    // here, yet under a loaded CI machine it once took longer than 60 s (cause not found): 120 s each.
     for (const name of [claimed, bare])
       await eventually(() => cluster.admin.get(VeleroResources.backups, name, veleroNs), {
-        timeoutMs: 60_000,
+        timeoutMs: 120_000,
         what: `Backup ${name} synced from bob's bucket`,
       });
     await expectGet(bob, claimed, 200);
