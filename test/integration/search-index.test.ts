@@ -22,6 +22,7 @@ import { PostgresSearch } from '../../src/search/query/engine.ts';
 import { WatchHub } from '../../src/search/query/watch.ts';
 import { allAccess } from '../harness/access-sets.ts';
 import { startTestDatabase } from '../harness/postgres.ts';
+import { webDeployment } from '../harness/search-objects.ts';
 
 const all = allAccess;
 const none: AccessSet = { ...all, all: false, digest: 'none' };
@@ -753,18 +754,7 @@ describe('search index upgrade to references digests in the rows', () => {
         data: { kind: 'Pod', kind_plural: 'pods', apiversion: 'v1', name: 'web-1', namespace: 'shop' },
         edges,
       };
-      const deployment: IndexedResource = {
-        uid: 'edge-1/d1',
-        data: {
-          kind: 'Deployment',
-          kind_plural: 'deployments',
-          apigroup: 'apps',
-          apiversion: 'v1',
-          name: 'web',
-          namespace: 'shop',
-        },
-        edges: [],
-      };
+      const deployment = webDeployment('edge-1', 'd1');
       const emptyDigest = createHash('sha256').update('[]').digest('base64url');
       await db.pool.query("SELECT tenantkit_search.ensure_cluster('edge-1')");
       await db.pool.query(
@@ -836,12 +826,27 @@ describe('search index upgrade to references digests in the rows', () => {
   });
 });
 
+/** Runs `fn` on a new database with an Indexer and a PostgresSearch on it, then closes the database. */
+async function withIndex(
+  fn: (index: {
+    db: Awaited<ReturnType<typeof startTestDatabase>>;
+    indexer: Indexer;
+    engine: PostgresSearch;
+  }) => Promise<void>,
+): Promise<void> {
+  const db = await startTestDatabase();
+  try {
+    const indexer = new Indexer({ pool: db.pool, logger: silentLogger, hubCluster: HubCluster });
+    const engine = new PostgresSearch({ pool: db.pool, hubCluster: HubCluster, logger: silentLogger });
+    await fn({ db, indexer, engine });
+  } finally {
+    await db.close();
+  }
+}
+
 describe('searchComplete over many rows of few values', () => {
-  it('lists the first values in order, walking past runs of rows with the same value', async () => {
-    const db = await startTestDatabase();
-    try {
-      const indexer = new Indexer({ pool: db.pool, logger: silentLogger, hubCluster: HubCluster });
-      const engine = new PostgresSearch({ pool: db.pool, hubCluster: HubCluster, logger: silentLogger });
+  it('lists the first values in order, walking past runs of rows with the same value', () =>
+    withIndex(async ({ indexer, engine }) => {
       // 25 objects in namespace a, one in each of b, c and d, in two clusters.
       const inNamespace = (ns: string, i: number, cluster: string) =>
         object('ConfigMap', `${ns}-${i}`, { namespace: ns }, [], cluster);
@@ -865,18 +870,12 @@ describe('searchComplete over many rows of few values', () => {
       // A user who sees only edge-1's objects gets only its namespaces, through the walk as well.
       const edgeOnly: AccessSet = { ...none, managedClusters: ['edge-1'] };
       expect(await engine.complete(edgeOnly, 'namespace', undefined, 2)).toEqual(['b', 'c']);
-    } finally {
-      await db.close();
-    }
-  });
+    }));
 });
 
 describe('counts kept per cluster, type, kind and namespace', () => {
-  it('stay exactly the objects indexed through upserts, moves, deletes, resyncs and removals, and answer counts', async () => {
-    const db = await startTestDatabase();
-    try {
-      const indexer = new Indexer({ pool: db.pool, logger: silentLogger, hubCluster: HubCluster });
-      const engine = new PostgresSearch({ pool: db.pool, hubCluster: HubCluster, logger: silentLogger });
+  it('stay exactly the objects indexed through upserts, moves, deletes, resyncs and removals, and answer counts', () =>
+    withIndex(async ({ db, indexer, engine }) => {
       const groups = async (table: 'counted' | 'indexed') =>
         (
           await db.pool.query(
@@ -961,8 +960,5 @@ describe('counts kept per cluster, type, kind and namespace', () => {
       await indexer.removeCluster('edge-1');
       expect(await groups('counted')).toEqual(await groups('indexed'));
       expect((await groups('counted')).every((g) => g.cluster === HubCluster)).toBe(true);
-    } finally {
-      await db.close();
-    }
-  });
+    }));
 });

@@ -17,6 +17,7 @@ import type { IndexedResource } from '../../src/search/model.ts';
 import { PostgresSearch } from '../../src/search/query/engine.ts';
 import { allAccess } from '../harness/access-sets.ts';
 import { eventually } from '../harness/cluster.ts';
+import { webDeployment } from '../harness/search-objects.ts';
 
 const all = allAccess;
 const cluster = 'edge-r';
@@ -25,18 +26,7 @@ const pod = (name: string, owner?: string): IndexedResource => ({
   data: { kind: 'Pod', kind_plural: 'pods', apiversion: 'v1', name, namespace: 'shop' },
   edges: owner ? [{ type: 'ownedBy', uid: `${cluster}/${owner}` }] : [],
 });
-const deployment: IndexedResource = {
-  uid: `${cluster}/web`,
-  data: {
-    kind: 'Deployment',
-    kind_plural: 'deployments',
-    apigroup: 'apps',
-    apiversion: 'v1',
-    name: 'web',
-    namespace: 'shop',
-  },
-  edges: [],
-};
+const deployment = webDeployment(cluster, 'web');
 
 describe('search on read replicas', () => {
   let dir = '';
