@@ -534,6 +534,10 @@ export const NonAdminBackupConfigCrd = defineCrd({
             'The shortest time a NonAdminSchedule may leave between two runs (its cron fields or @every); a schedule that runs more often is refused. Velero runs one backup at a time for everyone, so this bounds what one tenant can take. 0 allows any.',
             '1h',
           ),
+          stalledQueueWarningAfter: period(
+            "How long Velero's backup (restore) queue may hold unfinished Backups (Restores) without any moving (none started, progressed or finished, no volume moved) before each NonAdminBackup (NonAdminRestore) in it says the queue is stalled: its Queued condition, reason VeleroQueueStalled, and a Warning Event. Velero runs them one at a time, so one stuck backup holds every later one. 0 disables.",
+            '10m',
+          ),
           allowedStorageEndpoints: Type.Optional(
             Type.Array(
               Type.String({

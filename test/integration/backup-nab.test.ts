@@ -15,6 +15,7 @@ import {
 } from '../../src/crds/backup.ts';
 import { VeleroResources } from '../../src/crds/velero.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
+import { registry } from '../../src/kube/metrics.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { veleroNamespaceValue, veleroQueueMs } from '../harness/backup.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
@@ -350,6 +351,57 @@ describe('NonAdminBackup', { timeout: veleroQueueMs + 30_000 }, () => {
       { what: 'nightly mirrors its Velero Backup again' },
     );
     expect(back.status?.veleroBackup?.name).toBe(before);
+  });
+
+  it("tells the tenant when Velero's queue stops moving, and takes it back once Velero moves again", async () => {
+    // A real stall: the Velero server process stopped (SIGSTOP) while the tenant's backup waits for it,
+    // the state a panicked or hung Velero leaves (docs/faults.md). The warning time is cut to 3 s.
+    await setPolicy({ enforceBackupSpec: { snapshotVolumes: false }, stalledQueueWarningAfter: '3s' });
+    try {
+      const seen = await velero.paused(async () => {
+        const created = Date.now();
+        await tenant.create(nabType, {
+          metadata: { name: 'held', namespace: ns },
+          spec: { backupSpec: {} },
+        } as KubeObject);
+        const queued = await eventually(
+          async () => {
+            const o = await tenant.get<NonAdminBackup>(nabType, 'held', ns);
+            const c = o?.status?.conditions?.find((c) => c.type === 'Queued');
+            return c?.reason === 'VeleroQueueStalled' ? c : undefined;
+          },
+          { timeoutMs: 30_000, what: 'held says the queue is stalled' },
+        );
+        const after = Date.now() - created;
+        const event = await eventually(async () => {
+          const list = await tenant.list<KubeObject & { reason?: string; regarding?: { name?: string } }>(
+            Resources.events,
+            { namespace: ns },
+          );
+          return list.items.find((e) => e.reason === 'VeleroQueueStalled' && e.regarding?.name === 'held');
+        });
+        const gauge = await registry.getSingleMetric('tenantkit_velero_backup_queue_stalled_seconds')!.get();
+        const still = gauge.values.find((v) => v.labels.namespace === velero.namespace)?.value ?? 0;
+        return { queued, after, event, still };
+      });
+      expect(seen.queued.status).toBe('True');
+      expect(seen.queued.message).toMatch(
+        /^Velero Backup \S+ is New, but nothing in Velero's backup queue has moved for over 3s .*Ask an admin to check Velero/,
+      );
+      // Not before the warning time, and soon after it.
+      expect(seen.after).toBeGreaterThanOrEqual(3_000);
+      expect(seen.after).toBeLessThan(15_000);
+      expect(seen.still).toBeGreaterThanOrEqual(3);
+      // Velero runs again: the backup completes and the NAB says so, not "stalled".
+      const done = await settled('held');
+      expect(done.status?.veleroBackup?.status?.phase).toBe('Completed');
+      const queued = done.status?.conditions?.find((c) => c.type === 'Queued');
+      expect(queued?.reason).toBe('BackupScheduled');
+      const gauge = await registry.getSingleMetric('tenantkit_velero_backup_queue_stalled_seconds')!.get();
+      expect(gauge.values.find((v) => v.labels.namespace === velero.namespace)?.value ?? 0).toBe(0);
+    } finally {
+      await setPolicy({ enforceBackupSpec: { snapshotVolumes: false } });
+    }
   });
 
   it("keeps tenants out of each other's backups", async () => {

@@ -447,13 +447,19 @@ describe('NonAdminBackupConfig', () => {
         'garbageCollectionPeriod',
         'veleroNamespace',
         // tenantkit's: how often a NonAdminSchedule may run at most, where tenant locations may point,
-        // a namespace's share of Velero's queue and how many schedules it may have.
+        // a namespace's share of Velero's queue, how many schedules it may have, and when a queue that
+        // does not move is called stalled.
         'minimumScheduleInterval',
         'allowedStorageEndpoints',
         'maxQueuedBackupsPerNamespace',
         'maxSchedulesPerNamespace',
+        'stalledQueueWarningAfter',
       ].sort(),
     );
+    expect(all.get('.spec.nonAdmin.stalledQueueWarningAfter')).toMatchObject({
+      type: 'string',
+      default: '10m',
+    });
     // OADP's defaults: off, no approval, sync every 2 minutes, collect garbage daily.
     expect(nonAdmin.default).toEqual({});
     expect(all.get('.spec.nonAdmin.enable')).toMatchObject({ type: 'boolean', default: false });

@@ -18,6 +18,7 @@ const policy = (over: Partial<BackupPolicy> = {}): BackupPolicy => ({
   backupSyncPeriodMs: 0,
   garbageCollectionPeriodMs: 0,
   minimumScheduleIntervalMs: 0,
+  stalledQueueWarningAfterMs: 0,
   maxSchedulesPerNamespace: 0,
   allowedStorageEndpoints: undefined,
   maxQueuedBackupsPerNamespace: 0,

@@ -26,6 +26,15 @@ export const changedFields = mergePatch;
 export const backupQueuePhases: readonly string[] = ['', 'New', 'Queued', 'ReadyToStart', 'InProgress'];
 /** Restores have no queue of their own in Velero: New ones wait for the one InProgress. */
 export const restoreQueuePhases: readonly string[] = ['', 'New', 'InProgress'];
+/** A Velero object's phase as Velero wrote it, or '' (its status is not to be trusted blindly). */
+export const phaseOf = (o: KubeObject & { status?: unknown }): string => {
+  const phase = (o.status as { phase?: unknown } | undefined)?.phase;
+  return typeof phase === 'string' ? phase : '';
+};
+
+/** Of those, the phases in which Velero works on the object (see stall.ts). */
+export const backupRunningPhases: readonly string[] = ['ReadyToStart', 'InProgress'];
+export const restoreRunningPhases: readonly string[] = ['InProgress'];
 /** Phases in which the object itself still waits (a position above 0 is possible). */
 const waitingPhases: readonly string[] = ['', 'New', 'Queued'];
 
@@ -104,6 +113,11 @@ export class QueueTracker {
     return this.queues.get(namespace)?.length ?? 0;
   }
 
+  /** The tenant objects of every unfinished object in `namespace` (running or waiting). */
+  origins(namespace: string): string[] {
+    return (this.queues.get(namespace) ?? []).flatMap((e) => (e.origin ? [e.origin] : []));
+  }
+
   /** The tenant objects whose position may have changed since the last call, once each. */
   drain(): string[] {
     if (this.changed.size === 0) return [];
@@ -115,7 +129,7 @@ export class QueueTracker {
   upsert(object: Obj): void {
     const ns = object.metadata.namespace ?? '';
     const key = `${ns}/${object.metadata.name}`;
-    const phase = typeof object.status?.phase === 'string' ? object.status.phase : '';
+    const phase = phaseOf(object);
     const queued = this.options.queuePhases.includes(phase) && !object.metadata.deletionTimestamp;
     let seq = this.seen.get(key);
     if (seq === undefined) {

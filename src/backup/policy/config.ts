@@ -11,6 +11,7 @@ export const DefaultVeleroNamespace = 'velero';
 export const DefaultBackupSyncPeriod = '2m';
 export const DefaultGarbageCollectionPeriod = '24h';
 export const DefaultMinimumScheduleInterval = '1h';
+export const DefaultStalledQueueWarningAfter = '10m';
 export const DefaultMaxQueuedBackupsPerNamespace = 5;
 export const DefaultMaxSchedulesPerNamespace = 10;
 
@@ -28,6 +29,8 @@ export interface BackupPolicy {
   garbageCollectionPeriodMs: number;
   /** The shortest gap between two runs of a NonAdminSchedule, in milliseconds; 0 allows any. */
   minimumScheduleIntervalMs: number;
+  /** How long Velero's backup queue may stand still before NABs in it say it is stalled, in ms; 0 is off. */
+  stalledQueueWarningAfterMs: number;
   /** The endpoints tenant locations may use (see endpointProblems); undefined allows any but link-local. */
   allowedStorageEndpoints: readonly string[] | undefined;
   /** How many of a namespace's NonAdminBackups may be in Velero's queue at once; 0 allows any. */
@@ -83,6 +86,7 @@ export function currentPolicy(configs: Informer<NonAdminBackupConfig>): BackupPo
     backupSyncPeriodMs: periodMs(nonAdmin?.backupSyncPeriod, DefaultBackupSyncPeriod),
     garbageCollectionPeriodMs: periodMs(nonAdmin?.garbageCollectionPeriod, DefaultGarbageCollectionPeriod),
     minimumScheduleIntervalMs: periodMs(nonAdmin?.minimumScheduleInterval, DefaultMinimumScheduleInterval),
+    stalledQueueWarningAfterMs: periodMs(nonAdmin?.stalledQueueWarningAfter, DefaultStalledQueueWarningAfter),
     allowedStorageEndpoints: nonAdmin?.allowedStorageEndpoints,
     maxQueuedBackupsPerNamespace:
       nonAdmin?.maxQueuedBackupsPerNamespace ?? DefaultMaxQueuedBackupsPerNamespace,

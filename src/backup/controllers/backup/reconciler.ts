@@ -42,7 +42,8 @@ import { ManagedTypes, managedCache, Origin } from '../caches.ts';
 import { type StorageLocationLookup, storageLocationLookup } from '../location/lookup.ts';
 import { type LocationUse, locationUse } from '../location/use.ts';
 import { backupProgress, type ProgressSource, withProgress } from '../progress.ts';
-import { backupQueuePhases, type QueueTracker, trackQueue } from '../queue.ts';
+import { backupQueuePhases, backupRunningPhases, phaseOf, type QueueTracker, trackQueue } from '../queue.ts';
+import { type StallTracker, stallOutcome, trackStalls } from '../stall.ts';
 import { adoptedBackup, nabKeysFor, reconcileAdoption } from '../sync/adopt.ts';
 import { createOnce, managedMeta } from '../velero-objects.ts';
 import { deleteBackup } from './delete.ts';
@@ -62,6 +63,7 @@ export interface NabSources {
   progress: ProgressSource;
   adoption: Ownerships;
   queue: QueueTracker;
+  stalls: StallTracker;
 }
 
 /** One reconcile's view of a NAB: read from the caches once, written through `status`. */
@@ -83,6 +85,14 @@ export function registerNabController(manager: Manager): void {
   const adoption = ownerships(manager);
   // Counted objects map to the NAB by the Backup's annotations, or to the NAB that adopted it.
   const progress = backupProgress(manager, (b) => nabKeysFor(adoption, b));
+  const stalls = trackStalls(
+    manager,
+    'Backup',
+    queue,
+    { queued: backupQueuePhases, running: backupRunningPhases },
+    progress,
+  );
+
   const reconciler = new NabReconciler(
     {
       nabs,
@@ -94,6 +104,7 @@ export function registerNabController(manager: Manager): void {
       progress,
       adoption,
       queue,
+      stalls,
     },
     nabs,
   );
@@ -104,6 +115,10 @@ export function registerNabController(manager: Manager): void {
     .watches(ManagedTypes.backups, Origin.nab)
     .watches(ManagedTypes.deleteBackupRequests, Origin.nab)
     .watches(VeleroResources.backups, () => queue.drain())
+    // A stalled queue moved again: every NAB in it says so (see ../stall.ts).
+    .watches(VeleroResources.backups, () => stalls.drain())
+    .watches(progress.podVolumes, () => stalls.drain())
+    .watches(progress.dataMovers, () => stalls.drain())
     .watches(VeleroResources.backups, (b) => nabKeysFor(adoption, b))
     // NABs waiting for Velero: a location's phase moved, or a backup of their namespace finished.
     .watches(VeleroResources.backupStorageLocations, () => waiting(nabs.list()))
@@ -335,7 +350,7 @@ export class NabReconciler extends ObjectReconciler<NabSources, NonAdminBackup, 
     const veleroNs = backup.metadata.namespace!;
     const name = backup.metadata.name!;
     if (!this.from.queue.has(veleroNs, name)) return undefined;
-    const veleroPhase = (backup.status?.phase as string | undefined) ?? 'New';
+    const veleroPhase = phaseOf(backup) || 'New';
     // One Event when the outcome is known (not one per step: that would double the API writes per NAB).
     const before = nab.status?.veleroBackup?.status?.phase;
     const outcome = outcomeOf(nab.metadata.name!, name, veleroPhase, backup.status);
@@ -347,10 +362,20 @@ export class NabReconciler extends ObjectReconciler<NabSources, NonAdminBackup, 
         message: outcome,
       });
     }
+    const position = this.from.queue.position(veleroNs, name);
+    const stall = stallOutcome(this.from.stalls, {
+      name,
+      phase: veleroPhase,
+      unfinished: unfinished(veleroPhase),
+      position,
+      veleroNamespace: veleroNs,
+      conditions: base.conditions as Condition[] | undefined,
+    });
+    if (stall.event) status.event(stall.event);
     const mirrored: Status = {
       ...base,
       phase: 'Created',
-      queueInfo: { estimatedQueuePosition: this.from.queue.position(veleroNs, name) },
+      queueInfo: { estimatedQueuePosition: position },
       veleroBackup: {
         ...base.veleroBackup,
         name,
@@ -361,13 +386,14 @@ export class NabReconciler extends ObjectReconciler<NabSources, NonAdminBackup, 
       conditions: status.condition(base, {
         type: 'Queued',
         status: 'True',
-        reason: 'BackupScheduled',
-        message: outcome,
+        ...(stall.stalled ?? { reason: 'BackupScheduled', message: outcome }),
       }),
     };
     // Pod volume and data mover counts; written only when they change (see progress.ts).
     await status.write(withProgress(mirrored, this.from.progress.counts(veleroNs, name)));
-    return undefined;
+    // A queue becomes stalled by time passing, not by an event: look again when it would be, and while
+    // it is (a move that ends it also brings this NAB back, see the watches).
+    return stall.requeue;
   }
 
   /** spec.deleteBackup: see delete.ts. */
@@ -415,6 +441,9 @@ export function refusalOf({
 }
 
 const spec = (nab: NonAdminBackup) => nab.spec ?? { backupSpec: {} };
+
+/** Whether a Velero Backup in this phase still holds its place in Velero's queue. */
+const unfinished = (phase: string): boolean => backupQueuePhases.includes(phase);
 
 const tenantSpec = (nab: NonAdminBackup): JsonObject => ({ ...((spec(nab).backupSpec ?? {}) as JsonObject) });
 

@@ -43,7 +43,8 @@ import { backOff, type Refusal } from '../back-off.ts';
 import { ManagedTypes, managedCache, Origin } from '../caches.ts';
 import { type LocationUse, locationUse } from '../location/use.ts';
 import { type ProgressSource, restoreProgress, withProgress } from '../progress.ts';
-import { type QueueTracker, restoreQueuePhases, trackQueue } from '../queue.ts';
+import { type QueueTracker, restoreQueuePhases, restoreRunningPhases, trackQueue } from '../queue.ts';
+import { type StallTracker, stallOutcome, trackStalls } from '../stall.ts';
 import { createOnce, managedMeta } from '../velero-objects.ts';
 import { RestoreGuardPresence, readRefusals, refusalSummary } from './guard.ts';
 import { RepositoryPasswordBuiltIn, weakRepositoryPassword } from './repository-key.ts';
@@ -72,6 +73,7 @@ export interface NarSources {
   adoption: Ownerships;
   progress: ProgressSource;
   queue: QueueTracker;
+  stalls: StallTracker;
   guard: RestoreGuardPresence;
   use: LocationUse;
 }
@@ -94,6 +96,14 @@ export function registerNarController(manager: Manager): void {
   const nars = manager.informer<NonAdminRestore>(NonAdminRestoreCrd.type);
   nars.addIndex(ByBackupRef, backupRefOf);
   const progress = restoreProgress(manager);
+  const stalls = trackStalls(
+    manager,
+    'Restore',
+    queue,
+    { queued: restoreQueuePhases, running: restoreRunningPhases },
+    progress,
+  );
+
   const reconciler = new NarReconciler(
     {
       nars,
@@ -104,6 +114,7 @@ export function registerNarController(manager: Manager): void {
       adoption: ownerships(manager),
       progress,
       queue,
+      stalls,
       guard: new RestoreGuardPresence(),
       use: locationUse(manager),
     },
@@ -115,6 +126,10 @@ export function registerNarController(manager: Manager): void {
     .for(NonAdminRestoreCrd.type)
     .watches(ManagedTypes.restores, Origin.nar)
     .watches(VeleroResources.restores, () => queue.drain())
+    // A stalled queue moved again: every NAR in it says so (see ../stall.ts).
+    .watches(VeleroResources.restores, () => stalls.drain())
+    .watches(progress.podVolumes, () => stalls.drain())
+    .watches(progress.dataMovers, () => stalls.drain())
     // Progress counts: a PodVolumeRestore or DataDownload of a tenant's Restore moved.
     .watches(progress.podVolumes, progress.map)
     .watches(progress.dataMovers, progress.map)
@@ -312,10 +327,20 @@ export class NarReconciler extends ObjectReconciler<NarSources, NonAdminRestore,
           reason: 'RestoreAccepted',
           message: `Velero Restore ${name} was created for this restore`,
         });
+    const position = this.from.queue.position(veleroNs, name);
+    const stall = stallOutcome(this.from.stalls, {
+      name,
+      phase: veleroPhase,
+      unfinished: restoreQueuePhases.includes(veleroPhase),
+      position,
+      veleroNamespace: veleroNs,
+      conditions: base.conditions as Condition[] | undefined,
+    });
+    if (stall.event) status.event(stall.event);
     const mirrored: Status = {
       ...base,
       phase: 'Created',
-      queueInfo: { estimatedQueuePosition: this.from.queue.position(veleroNs, name) },
+      queueInfo: { estimatedQueuePosition: position },
       veleroRestore: {
         ...base.veleroRestore,
         name,
@@ -325,15 +350,17 @@ export class NarReconciler extends ObjectReconciler<NarSources, NonAdminRestore,
       conditions: status.condition({ ...base, conditions } as Status, {
         type: 'Queued',
         status: 'True',
-        reason: 'RestoreScheduled',
-        message: `Velero Restore ${name} is ${veleroPhase}`,
+        ...(stall.stalled ?? {
+          reason: 'RestoreScheduled',
+          message: `Velero Restore ${name} is ${veleroPhase}`,
+        }),
       }),
     };
     const finished = (finishedPhases as readonly string[]).includes(veleroPhase);
     if (finished && base.refusedItems === undefined) await this.withRefusals(seen, restore, mirrored);
     // Pod volume and data mover counts; written only when they change (see progress.ts).
     await status.write(withProgress(mirrored, this.from.progress.counts(veleroNs, name)));
-    return undefined;
+    return stall.requeue;
   }
 
   /** Once finished: what the restore guard left out, read once (then kept in status), into `mirrored`. */

@@ -1,0 +1,254 @@
+// Whether Velero's backup queue still moves. Velero runs one backup at a time, so when that one stops
+// without finishing, every later backup, anyone's, waits behind it, and no Velero object says why:
+// Velero v1.18.3 panics in `collectNamespaces` when its namespace List fails and leaves the Backup
+// InProgress until Velero restarts; a node-agent restarted after it accepted a PodVolumeBackup leaves it
+// Accepted until its 30-minute prepare timeout; a Velero that does not run starts nothing at all.
+//
+// No single object tells a stuck backup from a long one, but a queue that does not move at all does:
+// per Velero namespace, the time of the queue's last move: a status change of a running Backup (Velero
+// writes its item counts as it goes), a Backup that starts, finishes or is removed while running, any
+// change of a PodVolumeBackup or DataUpload (the node-agent writes its byte counts as it goes). Backups
+// that are added or wait (their queue position rewritten) are not moves: tenants create backups all the
+// time, and a busy cluster would otherwise never show a stuck one. A namespace with unfinished Backups
+// whose queue has not moved for the admin's `stalledQueueWarningAfter` is stalled: the NonAdminBackups in
+// it say so (their Queued condition), and `tenantkit_velero_backup_queue_stalled_seconds` shows the admin
+// how long it has been still. Velero's Restores wait for each other the same way (a PodVolumeRestore
+// whose node-agent died, say), and their queue is tracked alike for NonAdminRestores
+// (`tenantkit_velero_restore_queue_stalled_seconds`). Nothing here acts on Velero: restarting it is the
+// admin's call.
+import { Gauge } from 'prom-client';
+import type { NonAdminBackupConfig } from '../../crds/backup.ts';
+import { VeleroResources } from '../../crds/velero.ts';
+import { type Condition, findCondition } from '../../kube/conditions.ts';
+import type { ReconcileResult } from '../../kube/controller.ts';
+import type { EventHandlers } from '../../kube/informer.ts';
+import type { Manager } from '../../kube/manager.ts';
+import { jsonEqual } from '../../kube/merge-patch.ts';
+import { registry } from '../../kube/metrics.ts';
+import type { KubeObject } from '../../kube/resources.ts';
+import type { StatusEvent } from '../../kube/status.ts';
+import { configType, currentPolicy } from '../policy/config.ts';
+import { formatDuration } from '../policy/cron.ts';
+import type { ProgressSource } from './progress.ts';
+import { phaseOf, type QueueTracker } from './queue.ts';
+
+type WithStatus = KubeObject & { status?: unknown };
+
+/** What the tracker needs of Velero's queue: how many Backups are unfinished, and whose they are. */
+export type QueueView = Pick<QueueTracker, 'length' | 'origins'>;
+
+export interface StallTrackerOptions {
+  /** What Velero queues: Backups or Restores (each has a queue of its own). */
+  kind: Kind;
+  queue: QueueView;
+  /** The admin's `stalledQueueWarningAfter` in milliseconds, read when needed (it applies live); 0 is off. */
+  warnAfterMs: () => number;
+  now?: () => number;
+}
+
+export class StallTracker {
+  private readonly lastMove = new Map<string, number>();
+  private readonly started: number;
+  private readonly options: StallTrackerOptions;
+  private readonly now: () => number;
+  readonly kind: Kind;
+  /** Tenant objects of queues that moved again after being stalled: their condition must change back. */
+  private changed = new Set<string>();
+
+  constructor(options: StallTrackerOptions) {
+    this.options = options;
+    this.now = options.now ?? Date.now;
+    this.kind = options.kind;
+    // After a restart nothing is known of the time before: a queue counts as still from the start only.
+    this.started = this.now();
+    trackers[this.kind].add(this);
+  }
+
+  /** How long the queue of `namespace` has held unfinished Backups without moving, in ms; 0 if empty. */
+  stillFor(namespace: string): number {
+    if (this.options.queue.length(namespace) === 0) return 0;
+    return Math.max(0, this.now() - (this.lastMove.get(namespace) ?? this.started));
+  }
+
+  /**
+   * Whether the queue of `namespace` is stalled now, else in how many ms it would be if nothing moves
+   * (undefined when the warning is off or the queue is empty: nothing to wait for).
+   */
+  state(namespace: string): { stalledAfterMs: number } | { checkInMs: number } | undefined {
+    const warnAfter = this.options.warnAfterMs();
+    if (warnAfter <= 0 || this.options.queue.length(namespace) === 0) return undefined;
+    const still = this.stillFor(namespace);
+    return still >= warnAfter ? { stalledAfterMs: warnAfter } : { checkInMs: warnAfter - still };
+  }
+
+  /** The tenant objects whose stalled queue moved since the last call, once each. */
+  drain(): string[] {
+    if (this.changed.size === 0) return [];
+    const keys = [...this.changed];
+    this.changed = new Set();
+    return keys;
+  }
+
+  /** A Backup entered the queue: if the queue was empty, its clock starts now. */
+  private entered(namespace: string): void {
+    if (this.options.queue.length(namespace) === 1) this.lastMove.set(namespace, this.now());
+  }
+
+  /** Something in the queue of `namespace` moved. */
+  moved(namespace: string): void {
+    const warnAfter = this.options.warnAfterMs();
+    if (warnAfter > 0 && this.stillFor(namespace) >= warnAfter) {
+      for (const origin of this.options.queue.origins(namespace)) this.changed.add(origin);
+    }
+    this.lastMove.set(namespace, this.now());
+  }
+
+  /**
+   * Handlers for Velero's Backups or Restores (every one, not tenantkit's only), registered after the
+   * queue's own (its length is current). `phases`: those that hold a place in the queue, and of those
+   * the ones Velero is working on.
+   */
+  queueHandlers(phases: QueuePhases): EventHandlers<WithStatus> {
+    const queued = (o: WithStatus) => phases.queued.includes(phaseOf(o));
+    const running = (o: WithStatus) => phases.running.includes(phaseOf(o));
+    return {
+      onAdd: (o) => {
+        if (queued(o)) this.entered(o.metadata.namespace ?? '');
+      },
+      onUpdate: (p, o) => {
+        const ns = o.metadata.namespace ?? '';
+        // Started, progressed, or finished (left the queue from any phase but a waiting one's).
+        if (running(p) || running(o)) {
+          if (!jsonEqual(p.status as never, o.status as never)) this.moved(ns);
+        } else if (queued(o) && !queued(p)) this.entered(ns);
+      },
+      onDelete: (o) => {
+        if (running(o)) this.moved(o.metadata.namespace ?? '');
+      },
+    };
+  }
+
+  /** Handlers for the volume operations (PodVolumeBackups and DataUploads, or their restore kinds). */
+  operationHandlers(): EventHandlers<WithStatus> {
+    return {
+      onAdd: (o) => this.moved(o.metadata.namespace ?? ''),
+      onUpdate: (p, o) => {
+        if (!jsonEqual(p.status as never, o.status as never)) this.moved(o.metadata.namespace ?? '');
+      },
+      onDelete: (o) => this.moved(o.metadata.namespace ?? ''),
+    };
+  }
+
+  /** Every namespace seen, with how long its queue has been still (for the gauge). */
+  stillness(): [string, number][] {
+    return [...this.lastMove.keys()].map((ns) => [ns, this.stillFor(ns) / 1000]);
+  }
+
+  close(): void {
+    trackers[this.kind].delete(this);
+  }
+}
+
+type Kind = 'Backup' | 'Restore';
+
+/** Phases that hold a place in Velero's queue, and of those the ones Velero is working on. */
+export interface QueuePhases {
+  queued: readonly string[];
+  running: readonly string[];
+}
+const trackers: Record<Kind, Set<StallTracker>> = { Backup: new Set(), Restore: new Set() };
+
+for (const kind of ['Backup', 'Restore'] as const) {
+  const word = kind.toLowerCase();
+  new Gauge({
+    name: `tenantkit_velero_${word}_queue_stalled_seconds`,
+    help: `How long Velero's ${word} queue in a namespace has held unfinished ${kind}s without any of them, or of their volume operations, changing; 0 when the queue is empty. Velero runs ${word}s one at a time: a value that keeps growing is a stuck Velero.`,
+    labelNames: ['namespace'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const tracker of trackers[kind])
+        for (const [namespace, seconds] of tracker.stillness()) this.set({ namespace }, seconds);
+    },
+  });
+}
+
+export const StalledReason = 'VeleroQueueStalled';
+
+/** A tenant object's Velero Backup or Restore, as its Queued condition tells it. */
+export interface QueuedObject {
+  name: string;
+  phase: string;
+  /** Whether the phase still holds a place in Velero's queue. */
+  unfinished: boolean;
+  position: number;
+  veleroNamespace: string;
+  /** The tenant object's conditions as read (to send the Event once). */
+  conditions: Condition[] | undefined;
+}
+
+export interface StallOutcome {
+  /** The Queued condition's reason and message while the queue is stalled. */
+  stalled?: { reason: string; message: string };
+  /** A Warning Event, the first time the object says its queue is stalled. */
+  event?: StatusEvent;
+  /** When to look again: when the queue would be stalled, or while it is. */
+  requeue?: ReconcileResult;
+}
+
+/** What the tenant object of `o` says about a stalled queue, if anything. */
+export function stallOutcome(stalls: StallTracker, o: QueuedObject): StallOutcome {
+  const state = o.unfinished ? stalls.state(o.veleroNamespace) : undefined;
+  if (state === undefined) return {};
+  if ('checkInMs' in state) return { requeue: { requeueAfterMs: state.checkInMs + 100 } };
+  const message = stalledMessage(stalls.kind, o, state.stalledAfterMs);
+  const was = findCondition(o.conditions, 'Queued')?.reason === StalledReason;
+  return {
+    stalled: { reason: StalledReason, message },
+    ...(was
+      ? {}
+      : { event: { type: 'Warning', reason: StalledReason, action: stalls.kind, message } as StatusEvent }),
+    requeue: { requeueAfterMs: Math.min(state.stalledAfterMs, 60_000) },
+  };
+}
+
+/** Where the object stands, that nothing moves, and who can act on it. */
+function stalledMessage(kind: Kind, o: QueuedObject, afterMs: number): string {
+  const word = kind.toLowerCase();
+  const where = o.position > 0 ? `, ${o.position} ahead of it in Velero's queue` : '';
+  return `Velero ${kind} ${o.name} is ${o.phase}${where}, but nothing in Velero's ${word} queue has moved for over ${formatDuration(afterMs)} (no ${word} started, progressed or finished, no volume moved): Velero runs one ${word} at a time, so a stuck one holds every later one. Ask an admin to check Velero (kubectl -n ${o.veleroNamespace} logs deploy/velero, and the node-agent's logs); when Velero restarts it fails a ${word} it finds InProgress, and this NonAdmin${kind} then shows Velero's reason`;
+}
+
+/**
+ * A tracker of Velero's queue of `kind` (`queue`, holding the objects in `phases`), fed by every Backup
+ * (Restore) and by their volume operations (the informers of `progress`, which hold every one); the
+ * warning time is the admin's, read from the NonAdminBackupConfig at each use.
+ */
+export function trackStalls(
+  manager: Manager,
+  kind: Kind,
+  queue: QueueTracker,
+  phases: QueuePhases,
+  progress: Pick<ProgressSource, 'podVolumes' | 'dataMovers'>,
+): StallTracker {
+  const configs = manager.informer<NonAdminBackupConfig>(configType);
+  const tracker = new StallTracker({
+    kind,
+    queue,
+    warnAfterMs: () => currentPolicy(configs).stalledQueueWarningAfterMs,
+  });
+  const type = kind === 'Backup' ? VeleroResources.backups : VeleroResources.restores;
+  manager.informer<WithStatus>(type).addHandlers(tracker.queueHandlers(phases));
+  for (const volumes of [progress.podVolumes, progress.dataMovers])
+    manager.informer<WithStatus>(volumes).addHandlers(tracker.operationHandlers());
+  // The gauge reads live trackers only: a stopped manager's is dropped.
+  manager.add({
+    name: `velero-${kind.toLowerCase()}-queue-stalls`,
+    leader: false,
+    run: (signal) =>
+      new Promise<void>((resolve) =>
+        signal.addEventListener('abort', () => resolve(tracker.close()), { once: true }),
+      ),
+  });
+  return tracker;
+}

@@ -1,0 +1,146 @@
+// The stall tracker's rules on plain objects and a clock the test moves; with a real Velero stopped
+// mid-queue in test/integration/backup-nab.test.ts.
+import { describe, expect, it } from 'vitest';
+import { backupQueuePhases, backupRunningPhases, QueueTracker } from '../../src/backup/controllers/queue.ts';
+import { StallTracker } from '../../src/backup/controllers/stall.ts';
+import type { KubeObject } from '../../src/kube/resources.ts';
+
+type Obj = KubeObject & { status?: Record<string, unknown> };
+
+const backup = (
+  name: string,
+  created: number,
+  status?: Record<string, unknown>,
+  namespace = 'velero',
+): Obj => ({
+  metadata: {
+    name,
+    namespace,
+    creationTimestamp: `2026-01-01T00:00:0${created}Z`,
+    annotations: { origin: `tenant/${name}` },
+  },
+  ...(status ? { status } : {}),
+});
+
+const phases = { queued: backupQueuePhases, running: backupRunningPhases };
+
+function world(warnAfterMs = 10_000) {
+  let now = 1_000_000;
+  const queue = new QueueTracker({
+    queuePhases: backupQueuePhases,
+    originOf: (o) => o.metadata.annotations?.origin,
+  });
+  const stalls = new StallTracker({ kind: 'Backup', queue, warnAfterMs: () => warnAfterMs, now: () => now });
+  const q = queue.handlers();
+  const s = stalls.queueHandlers(phases);
+  const ops = stalls.operationHandlers();
+  return {
+    stalls,
+    tick: (ms: number) => {
+      now += ms;
+    },
+    add: (o: Obj) => {
+      q.onAdd!(o);
+      s.onAdd!(o);
+    },
+    update: (p: Obj, o: Obj) => {
+      q.onUpdate!(p, o);
+      s.onUpdate!(p, o);
+    },
+    remove: (o: Obj) => {
+      q.onDelete!(o);
+      s.onDelete!(o);
+    },
+    ops,
+  };
+}
+
+describe('StallTracker', () => {
+  it('says a queue with unfinished Backups is stalled once nothing moved for the warning time', () => {
+    const w = world();
+    const running = backup('a', 1, { phase: 'InProgress', progress: { itemsBackedUp: 1 } });
+    w.add(running);
+    w.add(backup('b', 2, { phase: 'Queued' }));
+    w.tick(4_000);
+    expect(w.stalls.state('velero')).toEqual({ checkInMs: 6_000 });
+    // Progress of the running one is a move: the clock starts again.
+    const further = backup('a', 1, { phase: 'InProgress', progress: { itemsBackedUp: 2 } });
+    w.update(running, further);
+    w.tick(9_000);
+    expect(w.stalls.state('velero')).toEqual({ checkInMs: 1_000 });
+    // A Backup Velero writes without changing its status (a label, say) is no move.
+    w.update(further, { ...further, metadata: { ...further.metadata, labels: { x: 'y' } } });
+    w.tick(1_000);
+    expect(w.stalls.state('velero')).toEqual({ stalledAfterMs: 10_000 });
+    expect(w.stalls.stillFor('velero')).toBe(10_000);
+    expect(w.stalls.drain()).toEqual([]);
+  });
+
+  it('counts a volume operation of any backup as a move, and reports the stalled queue’s NABs when it moves again', () => {
+    const w = world();
+    w.add(backup('a', 1, { phase: 'InProgress' }));
+    w.add(backup('b', 2, { phase: 'New' }));
+    w.tick(11_000);
+    expect(w.stalls.state('velero')).toEqual({ stalledAfterMs: 10_000 });
+    const pvb = { metadata: { name: 'a-x', namespace: 'velero' }, status: { phase: 'Accepted' } } as Obj;
+    w.ops.onUpdate!(pvb, pvb);
+    expect(w.stalls.state('velero')).toEqual({ stalledAfterMs: 10_000 });
+    w.ops.onUpdate!(pvb, { ...pvb, status: { phase: 'InProgress' } });
+    expect(w.stalls.state('velero')).toEqual({ checkInMs: 10_000 });
+    expect(w.stalls.drain().sort()).toEqual(['tenant/a', 'tenant/b']);
+    expect(w.stalls.drain()).toEqual([]);
+  });
+
+  it('does not count new or waiting Backups as moves: tenants creating backups cannot hide a stuck one', () => {
+    const w = world();
+    w.add(backup('a', 1, { phase: 'InProgress' }));
+    w.tick(6_000);
+    // Velero's queue controller marks a new one Queued and rewrites positions; the running one is stuck.
+    const b = backup('b', 2);
+    w.add(b);
+    w.update(b, backup('b', 2, { phase: 'Queued', queuePosition: 1 }));
+    w.add(backup('c', 3, { phase: 'New' }));
+    w.remove(backup('c', 3, { phase: 'New' }));
+    w.tick(4_000);
+    expect(w.stalls.state('velero')).toEqual({ stalledAfterMs: 10_000 });
+    // The running one removed (an admin's delete) is a move; so is the next one starting.
+    w.remove(backup('a', 1, { phase: 'InProgress' }));
+    expect(w.stalls.state('velero')).toEqual({ checkInMs: 10_000 });
+    expect(w.stalls.drain()).toEqual(['tenant/b']);
+  });
+
+  it('starts the clock of a queue when its first Backup comes, not before', () => {
+    const w = world();
+    w.tick(60_000);
+    w.add(backup('a', 1, { phase: 'New' }));
+    expect(w.stalls.state('velero')).toEqual({ checkInMs: 10_000 });
+    w.tick(10_000);
+    // Velero does not run at all: nothing starts.
+    expect(w.stalls.state('velero')).toEqual({ stalledAfterMs: 10_000 });
+  });
+
+  it('never calls an empty queue stalled, nor any queue when the warning is off', () => {
+    const w = world();
+    const done = backup('a', 1, { phase: 'Completed' });
+    w.add(done);
+    w.tick(60_000);
+    expect(w.stalls.state('velero')).toBeUndefined();
+    expect(w.stalls.stillFor('velero')).toBe(0);
+    const off = world(0);
+    off.add(backup('a', 1, { phase: 'InProgress' }));
+    off.tick(60_000);
+    expect(off.stalls.state('velero')).toBeUndefined();
+    // The gauge still shows how long it has been still.
+    expect(off.stalls.stillFor('velero')).toBe(60_000);
+  });
+
+  it('keeps each Velero namespace apart', () => {
+    const w = world();
+    w.add(backup('a', 1, { phase: 'InProgress' }, 'velero'));
+    w.tick(8_000);
+    w.add(backup('b', 2, { phase: 'InProgress' }, 'velero-2'));
+    w.tick(3_000);
+    expect(w.stalls.state('velero')).toEqual({ stalledAfterMs: 10_000 });
+    expect(w.stalls.state('velero-2')).toEqual({ checkInMs: 7_000 });
+  });
+});
