@@ -36,7 +36,36 @@ export interface SearchApiProcess {
   /** Resident memory in MiB: now (VmRSS) or the highest so far (VmHWM). */
   rss(field: 'VmRSS' | 'VmHWM'): Promise<number>;
   post(token: string, query: string, variables: Record<string, unknown>): Promise<GraphQLAnswer>;
+  /**
+   * Where its memory is, in MiB, from its /metrics (read with `token`, which may get /metrics): the V8
+   * heap used and held, memory outside the heap (Buffers, TLS), and the heap's spaces by name.
+   */
+  memory(token: string): Promise<ProcessMemory>;
   stop(): Promise<void>;
+}
+
+export interface ProcessMemory {
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+  spaces: Record<string, number>;
+}
+
+const mib = (bytes: number) => bytes / 1048576;
+
+/** The default process metrics of prom-client (tenantkit's prefix) in a /metrics text. */
+export function processMemory(text: string): ProcessMemory {
+  const value = (name: string) =>
+    Number(new RegExp(`^tenantkit_nodejs_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  const spaces: Record<string, number> = {};
+  for (const m of text.matchAll(/^tenantkit_nodejs_heap_space_size_used_bytes\{space="([^"]+)"\} (\S+)$/gm))
+    spaces[m[1]!] = mib(Number(m[2]));
+  return {
+    heapUsed: mib(value('heap_size_used_bytes')),
+    heapTotal: mib(value('heap_size_total_bytes')),
+    external: mib(value('external_memory_bytes')),
+    spaces,
+  };
 }
 
 export async function startSearchApiProcess(options: SearchApiProcessOptions): Promise<SearchApiProcess> {
@@ -103,6 +132,29 @@ export async function startSearchApiProcess(options: SearchApiProcessOptions): P
       const status = await readFile(`/proc/${api.pid}/status`, 'utf8');
       return Number(status.match(new RegExp(`${field}:\\s+(\\d+) kB`))?.[1] ?? 0) / 1024;
     },
+    memory: async (token) =>
+      processMemory(
+        await new Promise<string>((resolve, reject) => {
+          const req = httpsRequest(
+            `${url}/metrics`,
+            { agent, headers: { authorization: `Bearer ${token}` } },
+            (res) => {
+              let body = '';
+              res.setEncoding('utf8');
+              res.on('data', (chunk: string) => {
+                body += chunk;
+              });
+              res.on('end', () =>
+                res.statusCode === 200
+                  ? resolve(body)
+                  : reject(new Error(`/metrics: ${res.statusCode} ${body}`)),
+              );
+            },
+          );
+          req.on('error', reject);
+          req.end();
+        }),
+      ),
     post: async (token, query, variables) =>
       (await postGraphQL(url, ca.certPem, token, query, variables, {}, { agent })).body as GraphQLAnswer,
     stop: async () => {

@@ -41,6 +41,7 @@ import {
   benchTokenUsers,
   fmt,
   graphqlOf,
+  type ProcessMemory,
   percentile,
   type QueryKind,
   startSearchApiProcess,
@@ -267,6 +268,15 @@ try {
     wide: await tokenOf('wide'),
     narrow: await tokenOf('narrow'),
   };
+  // Where the API's memory is when its RSS is highest: sampled every second for the whole run.
+  let memoryAtPeak: { rss: number; memory: ProcessMemory } | undefined;
+  const memorySampler = setInterval(async () => {
+    const rss = await api!.rss('VmRSS').catch(() => 0);
+    if (rss <= (memoryAtPeak?.rss ?? 0)) return;
+    const memory = await api!.memory(userTokens.admin).catch(() => undefined);
+    if (memory) memoryAtPeak = { rss, memory };
+  }, 1000);
+  memorySampler.unref();
 
   // The real managed cluster: a few namespaces of objects, and its collector pushing with its identity.
   const edgeAdmin = KubeClient.fromKubeconfig({ path: edge.adminKubeconfigPath });
@@ -560,6 +570,17 @@ try {
   console.log(
     `\nsearch API process: peak RSS ${Math.max(peakRss, hwm).toFixed(0)} MiB (sampled per query, and the kernel's high-water mark)`,
   );
+  clearInterval(memorySampler);
+  if (memoryAtPeak) {
+    const { rss, memory: m } = memoryAtPeak;
+    const spaces = Object.entries(m.spaces)
+      .filter(([, v]) => v >= 1)
+      .map(([k, v]) => `${k} ${v.toFixed(0)}`)
+      .join(', ');
+    console.log(
+      `  at the highest RSS sampled each second (${rss.toFixed(0)} MiB): V8 heap ${m.heapUsed.toFixed(0)} MiB used of ${m.heapTotal.toFixed(0)} held (${spaces}), ${m.external.toFixed(0)} MiB outside it (Buffers, TLS)`,
+    );
+  }
   stop.abort();
   await edgeRun.catch(() => {});
   await writeFile(join(dir, 'done'), '');

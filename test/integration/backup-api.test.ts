@@ -413,6 +413,8 @@ describe('NonAdminBackupConfig', () => {
         maxQueuedBackupsPerNamespace: 5,
         // And how many NonAdminSchedules one namespace may keep.
         maxSchedulesPerNamespace: 10,
+        // And how long Velero's queue may stand still before the NABs and NARs in it say so.
+        stalledQueueWarningAfter: '10m',
         veleroNamespace: 'velero',
       },
     });
