@@ -23,7 +23,7 @@ export const searchUsage = `Usage:
       search as the current kubeconfig user, e.g. tenantkit search 'kind:Pod namespace:team-a name:web*'
   tenantkit search api --cert-dir DIR | --tls-secret NAME --service S [--service-account SA] [--namespace NS]
                        [--port 4010] [--database-url URL | --db-dir DIR] [--sensitive-field F]...
-                       [--database-replica-url URL]... [--max-replica-lag 1s] [--max-batch-bytes-in-flight 32Mi]
+                       [--database-replica-url URL]... [--max-replica-lag 1s] [--max-batch-bytes-in-flight 8Mi]
       serve the GraphQL API, the collectors' endpoint (--no-indexer: off; it holds at most
       --max-batch-bytes-in-flight of batches, or $TENANTKIT_SEARCH_MAX_BATCH_BYTES_IN_FLIGHT, and answers
       429 past it) and collect this cluster
@@ -144,7 +144,7 @@ async function serveApi(args: string[], signal: AbortSignal): Promise<void> {
       // Bytes of managed clusters' batches the indexer endpoint holds at once; past it, 429 and a retry.
       'max-batch-bytes-in-flight': {
         type: 'string',
-        default: process.env.TENANTKIT_SEARCH_MAX_BATCH_BYTES_IN_FLIGHT || '32Mi',
+        default: process.env.TENANTKIT_SEARCH_MAX_BATCH_BYTES_IN_FLIGHT || '8Mi',
       },
       collector: { type: 'boolean', default: true },
       'sensitive-field': { type: 'string', multiple: true, default: [] },

@@ -46,11 +46,11 @@ export interface IndexerEndpointOptions {
   removeCluster(cluster: string): Promise<number>;
   /** Largest accepted body (default 64 MiB: a resync of a few hundred thousand uids). */
   maxBodyBytes?: number;
-  /** Bytes of batches held at once across every cluster (default 32 MiB; one batch is always let in). */
+  /** Bytes of batches held at once across every cluster (default 8 MiB; one batch is always let in). */
   maxBytesInFlight?: number;
 }
 
-export const defaultMaxBytesInFlight = 32 * 1024 * 1024;
+export const defaultMaxBytesInFlight = 8 * 1024 * 1024;
 /** What a collector refused for bytes in flight waits before it resends. */
 const budgetRetryMs = 1000;
 
