@@ -3,7 +3,7 @@
 // bench CA; its memory read from /proc; GraphQL posted to it with bearer tokens over kept-alive TLS.
 import { execFile, spawn } from 'node:child_process';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { Agent, request as httpsRequest } from 'node:https';
+import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot } from '../devenv/images/build.ts';
@@ -134,26 +134,7 @@ export async function startSearchApiProcess(options: SearchApiProcessOptions): P
     },
     memory: async (token) =>
       processMemory(
-        await new Promise<string>((resolve, reject) => {
-          const req = httpsRequest(
-            `${url}/metrics`,
-            { agent, headers: { authorization: `Bearer ${token}` } },
-            (res) => {
-              let body = '';
-              res.setEncoding('utf8');
-              res.on('data', (chunk: string) => {
-                body += chunk;
-              });
-              res.on('end', () =>
-                res.statusCode === 200
-                  ? resolve(body)
-                  : reject(new Error(`/metrics: ${res.statusCode} ${body}`)),
-              );
-            },
-          );
-          req.on('error', reject);
-          req.end();
-        }),
+        await httpsText(`${url}/metrics`, { agent, headers: { authorization: `Bearer ${token}` } }),
       ),
     post: async (token, query, variables) =>
       (await postGraphQL(url, ca.certPem, token, query, variables, {}, { agent })).body as GraphQLAnswer,
@@ -189,3 +170,23 @@ export const fmt = (ms: number): string => (ms < 10 ? ms.toFixed(2) : ms.toFixed
 /** The p-th percentile of sorted samples. */
 export const percentile = (sorted: number[], p: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+/** One HTTPS request whose answer must be 200: its body as text, or an error naming the status and body. */
+export function httpsText(target: string, options: RequestOptions): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const req = httpsRequest(target, options, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        text += chunk;
+      });
+      res.on('end', () =>
+        res.statusCode === 200
+          ? resolve(text)
+          : reject(new Error(`${options.method ?? 'GET'} ${target}: ${res.statusCode} ${text}`)),
+      );
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}

@@ -13,7 +13,6 @@
 //   npm run bench:search -- --clusters 100 --objects 10000000 [--namespaces-per-cluster 100]
 //     [--hub-namespaces 1000] [--bindings 10000] [--runs 20] [--replicas 2] [--api-from dist|src]
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -41,6 +40,7 @@ import {
   benchTokenUsers,
   fmt,
   graphqlOf,
+  httpsText,
   type ProcessMemory,
   percentile,
   type QueryKind,
@@ -427,11 +427,11 @@ try {
   await resyncOf('unchanged (every object resent, none written)');
   const janitor = clusterRemoveAttributes(sample);
   t = performance.now();
-  const removed = await fetchDelete(
-    `${api.url}/searchindexer/clusters/${sample}`,
-    userTokens.admin,
-    api.caPem,
-  );
+  const removed = await httpsText(`${api.url}/searchindexer/clusters/${sample}`, {
+    method: 'DELETE',
+    ca: api.caPem,
+    headers: { authorization: `Bearer ${userTokens.admin}` },
+  });
   console.log(
     `  removed over HTTPS (${janitor.verb} on ${janitor.resource}/${sample}) in ${fmt(since(t))} ms: ${removed}`,
   );
@@ -592,27 +592,4 @@ try {
   await edge.stop();
   await cp.stop();
   await rm(dir, { recursive: true, force: true });
-}
-
-function fetchDelete(target: string, token: string, ca: string): Promise<string> {
-  return new Promise<string>((resolve, reject) => {
-    const req = httpsRequest(
-      target,
-      { method: 'DELETE', ca, headers: { authorization: `Bearer ${token}` } },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => {
-          text += c;
-        });
-        res.on('end', () =>
-          res.statusCode === 200
-            ? resolve(text)
-            : reject(new Error(`DELETE ${target}: ${res.statusCode} ${text}`)),
-        );
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
 }
