@@ -49,10 +49,51 @@ export async function processCpu(): Promise<Map<string, number>> {
   return found;
 }
 
-/** The machine's CPU time so far, busy and in all, in seconds of one core (from /proc/stat). */
-export async function machineCpu(): Promise<{ busy: number; total: number }> {
+/**
+ * The machine's CPU time so far, in seconds of one core (from /proc/stat): busy, waiting on I/O with
+ * nothing else to run, and in all.
+ */
+export async function machineCpu(): Promise<{ busy: number; iowait: number; total: number }> {
   const line = (await readFile('/proc/stat', 'utf8')).split('\n')[0]!;
   const [user, nice, system, idle, iowait, irq, softirq, steal] = line.split(/\s+/).slice(1).map(Number);
   const busy = user! + nice! + system! + irq! + softirq! + (steal ?? 0);
-  return { busy: busy / ticks, total: (busy + idle! + iowait!) / ticks };
+  return { busy: busy / ticks, iowait: iowait! / ticks, total: (busy + idle! + iowait!) / ticks };
+}
+
+/**
+ * CPU seconds of each process tree this process started: every descendant of a direct child counted
+ * under that child's label (`label` from its pid and command line; its executable's name otherwise).
+ * Tells apart what `processCpu` adds up by name, say a primary PostgreSQL and its standbys.
+ */
+export async function childTreeCpu(
+  label: (pid: number, argv: string[]) => string | undefined,
+): Promise<Map<string, number>> {
+  const procs = new Map<number, { ppid: number; seconds: number; argv: string[] }>();
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter(Boolean);
+      procs.set(Number(pid), {
+        ppid: Number(fields[1]),
+        seconds: (Number(fields[11]) + Number(fields[12])) / ticks,
+        argv,
+      });
+    } catch {
+      // The process ended while being read.
+    }
+  }
+  const found = new Map<string, number>();
+  for (const [pid, p] of procs) {
+    let root = pid;
+    while (root !== 0 && procs.get(root)?.ppid !== process.pid) root = procs.get(root)?.ppid ?? 0;
+    if (root === 0) continue;
+    const argv = procs.get(root)!.argv;
+    const key = label(root, argv) ?? basename(argv[0] ?? String(root));
+    found.set(key, (found.get(key) ?? 0) + p.seconds);
+  }
+  const own = process.cpuUsage();
+  found.set('this bench process', (own.user + own.system) / 1e6);
+  return found;
 }

@@ -33,6 +33,7 @@ export interface GraphQLAnswer {
 export interface SearchApiProcess {
   url: string;
   caPem: string;
+  pid: number;
   /** Resident memory in MiB: now (VmRSS) or the highest so far (VmHWM). */
   rss(field: 'VmRSS' | 'VmHWM'): Promise<number>;
   post(token: string, query: string, variables: Record<string, unknown>): Promise<GraphQLAnswer>;
@@ -128,6 +129,7 @@ export async function startSearchApiProcess(options: SearchApiProcessOptions): P
   return {
     url,
     caPem: ca.certPem,
+    pid: api.pid!,
     rss: async (field) => {
       const status = await readFile(`/proc/${api.pid}/status`, 'utf8');
       return Number(status.match(new RegExp(`${field}:\\s+(\\d+) kB`))?.[1] ?? 0) / 1024;

@@ -12,6 +12,7 @@
 // 2) the database has N streaming standbys that the API reads from; their lag is sampled during ingest.
 //   npm run bench:search -- --clusters 100 --objects 10000000 [--namespaces-per-cluster 100]
 //     [--hub-namespaces 1000] [--bindings 10000] [--runs 20] [--replicas 2] [--api-from dist|src]
+//     [--db-settings shared_buffers=1GB,max_wal_size=4GB]
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,6 +37,8 @@ import { clusterRemoveAttributes, clusterWriteAttributes } from '../src/search/i
 import { RemoteSink } from '../src/search/indexer/remote-sink.ts';
 import type { IndexBatch, IndexedResource } from '../src/search/model.ts';
 import { ManagedClusterCrd } from '../test/fixtures/managed-cluster.ts';
+import { childTreeCpu, machineCpu } from './cpu.ts';
+import { addGrowth } from './prom.ts';
 import {
   benchTokenUsers,
   fmt,
@@ -58,6 +61,8 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '20' },
     'api-from': { type: 'string', default: 'dist' },
     'api-node-options': { type: 'string', default: '' },
+    // PostgreSQL server settings for the primary, `name=value,name=value` (e.g. shared_buffers=1GB).
+    'db-settings': { type: 'string', default: '' },
     // Streaming-replication standbys of the database that the API reads from (0: none).
     replicas: { type: 'string', default: '2' },
   },
@@ -86,7 +91,18 @@ const cp = await startControlPlane({
   progress: (l) => console.error(l),
 });
 const edge = await startControlPlane({ dir: join(dir, 'edge'), unsafeNoFsync: true });
-const db = await startEmbedded({ dir: join(dir, 'pg'), statementTimeoutMs: 120_000, max: 4 });
+const dbSettings = Object.fromEntries(
+  values['db-settings']
+    .split(',')
+    .filter(Boolean)
+    .map((pair) => pair.split('=') as [string, string]),
+);
+const db = await startEmbedded({
+  dir: join(dir, 'pg'),
+  statementTimeoutMs: 120_000,
+  max: 4,
+  settings: dbSettings,
+});
 let api: Awaited<ReturnType<typeof startSearchApiProcess>> | undefined;
 const standbys: Standby[] = [];
 
@@ -101,6 +117,35 @@ function* clusterObjects(cluster: string, seed: number): Generator<IndexedResour
   for (let n = 0; n < namespacesPerCluster; n++) {
     yield syntheticNamespace(`app-${String(n).padStart(3, '0')}`, seed * 1000 + n, each, cluster);
   }
+}
+
+/** The bench's child processes by what they are, for the CPU report of the ingest. */
+function processLabel(pid: number, argv: string[]): string | undefined {
+  const line = argv.join(' ');
+  if (pid === api?.pid) return 'search API';
+  if (line.includes(` -D ${join(dir, 'pg')}`)) return 'PostgreSQL primary';
+  if (line.includes(join(dir, 'replica-'))) return 'PostgreSQL standbys';
+  if (line.includes(join(dir, 'hub'))) return 'hub control plane';
+  if (line.includes(join(dir, 'edge'))) return 'managed cluster control plane';
+  return undefined;
+}
+
+type CpuWindow = readonly [Map<string, number>, Awaited<ReturnType<typeof machineCpu>>];
+
+/** Where the machine's CPU went between two readings: its split, then each process tree's share. */
+function cpuReport([treesBefore, before]: CpuWindow, [treesAfter, after]: CpuWindow): string[] {
+  const total = after.total - before.total;
+  const pct = (s: number) => `${((s / total) * 100).toFixed(0)} %`;
+  const busy = after.busy - before.busy;
+  const iowait = after.iowait - before.iowait;
+  const trees = [...addGrowth(new Map(), treesBefore, treesAfter)].sort((a, b) => b[1] - a[1]);
+  return [
+    `CPU of the machine during ingest: busy ${pct(busy)}, waiting on I/O ${pct(iowait)}, idle ${pct(total - busy - iowait)}`,
+    `  by process (share of all cores): ${trees
+      .filter(([, s]) => s / total >= 0.005)
+      .map(([name, s]) => `${name} ${pct(s)}`)
+      .join(', ')}`,
+  ];
 }
 
 /** The types in the synthetic mix, as the collector resyncs them after a list. */
@@ -243,6 +288,20 @@ try {
     );
     tokens.set(c, reply.status.token);
   });
+  const shown = await db.pool.query<{ name: string; setting: string; unit: string | null }>(
+    `SELECT name, setting, unit FROM pg_settings WHERE name = ANY($1) ORDER BY name`,
+    [
+      [
+        'shared_buffers',
+        'max_wal_size',
+        'checkpoint_timeout',
+        'wal_compression',
+        'fsync',
+        ...Object.keys(dbSettings),
+      ],
+    ],
+  );
+  console.log(`database: ${shown.rows.map((r) => `${r.name}=${r.setting}${r.unit ?? ''}`).join(' ')}`);
   console.log(
     `RBAC set-up: ${hubNamespaces} hub namespaces, ${allClusters.length} ManagedClusters, ${bindings} RoleBindings, ${allClusters.length} collector identities in ${(since(t) / 1000).toFixed(1)} s`,
   );
@@ -316,14 +375,17 @@ try {
       `  ${acked} objects acknowledged, ${Math.round(acked / (since(t) / 1000))}/s so far, ${windows.at(-1)}/s in the last 10 s`,
     );
   }, 10_000);
+  const cpuBefore = [await childTreeCpu(processLabel), await machineCpu()] as const;
   await mapLimit(loadClusters, loadClusters.length, (c) =>
     pushCluster(c, loadClusters.indexOf(c) + 1, tokens.get(c)!, (n) => {
       acked += n;
     }),
   );
+  const cpuAfter = [await childTreeCpu(processLabel), await machineCpu()] as const;
   clearInterval(sampler);
   clearInterval(lagSampler);
   const ingestS = since(t) / 1000;
+  for (const line of cpuReport(cpuBefore, cpuAfter)) console.log(`  ${line}`);
   await edgeCollector.waitForInitialSync();
   const sorted = [...windows].sort((a, b) => a - b);
   console.log(
@@ -359,6 +421,17 @@ try {
   const s = size.rows[0]!;
   console.log(
     `  database ${(Number(s.db) / 1e9).toFixed(2)} GB = ${perObject(s.db)} per object (resources with indexes ${perObject(s.resources)}, edges ${perObject(s.edges)}, references ${perObject(s.refs)})`,
+  );
+  // Each table (with its TOAST) and each index, over all its partitions: where the bytes are.
+  const parts = await db.pool.query<{ name: string; bytes: string }>(
+    `SELECT c.relname AS name,
+       sum(CASE c.relkind WHEN 'p' THEN pg_table_size(t.relid) ELSE pg_relation_size(t.relid) END) AS bytes
+     FROM pg_class c CROSS JOIN LATERAL pg_partition_tree(c.oid) t
+     WHERE c.relkind IN ('p', 'I') AND c.relnamespace IN ('search'::regnamespace, 'tenantkit_search'::regnamespace)
+     GROUP BY c.relname ORDER BY 2 DESC`,
+  );
+  console.log(
+    `  per object, by table and index: ${parts.rows.map((r) => `${r.name} ${perObject(r.bytes)}`).join(', ')}`,
   );
 
   // The ceiling: COPY of one cluster's rows (the first load cluster's, under another cluster name) into
