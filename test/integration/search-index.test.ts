@@ -369,6 +369,53 @@ describe('search index on PostgreSQL', () => {
     for (const c of churned) await indexer.removeCluster(c);
   });
 
+  it("makes a new cluster's partitions while a long query holds the tables, and blocks no query", async () => {
+    // A report over every cluster, still running: it holds the tables (ACCESS SHARE) until it ends.
+    const report = await db.pool.connect();
+    try {
+      await report.query('BEGIN');
+      await report.query('SELECT count(*) FROM search.resources');
+      await report.query('SELECT count(*) FROM search.edges');
+      // A cluster that joins meanwhile is indexed at once...
+      const owner = object('Deployment', 'web', { namespace: 'shop', group: 'apps' }, [], 'edge-new');
+      const written = indexer.write({ cluster: 'edge-new', upserts: [owner] });
+      const late = new Promise<'waited'>((resolve) => setTimeout(() => resolve('waited'), 5_000).unref());
+      expect(await Promise.race([written.then(() => 'written' as const), late])).toBe('written');
+      // ...and queries that start after its partitions were made are not held up either.
+      const started = Date.now();
+      await db.pool.query("SELECT count(*) FROM search.resources WHERE _kind = 'pod'");
+      expect(Date.now() - started).toBeLessThan(1_000);
+    } finally {
+      await report.query('COMMIT');
+      report.release();
+    }
+    // The new partitions have the parents' indexes, adopted as theirs (none built twice).
+    const indexes = await db.pool.query<{ parent: string; own: number; attached: number; of_parent: number }>(
+      `SELECT p.relname AS parent,
+         (SELECT count(*)::int FROM pg_index WHERE indrelid = c.oid) AS own,
+         (SELECT count(*)::int FROM pg_index x JOIN pg_inherits i ON i.inhrelid = x.indexrelid
+          WHERE x.indrelid = c.oid) AS attached,
+         (SELECT count(*)::int FROM pg_index WHERE indrelid = p.oid) AS of_parent
+       FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid JOIN pg_class p ON p.oid = h.inhparent
+       WHERE c.relname LIKE '%edge_new%' AND c.relkind = 'r' ORDER BY 1`,
+    );
+    expect(indexes.rows.map((r) => r.parent)).toEqual(['counts', 'edge_refs', 'edges', 'resources']);
+    for (const r of indexes.rows) {
+      expect({ table: r.parent, own: r.own, attached: r.attached }).toEqual({
+        table: r.parent,
+        own: r.of_parent,
+        attached: r.of_parent,
+      });
+    }
+    const found = await engine.search(
+      all,
+      { filters: [{ property: 'cluster', values: ['edge-new'] }] },
+      selection,
+    );
+    expect(found.items?.map((i) => i.name)).toEqual(['web']);
+    await indexer.removeCluster('edge-new');
+  });
+
   describe('queries', () => {
     beforeAll(async () => {
       await indexer.write({
@@ -722,7 +769,7 @@ describe('search index upgrade to partitions by cluster', () => {
       ).toEqual([{ partition: expect.stringMatching(/^search\.resources_edge_1_[0-9a-f]{8}$/) }]);
       // The indexer goes on from there (with the later migrations): the fence row survived, and new
       // batches land in the partitions.
-      expect(await migrate(db.pool)).toEqual([4, 5]);
+      expect(await migrate(db.pool)).toEqual([4, 5, 6]);
       const indexer = new Indexer({ pool: db.pool, logger: silentLogger, hubCluster: HubCluster });
       await indexer.write({
         cluster: 'edge-1',
@@ -774,7 +821,7 @@ describe('search index upgrade to references digests in the rows', () => {
         `INSERT INTO search.edges VALUES ($1, 'Pod', $2, 'Deployment', 'ownedBy', 'edge-1')`,
         [pod.uid, deployment.uid],
       );
-      expect(await migrate(db.pool)).toEqual([4, 5]);
+      expect(await migrate(db.pool)).toEqual([4, 5, 6]);
       const rows = async (sql: string) => (await db.pool.query(sql)).rows;
       expect(await rows(`SELECT to_regclass('tenantkit_search.sources') AS sources`)).toEqual([
         { sources: null },

@@ -370,6 +370,40 @@ INSERT INTO tenantkit_search.counts (cluster, _gr, _kind, _ns, n)
   SELECT cluster, _gr, _kind, _ns, count(*) FROM search.resources GROUP BY 1, 2, 3, 4;
 `,
   },
+  {
+    version: 6,
+    what: "a new cluster's partitions attached without blocking queries or batches of other clusters",
+    sql: `
+-- CREATE TABLE ... PARTITION OF locks the parent exclusively: it waits for every running query on the
+-- parent, and every query that comes after waits behind it. A cluster's partitions are now made as
+-- tables of their own, with the parent's columns, constraints and indexes (LIKE), and attached: ATTACH
+-- PARTITION takes SHARE UPDATE EXCLUSIVE on the parent, which reads and writes do not wait for (only
+-- other catalog changes do), and it adopts the table's indexes as the parent's instead of building more.
+-- The parents are locked first in one order, as before, so two catalog changes never deadlock.
+CREATE FUNCTION tenantkit_search.share_lock_partitioned_tables() RETURNS void LANGUAGE sql AS $$
+  LOCK TABLE search.edges, search.resources, tenantkit_search.edge_refs, tenantkit_search.counts
+    IN SHARE UPDATE EXCLUSIVE MODE
+$$;
+CREATE OR REPLACE FUNCTION tenantkit_search.ensure_cluster(cluster text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE t record; part text;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('tenantkit_search.partitions:' || cluster));
+  IF NOT EXISTS (SELECT 1 FROM tenantkit_search.partitioned_tables() p
+      WHERE to_regclass(format('%I.%I', p.schema_name, tenantkit_search.partition_name(p.table_name, cluster))) IS NULL) THEN
+    RETURN;
+  END IF;
+  PERFORM tenantkit_search.share_lock_partitioned_tables();
+  FOR t IN SELECT * FROM tenantkit_search.partitioned_tables() LOOP
+    part := tenantkit_search.partition_name(t.table_name, cluster);
+    IF to_regclass(format('%I.%I', t.schema_name, part)) IS NULL THEN
+      EXECUTE format('CREATE TABLE %I.%I (LIKE %I.%I INCLUDING ALL)', t.schema_name, part, t.schema_name, t.table_name);
+      EXECUTE format('ALTER TABLE %I.%I ATTACH PARTITION %I.%I FOR VALUES IN (%L)', t.schema_name, t.table_name,
+        t.schema_name, part, cluster);
+    END IF;
+  END LOOP;
+END $$;
+`,
+  },
 ];
 
 /**

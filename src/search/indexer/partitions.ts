@@ -1,9 +1,11 @@
 // Each cluster's rows live in partitions of their own (migration 3). The indexer makes sure a cluster's
-// partitions exist before its first batch, and removes a cluster by dropping them. Both lock the
-// partitioned tables exclusively, which waits for running statements on them and holds up new ones while
-// it waits. The lock timeout is short, and below PostgreSQL's deadlock_timeout (1 s by default): should
-// the change deadlock with an index batch, it gives way before the deadlock detector would pick a victim,
-// so neither a query nor a batch ever fails for it, and none waits longer than the timeout. Retried.
+// partitions exist before its first batch, and removes a cluster by dropping them. Making them attaches
+// new tables (migration 6), which locks the partitioned tables only against other catalog changes: reads
+// and writes go on. Dropping them locks the partitioned tables exclusively, which waits for running
+// statements on them and holds up new ones while it waits. The lock timeout is short, and below
+// PostgreSQL's deadlock_timeout (1 s by default): should the change deadlock with an index batch, it
+// gives way before the deadlock detector would pick a victim, so neither a query nor a batch ever fails
+// for it, and none waits longer than the timeout. Retried.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 
