@@ -675,16 +675,21 @@ describe('NonAdminRestore', { timeout: veleroQueueMs + 30_000 }, () => {
       }
       for (const name of names) {
         const done = await settled(name);
-        expect(done.status?.veleroRestore?.status?.phase, JSON.stringify(done.status)).toBe('Completed');
         const made = (await veleroRestores()).filter(
           (r) =>
             r.metadata.annotations?.[Annotations.narName] === name &&
             r.metadata.annotations?.[Annotations.narNamespace] === ns,
         );
+        // One Velero Restore, the one the status names (the race this test is about)...
         expect(
           made.map((r) => r.metadata.name),
           name,
         ).toEqual([done.status!.veleroRestore!.nacuuid]);
+        // ...and it restored. Velero's own account first in the message (a long status is cut short).
+        expect(
+          done.status?.veleroRestore?.status?.phase,
+          `${name}: ${JSON.stringify(made[0]?.status)} ${JSON.stringify(done.status?.conditions?.map((c) => c.message))}`,
+        ).toBe('Completed');
       }
     } finally {
       for (const e of extra) e.stop.abort();
