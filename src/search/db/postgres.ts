@@ -149,6 +149,12 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Database>
   };
   const fresh = !existsSync(`${options.dir}/PG_VERSION`);
   await mkdir(options.dir, { recursive: true });
+  // The server's last lines, for the error when it does not start (a setting it refuses, say).
+  const lastLines: string[] = [];
+  const keep = (message: unknown) => {
+    lastLines.push(String(message).trim());
+    if (lastLines.length > 10) lastLines.shift();
+  };
   const server = new EmbeddedPostgres({
     databaseDir: options.dir,
     port,
@@ -159,11 +165,19 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Database>
     createPostgresUser: process.getuid?.() === 0,
     initdbFlags: ['--encoding=UTF8', '--locale=C'],
     postgresFlags: Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
-    onLog: () => {},
-    onError: () => {},
+    onLog: keep,
+    onError: keep,
   });
-  if (fresh) await server.initialise();
-  await server.start();
+  try {
+    if (fresh) await server.initialise();
+    lastLines.length = 0;
+    await server.start();
+  } catch (err) {
+    const said = lastLines.filter(Boolean).join('\n');
+    throw new Error(
+      `the embedded PostgreSQL in ${options.dir} did not start${err instanceof Error ? ` (${err.message})` : ''}${said ? `; it said:\n${said}` : ''}`,
+    );
+  }
   const url = `postgres://${embeddedUser}:${embeddedPassword}@127.0.0.1:${port}/postgres`;
   try {
     const db = await connect(url, options);
