@@ -288,8 +288,8 @@ try {
     );
     tokens.set(c, reply.status.token);
   });
-  const shown = await db.pool.query<{ name: string; setting: string; unit: string | null }>(
-    `SELECT name, setting, unit FROM pg_settings WHERE name = ANY($1) ORDER BY name`,
+  const shown = await db.pool.query<{ name: string; setting: string }>(
+    `SELECT name, current_setting(name) AS setting FROM pg_settings WHERE name = ANY($1) ORDER BY name`,
     [
       [
         'shared_buffers',
@@ -301,7 +301,7 @@ try {
       ],
     ],
   );
-  console.log(`database: ${shown.rows.map((r) => `${r.name}=${r.setting}${r.unit ?? ''}`).join(' ')}`);
+  console.log(`database: ${shown.rows.map((r) => `${r.name}=${r.setting}`).join(' ')}`);
   console.log(
     `RBAC set-up: ${hubNamespaces} hub namespaces, ${allClusters.length} ManagedClusters, ${bindings} RoleBindings, ${allClusters.length} collector identities in ${(since(t) / 1000).toFixed(1)} s`,
   );

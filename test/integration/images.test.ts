@@ -126,7 +126,7 @@ describe.skipIf(nodeSkipReason)('the images tenantkit ships', () => {
       metadata: { name: 'db', namespace: ns },
       spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '200Mi' } } },
     } as KubeObject);
-    const database = (name: string) =>
+    const database = (name: string, args: string[] = []) =>
       pod(name, images.postgres.ref, {
         securityContext: {
           runAsNonRoot: true,
@@ -143,6 +143,7 @@ describe.skipIf(nodeSkipReason)('the images tenantkit ships', () => {
         containers: [
           {
             name: 'postgres',
+            args,
             env: [{ name: 'POSTGRES_PASSWORD_FILE', value: '/etc/db/password' }],
             ports: [{ containerPort: 5432 }],
             readinessProbe: { tcpSocket: { port: 5432 }, periodSeconds: 1 },
@@ -191,10 +192,12 @@ describe.skipIf(nodeSkipReason)('the images tenantkit ships', () => {
       what: 'db-1 gone',
       timeoutMs: 30_000,
     });
-    await cluster.admin.create(Resources.pods, database('db-2'));
+    // Server settings as the chart passes them (search.database.bundled.settings): `-c name=value`.
+    await cluster.admin.create(Resources.pods, database('db-2', ['-c', 'shared_buffers=48MB']));
     const again = await connect(await ready('db-2'), 'correct horse');
     try {
       expect((await again.query('SELECT v FROM kept')).rows).toEqual([{ v: 'across Pods' }]);
+      expect((await again.query('SHOW shared_buffers')).rows[0].shared_buffers).toBe('48MB');
     } finally {
       await again.end();
     }
