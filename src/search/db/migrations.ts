@@ -384,22 +384,23 @@ CREATE FUNCTION tenantkit_search.share_lock_partitioned_tables() RETURNS void LA
   LOCK TABLE search.edges, search.resources, tenantkit_search.edge_refs, tenantkit_search.counts
     IN SHARE UPDATE EXCLUSIVE MODE
 $$;
+-- The cluster's partitions that do not exist yet, with the name each gets.
+CREATE FUNCTION tenantkit_search.missing_partitions(cluster text)
+  RETURNS TABLE (schema_name text, table_name text, part text) LANGUAGE sql STABLE AS $$
+  SELECT p.schema_name, p.table_name, tenantkit_search.partition_name(p.table_name, cluster)
+  FROM tenantkit_search.partitioned_tables() p
+  WHERE to_regclass(format('%I.%I', p.schema_name, tenantkit_search.partition_name(p.table_name, cluster))) IS NULL
+$$;
 CREATE OR REPLACE FUNCTION tenantkit_search.ensure_cluster(cluster text) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE t record; part text;
+DECLARE t record;
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtext('tenantkit_search.partitions:' || cluster));
-  IF NOT EXISTS (SELECT 1 FROM tenantkit_search.partitioned_tables() p
-      WHERE to_regclass(format('%I.%I', p.schema_name, tenantkit_search.partition_name(p.table_name, cluster))) IS NULL) THEN
-    RETURN;
-  END IF;
+  IF NOT EXISTS (SELECT 1 FROM tenantkit_search.missing_partitions(cluster)) THEN RETURN; END IF;
   PERFORM tenantkit_search.share_lock_partitioned_tables();
-  FOR t IN SELECT * FROM tenantkit_search.partitioned_tables() LOOP
-    part := tenantkit_search.partition_name(t.table_name, cluster);
-    IF to_regclass(format('%I.%I', t.schema_name, part)) IS NULL THEN
-      EXECUTE format('CREATE TABLE %I.%I (LIKE %I.%I INCLUDING ALL)', t.schema_name, part, t.schema_name, t.table_name);
-      EXECUTE format('ALTER TABLE %I.%I ATTACH PARTITION %I.%I FOR VALUES IN (%L)', t.schema_name, t.table_name,
-        t.schema_name, part, cluster);
-    END IF;
+  FOR t IN SELECT * FROM tenantkit_search.missing_partitions(cluster) LOOP
+    EXECUTE format('CREATE TABLE %I.%I (LIKE %I.%I INCLUDING ALL)', t.schema_name, t.part, t.schema_name, t.table_name);
+    EXECUTE format('ALTER TABLE %I.%I ATTACH PARTITION %I.%I FOR VALUES IN (%L)', t.schema_name, t.table_name,
+      t.schema_name, t.part, cluster);
   END LOOP;
 END $$;
 `,
