@@ -21,6 +21,7 @@ import { InvalidBatchError } from '../../src/search/policy/batch.ts';
 import { PostgresSearch } from '../../src/search/query/engine.ts';
 import { WatchHub } from '../../src/search/query/watch.ts';
 import { allAccess } from '../harness/access-sets.ts';
+import { eventually } from '../harness/cluster.ts';
 import { startTestDatabase } from '../harness/postgres.ts';
 import { webDeployment } from '../harness/search-objects.ts';
 
@@ -416,6 +417,162 @@ describe('search index on PostgreSQL', () => {
     await indexer.removeCluster('edge-new');
   });
 
+  const statesOf = async (cluster: string) =>
+    (
+      await db.pool.query<{ table_name: string; state: string }>(
+        'SELECT table_name, state FROM tenantkit_search.partition_states($1)',
+        [cluster],
+      )
+    ).rows.map((r) => `${r.table_name}:${r.state}`);
+  const fenceOf = async (cluster: string) =>
+    (
+      await db.pool.query<{ stream: string }>(
+        'SELECT stream FROM tenantkit_search.batch_fences WHERE cluster = $1',
+        [cluster],
+      )
+    ).rows[0]?.stream;
+  const objectsOf = async (cluster: string) =>
+    (
+      await db.pool.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM search.resources WHERE cluster = $1',
+        [cluster],
+      )
+    ).rows[0]!.n;
+  const twoObjects = (cluster: string, name = 'web') => {
+    const owner = object('Deployment', name, { namespace: 'shop', group: 'apps' }, [], cluster);
+    return [
+      owner,
+      object('Pod', `${name}-1`, { namespace: 'shop' }, [{ type: 'ownedBy', uid: owner.uid }], cluster),
+    ];
+  };
+
+  it('removes a cluster while a long query holds the tables, and blocks no query', async () => {
+    await indexer.write({ cluster: 'edge-gone', upserts: twoObjects('edge-gone') });
+    await indexer.write({ cluster: 'edge-stays', upserts: twoObjects('edge-stays') });
+    // A report over every cluster, still running: it holds the tables (ACCESS SHARE) until it ends.
+    const report = await db.pool.connect();
+    let removal: Promise<number> | undefined;
+    try {
+      await report.query('BEGIN');
+      await report.query('SELECT count(*) FROM search.resources');
+      await report.query('SELECT count(*) FROM search.edges');
+      removal = indexer.removeCluster('edge-gone');
+      // The cluster's objects are gone for every query that starts from now on, while the report runs,
+      // and none of those queries waits.
+      const gone = Date.now();
+      let slowest = 0;
+      for (;;) {
+        const started = Date.now();
+        const n = await objectsOf('edge-gone');
+        slowest = Math.max(slowest, Date.now() - started);
+        if (n === 0) break;
+        expect(Date.now() - gone, 'the removed cluster still found after 5 s').toBeLessThan(5_000);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(slowest).toBeLessThan(1_000);
+      // Other clusters' batches land meanwhile, and a new cluster joins.
+      const late = new Promise<'waited'>((resolve) => setTimeout(() => resolve('waited'), 5_000).unref());
+      const batches = Promise.all([
+        indexer.write({ cluster: 'edge-stays', upserts: twoObjects('edge-stays', 'api') }),
+        indexer.write({ cluster: 'edge-joins', upserts: twoObjects('edge-joins') }),
+      ]);
+      expect(await Promise.race([batches.then(() => 'written' as const), late])).toBe('written');
+      const found = await engine.search(
+        all,
+        { filters: [{ property: 'namespace', values: ['shop'] }] },
+        selection,
+      );
+      expect(found.items?.filter((i) => i.cluster === 'edge-gone')).toEqual([]);
+      expect(found.items?.filter((i) => i.cluster === 'edge-stays').length).toBe(4);
+    } finally {
+      await report.query('COMMIT');
+      report.release();
+    }
+    // The removal ends once the report has: every table dropped, nothing of the cluster left.
+    expect(await removal).toBe(2);
+    expect(await statesOf('edge-gone')).toEqual([
+      'edges:missing',
+      'resources:missing',
+      'edge_refs:missing',
+      'counts:missing',
+    ]);
+    expect(await fenceOf('edge-gone')).toMatch(/^\d+\.removed$/);
+    const leftover = await db.pool.query(`SELECT relname FROM pg_class WHERE relname LIKE '%edge_gone%'`);
+    expect(leftover.rows).toEqual([]);
+    await indexer.removeCluster('edge-stays');
+    await indexer.removeCluster('edge-joins');
+  });
+
+  it('finishes a removal cut short, from whichever step it stopped at', async () => {
+    // Cut short after its tombstone: the partitions are still attached; the next indexer to start
+    // finishes it.
+    await indexer.write({ cluster: 'edge-cut', upserts: twoObjects('edge-cut') });
+    await db.pool.query('SELECT tenantkit_search.mark_removed($1, $2)', ['edge-cut', Date.now()]);
+    expect(await fenceOf('edge-cut')).toMatch(/\.removing$/);
+    const restarted = new Indexer({ pool: db.pool, logger: silentLogger, hubCluster: HubCluster });
+    await restarted.resumeRemovals();
+    expect(await objectsOf('edge-cut')).toBe(0);
+    expect(new Set(await statesOf('edge-cut'))).toEqual(
+      new Set(['edges:missing', 'resources:missing', 'edge_refs:missing', 'counts:missing']),
+    );
+    expect(await fenceOf('edge-cut')).toMatch(/\.removed$/);
+
+    // Cut short inside the detaches: one partition left detaching (its concurrent detach killed while it
+    // waited for a query), one detached but not dropped.
+    await indexer.write({ cluster: 'edge-cut2', upserts: twoObjects('edge-cut2') });
+    const name = async (table: string) =>
+      (
+        await db.pool.query<{ n: string }>("SELECT tenantkit_search.partition_name($1, 'edge-cut2') AS n", [
+          table,
+        ])
+      ).rows[0]!.n;
+    await db.pool.query(`ALTER TABLE search.edges DETACH PARTITION search.${await name('edges')}`);
+    const report = await db.pool.connect();
+    const detacher = await db.pool.connect();
+    try {
+      await report.query('BEGIN');
+      await report.query('SELECT count(*) FROM search.resources');
+      const pid = (await detacher.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      const detach = detacher
+        .query(`ALTER TABLE search.resources DETACH PARTITION search.${await name('resources')} CONCURRENTLY`)
+        .catch((err: Error) => err);
+      await eventually(async () => (await statesOf('edge-cut2')).includes('resources:detaching'));
+      await db.pool.query('SELECT pg_terminate_backend($1)', [pid]);
+      expect(String(await detach)).toMatch(/terminat/);
+    } finally {
+      await report.query('COMMIT');
+      report.release();
+      detacher.release(true);
+    }
+    expect(await statesOf('edge-cut2')).toEqual([
+      'edges:detached',
+      'resources:detaching',
+      'edge_refs:attached',
+      'counts:attached',
+    ]);
+    // A collector started since then indexes the cluster again: what was left goes first, and only the
+    // new batch's objects are found.
+    const fresh = new Indexer({ pool: db.pool, logger: silentLogger, hubCluster: HubCluster });
+    await fresh.write({
+      cluster: 'edge-cut2',
+      sequence: { stream: `${Date.now()}.00000000000000cc`, seq: 1 },
+      upserts: twoObjects('edge-cut2', 'api'),
+    });
+    const found = await engine.search(
+      all,
+      { filters: [{ property: 'cluster', values: ['edge-cut2'] }] },
+      selection,
+    );
+    expect(found.items?.map((i) => i.name).sort()).toEqual(['api', 'api-1']);
+    expect(await statesOf('edge-cut2')).toEqual([
+      'edges:attached',
+      'resources:attached',
+      'edge_refs:attached',
+      'counts:attached',
+    ]);
+    expect(await fresh.removeCluster('edge-cut2')).toBe(2);
+  });
+
   describe('queries', () => {
     beforeAll(async () => {
       await indexer.write({
@@ -769,7 +926,7 @@ describe('search index upgrade to partitions by cluster', () => {
       ).toEqual([{ partition: expect.stringMatching(/^search\.resources_edge_1_[0-9a-f]{8}$/) }]);
       // The indexer goes on from there (with the later migrations): the fence row survived, and new
       // batches land in the partitions.
-      expect(await migrate(db.pool)).toEqual([4, 5, 6]);
+      expect(await migrate(db.pool)).toEqual([4, 5, 6, 7]);
       const indexer = new Indexer({ pool: db.pool, logger: silentLogger, hubCluster: HubCluster });
       await indexer.write({
         cluster: 'edge-1',
@@ -821,7 +978,7 @@ describe('search index upgrade to references digests in the rows', () => {
         `INSERT INTO search.edges VALUES ($1, 'Pod', $2, 'Deployment', 'ownedBy', 'edge-1')`,
         [pod.uid, deployment.uid],
       );
-      expect(await migrate(db.pool)).toEqual([4, 5, 6]);
+      expect(await migrate(db.pool)).toEqual([4, 5, 6, 7]);
       const rows = async (sql: string) => (await db.pool.query(sql)).rows;
       expect(await rows(`SELECT to_regclass('tenantkit_search.sources') AS sources`)).toEqual([
         { sources: null },

@@ -225,6 +225,19 @@ export async function startSearchService(
   });
   const access = new RbacAccessProvider({ client, logger });
   const running: Promise<unknown>[] = [access.start(signal), store.run(signal)];
+  if (options.indexer !== false) {
+    // A removal cut short by a crash of the last process is finished now (its tombstone is in place).
+    running.push(
+      store.indexer
+        .resumeRemovals()
+        .catch((err: unknown) =>
+          logger.error(
+            { err: String(err) },
+            'finishing cluster removals cut short failed; the next removal or batch of the cluster retries',
+          ),
+        ),
+    );
+  }
   const collector = hubCollector(options, store);
   if (collector) running.push(collector.run(signal));
   const authenticator = tokenAuthenticator(options, running, signal);

@@ -405,6 +405,54 @@ BEGIN
 END $$;
 `,
   },
+  {
+    version: 7,
+    what: 'a cluster removed without blocking queries: its partitions detached concurrently, then dropped',
+    sql: `
+-- drop_cluster (migration 3) drops partitions, which locks the parents exclusively: every running query
+-- is waited for and every new one waits behind it. A removal now writes its tombstone first
+-- (mark_removed), then detaches each partition with DETACH PARTITION ... CONCURRENTLY, which takes only
+-- SHARE UPDATE EXCLUSIVE on the parent (queries and batches go on; from its first step new queries no
+-- longer see the partition) and waits for the queries that still read it; the table, a partition no
+-- more, is then dropped (indexer/partitions.ts runs those steps: they cannot run in a transaction).
+-- drop_cluster stays for replicas of the version before during an upgrade.
+
+-- Each of the cluster's partitions, in the order the parents are locked (see
+-- share_lock_partitioned_tables), and how far it is: attached, detaching (a concurrent detach that was
+-- interrupted: queries no longer see it, FINALIZE completes it), detached (a table that is no
+-- partition any more, whose drop was interrupted) or missing.
+CREATE FUNCTION tenantkit_search.partition_states(cluster text)
+  RETURNS TABLE (schema_name text, table_name text, part text, state text) LANGUAGE sql STABLE AS $$
+  SELECT p.schema_name, p.table_name, n.part,
+    CASE WHEN to_regclass(format('%I.%I', p.schema_name, n.part)) IS NULL THEN 'missing'
+         WHEN i.inhrelid IS NULL THEN 'detached'
+         WHEN i.inhdetachpending THEN 'detaching'
+         ELSE 'attached' END
+  FROM tenantkit_search.partitioned_tables() p
+  CROSS JOIN LATERAL (SELECT tenantkit_search.partition_name(p.table_name, cluster) AS part) n
+  LEFT JOIN pg_inherits i ON i.inhrelid = to_regclass(format('%I.%I', p.schema_name, n.part))
+    AND i.inhparent = format('%I.%I', p.schema_name, p.table_name)::regclass
+  ORDER BY array_position(ARRAY['edges', 'resources', 'edge_refs', 'counts'], p.table_name)
+$$;
+
+-- The first step of a removal: the fence becomes a tombstone of a removal in progress ('<time>.removing':
+-- batches of collector streams started before it are refused from now on, as by '<time>.removed', which
+-- it becomes once the partitions are gone), and the cluster's property names go. Returns nothing.
+CREATE FUNCTION tenantkit_search.mark_removed(cluster text, removed_at bigint) RETURNS void
+  LANGUAGE sql AS $$
+  DELETE FROM tenantkit_search.properties p WHERE p.cluster = mark_removed.cluster;
+  INSERT INTO tenantkit_search.batch_fences AS f (cluster, stream, started, seq)
+    VALUES (mark_removed.cluster, removed_at || '.removing', removed_at, 0)
+    ON CONFLICT ON CONSTRAINT batch_fences_pkey
+    DO UPDATE SET stream = EXCLUDED.stream, started = EXCLUDED.started, seq = 0;
+$$;
+
+-- The clusters whose removal began and did not finish (a crash between its steps).
+CREATE FUNCTION tenantkit_search.unfinished_removals() RETURNS SETOF text LANGUAGE sql STABLE AS $$
+  SELECT cluster FROM tenantkit_search.batch_fences WHERE stream LIKE '%.removing'
+$$;
+`,
+  },
 ];
 
 /**

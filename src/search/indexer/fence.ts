@@ -8,6 +8,7 @@
 //   stream it replaced are refused from then on;
 // - a cluster removed from the index leaves a tombstone stream (`<time>.removed`): a collector that was
 //   already running cannot write part of the cluster back; one started after the removal lists it whole.
+//   While the removal runs, the tombstone reads `<time>.removing` (partitions.ts), with the same effect.
 import type pg from 'pg';
 import { type BatchSequence, SupersededBatchError } from '../model.ts';
 
@@ -34,7 +35,7 @@ export async function passFence(sql: Sql, cluster: string, sequence: BatchSequen
   const fence = rows[0]!;
   if (fence.stream === sequence.stream) {
     if (sequence.seq <= Number(fence.seq)) return false;
-  } else if (fence.stream.endsWith('.removed')) {
+  } else if (fence.stream.endsWith('.removed') || fence.stream.endsWith('.removing')) {
     // A collector started at the very moment of the removal, or later, lists the cluster whole: it passes.
     if (started < Number(fence.started)) {
       throw new SupersededBatchError(

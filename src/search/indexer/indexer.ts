@@ -77,6 +77,14 @@ export class Indexer implements IndexSink {
     });
   }
 
+  /** Finishes the removals of clusters that were cut short (by a crash, say); run when an indexer starts. */
+  async resumeRemovals(): Promise<void> {
+    const finished = await this.partitions.resumeRemovals();
+    for (const cluster of finished) {
+      this.options.logger.info({ cluster }, 'finished removing a cluster from the index, cut short before');
+    }
+  }
+
   private queueOf(cluster: string): ClusterQueue {
     let queue = this.queues.get(cluster);
     if (!queue) {
