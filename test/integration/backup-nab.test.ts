@@ -404,6 +404,60 @@ describe('NonAdminBackup', { timeout: veleroQueueMs + 30_000 }, () => {
     }
   });
 
+  it("keeps a stalled queue's clock when the controllers restart", async () => {
+    // A controller that restarts has not seen the queue stand still: it reads how long from Velero's
+    // objects. Before, its clock started again, and the tenant read "scheduled" until the warning time
+    // had passed once more.
+    await setPolicy({ enforceBackupSpec: { snapshotVolumes: false }, stalledQueueWarningAfter: '4s' });
+    const queuedReason = async () =>
+      (await tenant.get<NonAdminBackup>(nabType, 'held-over', ns))?.status?.conditions?.find(
+        (c) => c.type === 'Queued',
+      )?.reason;
+    try {
+      const seen = await velero.paused(async () => {
+        await tenant.create(nabType, {
+          metadata: { name: 'held-over', namespace: ns },
+          spec: { backupSpec: {} },
+        } as KubeObject);
+        await eventually(async () => (await queuedReason()) === 'VeleroQueueStalled', {
+          timeoutMs: 30_000,
+          what: 'held-over says the queue is stalled',
+        });
+        // Two seconds more: the recorded times are whole seconds, and the clock read back rounds up.
+        await new Promise((r) => setTimeout(r, 2_000));
+        await running.stopControllers();
+        running.startControllers();
+        const restarted = Date.now();
+        const reasons = new Set<string | undefined>();
+        while (Date.now() - restarted < 3_000) {
+          reasons.add(await queuedReason());
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        const gauge = await registry.getSingleMetric('tenantkit_velero_backup_queue_stalled_seconds')!.get();
+        const events = await tenant.list<KubeObject & { reason?: string; regarding?: { name?: string } }>(
+          Resources.events,
+          { namespace: ns },
+        );
+        return {
+          reasons: [...reasons],
+          still: gauge.values.find((v) => v.labels.namespace === velero.namespace)?.value ?? 0,
+          warnings: events.items.filter(
+            (e) => e.reason === 'VeleroQueueStalled' && e.regarding?.name === 'held-over',
+          ).length,
+        };
+      });
+      // Stalled all along, as the restarted controller counts it too, and told once.
+      expect(seen.reasons).toEqual(['VeleroQueueStalled']);
+      expect(seen.still).toBeGreaterThanOrEqual(4);
+      expect(seen.warnings).toBe(1);
+      const done = await settled('held-over');
+      expect(done.status?.veleroBackup?.status?.phase).toBe('Completed');
+      expect(await queuedReason()).toBe('BackupScheduled');
+    } finally {
+      await setPolicy({ enforceBackupSpec: { snapshotVolumes: false } });
+    }
+  });
+
   it("keeps tenants out of each other's backups", async () => {
     const other = await cluster.user(cluster.unique('mallory'));
     const otherNs = await cluster.namespace('mallory');

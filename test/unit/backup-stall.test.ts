@@ -134,6 +134,50 @@ describe('StallTracker', () => {
     expect(off.stalls.stillFor('velero')).toBe(60_000);
   });
 
+  it('takes the clock of a queue it found already there from what Velero recorded, and keeps a move it saw', async () => {
+    let now = 1_000_000;
+    const recorded = new Map([
+      ['velero', now - 20_000],
+      ['other', now - 20_000],
+    ]);
+    const queue = new QueueTracker({
+      queuePhases: backupQueuePhases,
+      originOf: (o) => o.metadata.annotations?.origin,
+    });
+    const stalls = new StallTracker({
+      kind: 'Backup',
+      queue,
+      warnAfterMs: () => 10_000,
+      recorded: async (ns) => recorded.get(ns),
+      now: () => now,
+    });
+    let live = false;
+    const q = queue.handlers();
+    const s = stalls.queueHandlers(phases, () => live);
+    const add = (o: Obj) => {
+      q.onAdd!(o);
+      s.onAdd!(o);
+    };
+    // What the informer hands over while it first lists is no move: a restarted controller.
+    add(backup('a', 1, { phase: 'InProgress' }));
+    add(backup('b', 2, { phase: 'InProgress' }, 'other'));
+    live = true;
+    const before = backup('b', 2, { phase: 'InProgress' }, 'other');
+    now += 1_000;
+    // A move it sees itself is later than anything recorded before it.
+    q.onUpdate!(before, backup('b', 2, { phase: 'InProgress', progress: { itemsBackedUp: 1 } }, 'other'));
+    s.onUpdate!(before, backup('b', 2, { phase: 'InProgress', progress: { itemsBackedUp: 1 } }, 'other'));
+    await stalls.recall('velero');
+    await stalls.recall('other');
+    expect(stalls.stillFor('velero')).toBe(21_000);
+    expect(stalls.state('velero')).toEqual({ stalledAfterMs: 10_000 });
+    expect(stalls.state('other')).toEqual({ checkInMs: 10_000 });
+    // Read once: a later recall changes nothing.
+    recorded.set('velero', now);
+    await stalls.recall('velero');
+    expect(stalls.stillFor('velero')).toBe(21_000);
+  });
+
   it('keeps each Velero namespace apart', () => {
     const w = world();
     w.add(backup('a', 1, { phase: 'InProgress' }, 'velero'));

@@ -16,16 +16,22 @@
 // whose node-agent died, say), and their queue is tracked alike for NonAdminRestores
 // (`tenantkit_velero_restore_queue_stalled_seconds`). Nothing here acts on Velero: restarting it is the
 // admin's call.
+//
+// A controller that restarts did not see the moves before it: the clock of each queue is then taken from
+// what Velero's objects record (recordedLastMove), before the first answer about that queue, so a queue
+// stalled before the restart stays stalled after it, and one that moved a moment ago is not called
+// stalled. What the informers deliver while they first list is not a move: it is what was already there.
 import { Gauge } from 'prom-client';
 import type { NonAdminBackupConfig } from '../../crds/backup.ts';
 import { VeleroResources } from '../../crds/velero.ts';
+import type { KubeClient } from '../../kube/client.ts';
 import { type Condition, findCondition } from '../../kube/conditions.ts';
 import type { ReconcileResult } from '../../kube/controller.ts';
-import type { EventHandlers } from '../../kube/informer.ts';
+import type { EventHandlers, Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { jsonEqual } from '../../kube/merge-patch.ts';
 import { registry } from '../../kube/metrics.ts';
-import type { KubeObject } from '../../kube/resources.ts';
+import type { KubeObject, ResourceType } from '../../kube/resources.ts';
 import type { StatusEvent } from '../../kube/status.ts';
 import { configType, currentPolicy } from '../policy/config.ts';
 import { formatDuration } from '../policy/cron.ts';
@@ -43,6 +49,12 @@ export interface StallTrackerOptions {
   queue: QueueView;
   /** The admin's `stalledQueueWarningAfter` in milliseconds, read when needed (it applies live); 0 is off. */
   warnAfterMs: () => number;
+  /**
+   * When the queue of a namespace last moved before this process watched it, as Velero's objects tell
+   * (ms since the epoch; undefined when they tell nothing). Without it, or when it fails, a queue's
+   * clock starts with the process.
+   */
+  recorded?: (namespace: string) => Promise<number | undefined>;
   now?: () => number;
 }
 
@@ -54,6 +66,10 @@ export class StallTracker {
   readonly kind: Kind;
   /** Tenant objects of queues that moved again after being stalled: their condition must change back. */
   private changed = new Set<string>();
+  /** Namespaces whose clock has taken in (or is taking in) what Velero's objects recorded. */
+  private readonly recalled = new Map<string, Promise<void>>();
+  /** Namespaces whose queue this process saw move. */
+  private readonly movedHere = new Set<string>();
 
   constructor(options: StallTrackerOptions) {
     this.options = options;
@@ -62,6 +78,33 @@ export class StallTracker {
     // After a restart nothing is known of the time before: a queue counts as still from the start only.
     this.started = this.now();
     trackers[this.kind].add(this);
+  }
+
+  /**
+   * Resolves once the clock of the queue of `namespace` has taken in when Velero's objects say it last
+   * moved (read once per namespace; again after a failed read). A move this process saw is later than
+   * anything recorded before it and is kept.
+   */
+  recall(namespace: string): Promise<void> {
+    let done = this.recalled.get(namespace);
+    if (!done) {
+      done = this.readRecorded(namespace);
+      this.recalled.set(namespace, done);
+    }
+    return done;
+  }
+
+  private async readRecorded(namespace: string): Promise<void> {
+    let at: number | undefined;
+    try {
+      at = await this.options.recorded?.(namespace);
+    } catch {
+      // The clock stays as it was (from the process's start); the next answer reads again.
+      this.recalled.delete(namespace);
+      return;
+    }
+    if (at !== undefined && !this.movedHere.has(namespace))
+      this.lastMove.set(namespace, Math.min(at, this.now()));
   }
 
   /** How long the queue of `namespace` has held unfinished Backups without moving, in ms; 0 if empty. */
@@ -101,19 +144,21 @@ export class StallTracker {
       for (const origin of this.options.queue.origins(namespace)) this.changed.add(origin);
     }
     this.lastMove.set(namespace, this.now());
+    this.movedHere.add(namespace);
   }
 
   /**
    * Handlers for Velero's Backups or Restores (every one, not tenantkit's only), registered after the
    * queue's own (its length is current). `phases`: those that hold a place in the queue, and of those
-   * the ones Velero is working on.
+   * the ones Velero is working on. `live`: false while the informer first lists (what it delivers then
+   * was there before: see {@link recall}).
    */
-  queueHandlers(phases: QueuePhases): EventHandlers<WithStatus> {
+  queueHandlers(phases: QueuePhases, live: () => boolean = () => true): EventHandlers<WithStatus> {
     const queued = (o: WithStatus) => phases.queued.includes(phaseOf(o));
     const running = (o: WithStatus) => phases.running.includes(phaseOf(o));
     return {
       onAdd: (o) => {
-        if (queued(o)) this.entered(o.metadata.namespace ?? '');
+        if (live() && queued(o)) this.entered(o.metadata.namespace ?? '');
       },
       onUpdate: (p, o) => {
         const ns = o.metadata.namespace ?? '';
@@ -129,9 +174,11 @@ export class StallTracker {
   }
 
   /** Handlers for the volume operations (PodVolumeBackups and DataUploads, or their restore kinds). */
-  operationHandlers(): EventHandlers<WithStatus> {
+  operationHandlers(live: () => boolean = () => true): EventHandlers<WithStatus> {
     return {
-      onAdd: (o) => this.moved(o.metadata.namespace ?? ''),
+      onAdd: (o) => {
+        if (live()) this.moved(o.metadata.namespace ?? '');
+      },
       onUpdate: (p, o) => {
         if (!jsonEqual(p.status as never, o.status as never)) this.moved(o.metadata.namespace ?? '');
       },
@@ -197,7 +244,8 @@ export interface StallOutcome {
 }
 
 /** What the tenant object of `o` says about a stalled queue, if anything. */
-export function stallOutcome(stalls: StallTracker, o: QueuedObject): StallOutcome {
+export async function stallOutcome(stalls: StallTracker, o: QueuedObject): Promise<StallOutcome> {
+  if (o.unfinished) await stalls.recall(o.veleroNamespace);
   const state = o.unfinished ? stalls.state(o.veleroNamespace) : undefined;
   if (state === undefined) return {};
   if ('checkInMs' in state) return { requeue: { requeueAfterMs: state.checkInMs + 100 } };
@@ -232,15 +280,26 @@ export function trackStalls(
   progress: Pick<ProgressSource, 'podVolumes' | 'dataMovers'>,
 ): StallTracker {
   const configs = manager.informer<NonAdminBackupConfig>(configType);
+  const type = kind === 'Backup' ? VeleroResources.backups : VeleroResources.restores;
+  const objects = manager.informer<WithStatus>(type);
+  const operations = [progress.podVolumes, progress.dataMovers].map((t) => ({
+    type: t,
+    informer: manager.informer<WithStatus>(t),
+  }));
   const tracker = new StallTracker({
     kind,
     queue,
     warnAfterMs: () => currentPolicy(configs).stalledQueueWarningAfterMs,
+    recorded: (namespace) =>
+      recordedLastMove(manager.client, namespace, { type, informer: objects, phases }, operations),
   });
-  const type = kind === 'Backup' ? VeleroResources.backups : VeleroResources.restores;
-  manager.informer<WithStatus>(type).addHandlers(tracker.queueHandlers(phases));
-  for (const volumes of [progress.podVolumes, progress.dataMovers])
-    manager.informer<WithStatus>(volumes).addHandlers(tracker.operationHandlers());
+  // Objects an informer hands over while it first lists, or when handlers join a synced one, were there
+  // before: not moves.
+  let joining = true;
+  objects.addHandlers(tracker.queueHandlers(phases, () => !joining && objects.hasSynced()));
+  for (const { informer } of operations)
+    informer.addHandlers(tracker.operationHandlers(() => !joining && informer.hasSynced()));
+  joining = false;
   // The gauge reads live trackers only: a stopped manager's is dropped.
   manager.add({
     name: `velero-${kind.toLowerCase()}-queue-stalls`,
@@ -252,3 +311,62 @@ export function trackStalls(
   });
   return tracker;
 }
+
+interface Watched {
+  type: ResourceType;
+  informer: Informer<WithStatus>;
+}
+
+/**
+ * When Velero's queue in `namespace` last moved, as far as Velero's objects still tell it: the latest of
+ * the creation of the oldest unfinished object (the queue has held one since), the finish of each
+ * finished one, the last status write of each running one, and the last change of each volume
+ * operation. Creation, start and finish times are in the informers' caches; the time of the last write
+ * is what the API server keeps in managedFields, which caches drop, so the few running objects and
+ * unfinished volume operations are read again (GET). The API server's times are whole seconds: a second
+ * is added, so the clock never starts before the move it stands for. A move whose object is gone
+ * (deleted since) is not told: the clock can then be earlier than it should, never later.
+ */
+async function recordedLastMove(
+  client: KubeClient,
+  namespace: string,
+  queue: Watched & { phases: QueuePhases },
+  operations: Watched[],
+): Promise<number | undefined> {
+  const times: number[] = [];
+  const written = async (w: Watched, o: WithStatus, statusOnly: boolean) => {
+    const fresh = await client.get<KubeObject>(w.type, o.metadata.name!, namespace);
+    const meta = fresh?.metadata as { managedFields?: { time?: string; fieldsV1?: object }[] } | undefined;
+    for (const entry of meta?.managedFields ?? []) {
+      if (statusOnly && !('f:status' in (entry.fieldsV1 ?? {}))) continue;
+      times.push(instant(entry.time));
+    }
+  };
+  let oldestUnfinished = Number.POSITIVE_INFINITY;
+  for (const o of queue.informer.list()) {
+    if (o.metadata.namespace !== namespace || o.metadata.deletionTimestamp) continue;
+    const phase = phaseOf(o);
+    const status = (o.status ?? {}) as { startTimestamp?: string; completionTimestamp?: string };
+    if (queue.phases.queued.includes(phase)) {
+      oldestUnfinished = Math.min(oldestUnfinished, instant(o.metadata.creationTimestamp));
+      if (queue.phases.running.includes(phase)) {
+        times.push(instant(status.startTimestamp));
+        await written(queue, o, true);
+      }
+    } else times.push(instant(status.completionTimestamp));
+  }
+  if (oldestUnfinished !== Number.POSITIVE_INFINITY) times.push(oldestUnfinished);
+  for (const w of operations) {
+    for (const o of w.informer.list()) {
+      if (o.metadata.namespace !== namespace) continue;
+      const status = (o.status ?? {}) as { completionTimestamp?: string };
+      times.push(instant(o.metadata.creationTimestamp), instant(status.completionTimestamp));
+      if (!status.completionTimestamp) await written(w, o, false);
+    }
+  }
+  const latest = Math.max(...times.filter((t) => !Number.isNaN(t)));
+  return Number.isFinite(latest) ? latest + 1_000 : undefined;
+}
+
+/** A time the API server wrote (RFC 3339), in ms; NaN when there is none. */
+const instant = (time: string | undefined | null): number => (time ? Date.parse(time) : Number.NaN);

@@ -363,7 +363,7 @@ export class NabReconciler extends ObjectReconciler<NabSources, NonAdminBackup, 
       });
     }
     const position = this.from.queue.position(veleroNs, name);
-    const stall = stallOutcome(this.from.stalls, {
+    const stall = await stallOutcome(this.from.stalls, {
       name,
       phase: veleroPhase,
       unfinished: unfinished(veleroPhase),

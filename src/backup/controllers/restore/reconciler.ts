@@ -328,7 +328,7 @@ export class NarReconciler extends ObjectReconciler<NarSources, NonAdminRestore,
           message: `Velero Restore ${name} was created for this restore`,
         });
     const position = this.from.queue.position(veleroNs, name);
-    const stall = stallOutcome(this.from.stalls, {
+    const stall = await stallOutcome(this.from.stalls, {
       name,
       phase: veleroPhase,
       unfinished: restoreQueuePhases.includes(veleroPhase),
