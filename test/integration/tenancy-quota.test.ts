@@ -133,8 +133,9 @@ describe('namespace quota across two webhook replicas', () => {
     // One grant for the first create; each window's end returns it and takes the next in one write.
     // Without renewals every window's first create would wait for a grant write of its own (3 or more).
     expect(writes('renewal', during)).toBeGreaterThanOrEqual(2);
-    // A create landing while a renewal is being written takes a grant itself; rarely, on a busy machine.
-    expect((await ledgerDecisions()) - decidedBefore).toBeLessThanOrEqual(2);
+    // A create landing while a renewal is being written takes a grant itself (rarely; on a busy machine
+    // more often): at most one per renewal, as creates come one at a time. Seen in CI: 3 with 3 renewals.
+    expect((await ledgerDecisions()) - decidedBefore).toBeLessThanOrEqual(1 + writes('renewal', during));
     // Once the stream stops, the renewed grant admits nothing and goes back without a successor.
     await eventually(
       async () => {
