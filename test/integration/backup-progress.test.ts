@@ -58,9 +58,12 @@ describe('progress counts', { timeout: veleroQueueMs + 60_000 }, () => {
     const client = env.running.controllerClient;
     const original = client.request.bind(client);
     const statusPatches: Record<string, unknown>[] = [];
+    const sent: string[] = [];
     client.request = ((method, path, params) => {
       if (method === 'PATCH' && path.includes('/nonadminbackups/')) {
         statusPatches.push((params?.body as { status?: Record<string, unknown> })?.status ?? {});
+        // What was sent, for a failure's message (a CI run once saw a PATCH here without a status).
+        sent.push(`${path} ${JSON.stringify(params?.body)}`);
       }
       return original(method, path, params);
     }) as typeof client.request;
@@ -73,8 +76,8 @@ describe('progress counts', { timeout: veleroQueueMs + 60_000 }, () => {
     // Neither an empty patch nor one carrying counts. (The NonAdminBackup controller may still rewrite
     // status.veleroBackup here: a field Velero dropped from its Backup's status, such as queuePosition,
     // survives its merge patch, which sends changed top-level fields only; that write is not the counts'.)
-    for (const patch of statusPatches) {
-      expect(Object.keys(patch).length).toBeGreaterThan(0);
+    for (const [i, patch] of statusPatches.entries()) {
+      expect(Object.keys(patch).length, sent[i]).toBeGreaterThan(0);
       expect(patch).not.toHaveProperty('fileSystemPodVolumeBackups');
       expect(patch).not.toHaveProperty('dataMoverDataUploads');
     }
