@@ -79,7 +79,13 @@ describe.skipIf(nodeSkipReason)('the local node', () => {
       async () => {
         const list = await tenant.list<Pod>(Resources.pods, { namespace: ns, labelSelector: 'app=web' });
         const up = list.items.filter((p) => p.status?.phase === 'Running');
-        return up.length === 2 ? up : undefined;
+        if (up.length === 2) return up;
+        // What a timeout then says: each Pod's phase and why its containers wait.
+        const seen = list.items.map((p) => {
+          const why = p.status?.conditions?.filter((c) => c.status !== 'True').map((c) => c.reason ?? c.type);
+          return `${p.metadata.name} ${p.status?.phase ?? 'no phase'}${why?.length ? ` (${why.join(', ')})` : ''}`;
+        });
+        throw new Error(`${up.length} of 2 Running: ${seen.join('; ') || 'no Pods yet'}`);
       },
       { what: "the Deployment's 2 Pods Running", timeoutMs: 60_000 },
     );
@@ -104,7 +110,9 @@ describe.skipIf(nodeSkipReason)('the local node', () => {
       });
       expect(log).toMatch(/^200 hello from web-/);
     }
-  });
+    // Three waits of up to a minute each (the Pods, then each client): the test's own budget covers
+    // them, so a slow step fails with its own message, not with the test's timeout.
+  }, 200_000);
 
   it('lets a Pod reach kube-apiserver through the kubernetes Service with its own service account token', async () => {
     await tenant.create(
