@@ -1075,6 +1075,48 @@ describe('searchComplete over many rows of few values', () => {
       const edgeOnly: AccessSet = { ...none, managedClusters: ['edge-1'] };
       expect(await engine.complete(edgeOnly, 'namespace', undefined, 2)).toEqual(['b', 'c']);
     }));
+
+  it("merges, in order, a user's walk of whole managed clusters with the walk of what they may see in the hub", () =>
+    withIndex(async ({ indexer, engine }) => {
+      // Hub: config maps in a and z, a Secret in a. edge-1: config maps in b, c, d and a Secret in b.
+      // edge-2: a config map the user may not see.
+      const configMap = (ns: string, i: number, cluster: string) =>
+        object('ConfigMap', `${ns}-${i}`, { namespace: ns }, [], cluster);
+      const secret = (ns: string, cluster: string) =>
+        object('Secret', `${ns}-secret`, { namespace: ns, plural: 'secrets' }, [], cluster);
+      await indexer.write({
+        cluster: HubCluster,
+        upserts: [
+          ...Array.from({ length: 20 }, (_, i) => configMap('a', i, HubCluster)),
+          configMap('z', 0, HubCluster),
+          secret('a', HubCluster),
+        ],
+      });
+      await indexer.write({
+        cluster: 'edge-1',
+        upserts: [...['b', 'c', 'd'].map((ns) => configMap(ns, 0, 'edge-1')), secret('b', 'edge-1')],
+      });
+      await indexer.write({ cluster: 'edge-2', upserts: [configMap('e', 0, 'edge-2')] });
+      // Config maps in hub namespace a, and the whole of edge-1 but its Secrets (ACM's rule).
+      const user: AccessSet = {
+        ...none,
+        managedClusters: ['edge-1'],
+        namespaced: [{ namespaces: ['a'], grants: [{ apiGroups: [''], resources: ['configmaps'] }] }],
+      };
+      const hubNames = Array.from({ length: 20 }, (_, i) => `a-${i}`);
+      expect(await engine.complete(user, 'name', undefined)).toEqual(
+        [...hubNames, 'b-0', 'c-0', 'd-0'].sort(),
+      );
+      expect(await engine.complete(user, 'name', undefined, 3)).toEqual([...hubNames].sort().slice(0, 3));
+      expect(await engine.complete(user, 'namespace', undefined)).toEqual(['a', 'b', 'c', 'd']);
+      expect(await engine.complete(user, 'namespace', undefined, 2)).toEqual(['a', 'b']);
+      expect(await engine.complete(user, 'cluster', undefined)).toEqual(['edge-1', HubCluster]);
+      // The same values as the plain DISTINCT that a filtered completion takes (the filter keeps every row).
+      const viaDistinct = await engine.complete(user, 'name', {
+        filters: [{ property: 'namespace', values: ['a', 'b', 'c', 'd', 'z'] }],
+      });
+      expect(await engine.complete(user, 'name', undefined)).toEqual(viaDistinct);
+    }));
 });
 
 describe('counts kept per cluster, type, kind and namespace', () => {

@@ -7,6 +7,21 @@ import { and, type Columns, or, type Params } from './sql.ts';
 /** The predicate over `cols` that holds exactly for the objects `set` may list. */
 export function accessPredicate(set: AccessSet, hubCluster: string, cols: Columns, p: Params): string {
   if (set.all) return 'TRUE';
+  const { hub, managed } = accessParts(set, hubCluster, cols, p);
+  return or([hub, managed].filter((part): part is string => part !== undefined));
+}
+
+/**
+ * The two halves of a (not `all`) access set's predicate: what it allows in the hub (by its RBAC grants)
+ * and what in managed clusters (whole clusters, as ACM allows them). A half that allows nothing is
+ * undefined. Their OR is {@link accessPredicate}; a query may read the halves apart, each by its own plan.
+ */
+export function accessParts(
+  set: AccessSet,
+  hubCluster: string,
+  cols: Columns,
+  p: Params,
+): { hub?: string; managed?: string } {
   const hub: string[] = [];
   const clusterWide = grantsPredicate(set.clusterWide, cols, p);
   if (clusterWide !== 'FALSE') hub.push(clusterWide);
@@ -20,13 +35,13 @@ export function accessPredicate(set: AccessSet, hubCluster: string, cols: Column
         : `${cols.namespace} = ANY(${p.list(group.namespaces)})`;
     hub.push(and([ns, grants]));
   }
-  const parts: string[] = [];
-  if (hub.length > 0) parts.push(and([`${cols.cluster} = ${p.add(hubCluster)}`, or(hub)]));
-  if (set.managedClusters.length > 0) {
+  return {
+    ...(hub.length > 0 ? { hub: and([`${cols.cluster} = ${p.add(hubCluster)}`, or(hub)]) } : {}),
     // ACM's rule for managed clusters: everything in a cluster the user may view, except Secrets.
-    parts.push(`(${cols.cluster} = ANY(${p.list(set.managedClusters)}) AND ${cols.gr} <> '/secrets')`);
-  }
-  return or(parts);
+    ...(set.managedClusters.length > 0
+      ? { managed: `(${cols.cluster} = ANY(${p.list(set.managedClusters)}) AND ${cols.gr} <> '/secrets')` }
+      : {}),
+  };
 }
 
 /** OR of the grants; 'TRUE' when one of them allows everything. */

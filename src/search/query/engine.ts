@@ -18,10 +18,11 @@ import {
   type SearchInput,
   type SearchResult,
 } from '../model.ts';
-import { accessPredicate } from './access-sql.ts';
+import { accessParts, accessPredicate } from './access-sql.ts';
 import { defaultFilterLimits, type FilterLimits, inputConditions, orderBy } from './filters.ts';
 import { formatItem } from './items.ts';
 import { and, type Columns, Params, resourceColumns } from './sql.ts';
+import { type Walk, walksSql } from './walk.ts';
 import type { WatchHub } from './watch.ts';
 
 export interface QueryLimits extends FilterLimits {
@@ -65,7 +66,7 @@ interface Row {
 
 /** Kinds that ACM does not walk through when following relationships deeper than one step. */
 const hubKinds = new Set(['node', 'channel']);
-/** searchComplete's walk of a column's index reads this many rows a step (for who sees everything). */
+/** searchComplete's walk of a column's index reads this many rows a step where it may (walk.ts). */
 const rowsPerStep = 16;
 /** Columns whose values a b-tree walk can list in order without visiting every row. */
 // A Map, not an object: a property named `__proto__` or `constructor` must find nothing here.
@@ -154,41 +155,22 @@ export class PostgresSearch implements SearchBackend {
     const max = this.limitOf(limit, 1_000, this.limits.maxCompleteLimit, 'limit');
     const p = new Params();
     const r = resourceColumns('r');
-    const allowed = accessPredicate(access, this.hub, r, p);
-    if (allowed === 'FALSE') return [];
     const conditions = inputConditions(query, r, p, this.limits);
     const column = walkableColumns.get(property);
     const unfiltered = conditions.length === 0;
     let sql: string;
     if (column && unfiltered && this.isBroad(access)) {
-      // Walk the index in order, a few rows at a time: each step reads the next rows after the last value
-      // seen and keeps their distinct values. Cost grows with the values returned, not with the rows
-      // indexed; a column of many distinct values (names) takes a step per few values, one of few
-      // values (namespaces) a step per value, as a walk of one row per step does. Every step descends into
-      // every partition's index, so fewer steps matter. Only without an access predicate, though: with
-      // one, PostgreSQL may read a few rows by another index and sort them at every step (528 ms for a
-      // user of 10 namespaces and one cluster, against 17 ms one row a step), so other access sets walk
-      // one row a step. (For narrow access sets a plain DISTINCT over their few rows is cheaper.)
-      if (access.all) {
-        const step = (after: string) => `SELECT array_agg(DISTINCT x.v ORDER BY x.v) AS vs FROM (
-            SELECT r.${column} AS v FROM search.resources r WHERE ${after}
-            ORDER BY r.${column} LIMIT ${rowsPerStep}) x`;
-        sql = `WITH RECURSIVE walk(vs, last) AS (
-            SELECT s.vs, s.vs[cardinality(s.vs)] FROM (${step(`r.${column} IS NOT NULL`)}) s
-            UNION ALL
-            SELECT s.vs, s.vs[cardinality(s.vs)] FROM walk w
-              CROSS JOIN LATERAL (${step(`r.${column} > w.last`)}) s WHERE w.last IS NOT NULL)
-          SELECT unnest(vs) AS v FROM walk WHERE vs IS NOT NULL LIMIT ${p.add(max)}`;
-      } else {
-        sql = `WITH RECURSIVE walk(v) AS (
-            (SELECT r.${column} FROM search.resources r WHERE r.${column} IS NOT NULL AND ${allowed}
-              ORDER BY r.${column} LIMIT 1)
-            UNION ALL
-            SELECT (SELECT r.${column} FROM search.resources r WHERE r.${column} > w.v AND ${allowed}
-              ORDER BY r.${column} LIMIT 1) FROM walk w WHERE w.v IS NOT NULL)
-          SELECT v FROM walk WHERE v IS NOT NULL LIMIT ${p.add(max)}`;
-      }
+      // Walk the column's index in order (walk.ts). Who sees everything walks it 16 rows a step; who sees
+      // whole managed clusters walks those clusters the same way (their predicate names clusters only),
+      // beside a walk of one row a step over what they may see in the hub, and gets the values of both
+      // in order: a user of every cluster and 1,000 hub namespaces no longer walks every partition one
+      // row a step. (For narrow access sets a plain DISTINCT over their few rows is cheaper.)
+      const walks = this.walks(access, column, p);
+      if (walks.length === 0) return [];
+      sql = walksSql(walks, p.add(max));
     } else {
+      const allowed = accessPredicate(access, this.hub, r, p);
+      if (allowed === 'FALSE') return [];
       const where = and([...conditions, allowed]);
       const values =
         property === 'label'
@@ -373,6 +355,16 @@ export class PostgresSearch implements SearchBackend {
   }
 
   /** A user with cluster-wide grants, or grants in many namespaces, sees a large share of the index. */
+  /** The walks that list a column's values for `access` (see complete). */
+  private walks(access: AccessSet, column: string, p: Params): Walk[] {
+    if (access.all) return [{ name: 'walk', column, rows: rowsPerStep }];
+    const { hub, managed } = accessParts(access, this.hub, resourceColumns('r'), p);
+    return [
+      ...(managed ? [{ name: 'managed', column, where: managed, rows: rowsPerStep }] : []),
+      ...(hub ? [{ name: 'hub', column, where: hub, rows: 1 }] : []),
+    ];
+  }
+
   private isBroad(access: AccessSet): boolean {
     if (access.all || access.clusterWide.length > 0 || access.managedClusters.length > 0) return true;
     return access.namespaced.reduce((n, g) => n + g.namespaces.length, 0) > 50;
