@@ -2,6 +2,7 @@
 // order, resync, cluster isolation, back-pressure) and the query engine (ACM's filter language, access
 // predicate, related, searchComplete, searchSchema, watch, hostile input).
 import { createHash } from 'node:crypto';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/kube/log.ts';
 import { migrate } from '../../src/search/db/migrations.ts';
@@ -408,6 +409,11 @@ describe('search index on PostgreSQL', () => {
         attached: r.of_parent,
       });
     }
+    // Its keyword and label indexes keep their pending lists short (migration 8).
+    expect((await pendingListLimits(db.pool, 'edge_new')).map((r) => r.options)).toEqual([
+      ['gin_pending_list_limit=128'],
+      ['gin_pending_list_limit=128'],
+    ]);
     const found = await engine.search(
       all,
       { filters: [{ property: 'cluster', values: ['edge-new'] }] },
@@ -926,7 +932,14 @@ describe('search index upgrade to partitions by cluster', () => {
       ).toEqual([{ partition: expect.stringMatching(/^search\.resources_edge_1_[0-9a-f]{8}$/) }]);
       // The indexer goes on from there (with the later migrations): the fence row survived, and new
       // batches land in the partitions.
-      expect(await migrate(db.pool)).toEqual([4, 5, 6, 7]);
+      expect(await migrate(db.pool)).toEqual([4, 5, 6, 7, 8]);
+      // The partitions made before migration 8 have short pending lists too.
+      for (const part of ['edge_1', 'local_cluster']) {
+        expect((await pendingListLimits(db.pool, part)).map((r) => r.options)).toEqual([
+          ['gin_pending_list_limit=128'],
+          ['gin_pending_list_limit=128'],
+        ]);
+      }
       const indexer = new Indexer({ pool: db.pool, logger: silentLogger, hubCluster: HubCluster });
       await indexer.write({
         cluster: 'edge-1',
@@ -978,7 +991,7 @@ describe('search index upgrade to references digests in the rows', () => {
         `INSERT INTO search.edges VALUES ($1, 'Pod', $2, 'Deployment', 'ownedBy', 'edge-1')`,
         [pod.uid, deployment.uid],
       );
-      expect(await migrate(db.pool)).toEqual([4, 5, 6, 7]);
+      expect(await migrate(db.pool)).toEqual([4, 5, 6, 7, 8]);
       const rows = async (sql: string) => (await db.pool.query(sql)).rows;
       expect(await rows(`SELECT to_regclass('tenantkit_search.sources') AS sources`)).toEqual([
         { sources: null },
@@ -1029,6 +1042,18 @@ describe('search index upgrade to references digests in the rows', () => {
     }
   });
 });
+
+/** The storage parameters of the GIN indexes of the resources partitions whose name holds `part`. */
+async function pendingListLimits(pool: pg.Pool, part: string) {
+  return (
+    await pool.query<{ index: string; options: string[] | null }>(
+      `SELECT c.relname AS index, c.reloptions AS options FROM pg_class c JOIN pg_am a ON a.oid = c.relam
+       JOIN pg_index x ON x.indexrelid = c.oid JOIN pg_class t ON t.oid = x.indrelid
+       WHERE a.amname = 'gin' AND t.relname LIKE 'resources_' || $1 || '%' ORDER BY 1`,
+      [part],
+    )
+  ).rows;
+}
 
 /** Runs `fn` on a new database with an Indexer and a PostgresSearch on it, then closes the database. */
 async function withIndex(

@@ -453,6 +453,41 @@ CREATE FUNCTION tenantkit_search.unfinished_removals() RETURNS SETOF text LANGUA
 $$;
 `,
   },
+  {
+    version: 8,
+    what: "the keyword and label indexes' pending lists kept short, so queries under churn do not scan them",
+    sql: `
+-- A GIN index takes new entries into a pending list (4 MB by default) and merges them into the index
+-- when the list is full or on VACUUM. Every search through the index reads the whole list, unsorted:
+-- while clusters rewrite their objects, a keyword count at 210,000 objects from 21 clusters took
+-- p50 / p95 240 / 827 ms with 4 MB lists and 76 / 104 ms with 128 kB ones, the write rate unchanged.
+-- The limit is a storage parameter of each partition's index (a partitioned index has none): set here
+-- on the partitions there are, and by ensure_cluster on each new one.
+CREATE FUNCTION tenantkit_search.shorten_pending_lists(partition regclass) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE i record;
+BEGIN
+  FOR i IN SELECT x.indexrelid::regclass AS idx FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid
+           JOIN pg_am a ON a.oid = c.relam WHERE x.indrelid = partition AND a.amname = 'gin' LOOP
+    EXECUTE format('ALTER INDEX %s SET (gin_pending_list_limit = 128)', i.idx);
+  END LOOP;
+END $$;
+SELECT tenantkit_search.shorten_pending_lists(t.relid)
+  FROM pg_partition_tree('search.resources') t WHERE t.isleaf;
+CREATE OR REPLACE FUNCTION tenantkit_search.ensure_cluster(cluster text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE t record;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('tenantkit_search.partitions:' || cluster));
+  IF NOT EXISTS (SELECT 1 FROM tenantkit_search.missing_partitions(cluster)) THEN RETURN; END IF;
+  PERFORM tenantkit_search.share_lock_partitioned_tables();
+  FOR t IN SELECT * FROM tenantkit_search.missing_partitions(cluster) LOOP
+    EXECUTE format('CREATE TABLE %I.%I (LIKE %I.%I INCLUDING ALL)', t.schema_name, t.part, t.schema_name, t.table_name);
+    PERFORM tenantkit_search.shorten_pending_lists(format('%I.%I', t.schema_name, t.part)::regclass);
+    EXECUTE format('ALTER TABLE %I.%I ATTACH PARTITION %I.%I FOR VALUES IN (%L)', t.schema_name, t.table_name,
+      t.schema_name, t.part, cluster);
+  END LOOP;
+END $$;
+`,
+  },
 ];
 
 /**
