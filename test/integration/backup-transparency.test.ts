@@ -67,10 +67,22 @@ async function restored(client: KubeClient, namespace: string, name: string, bac
 /** The tenant deletes its NonAdminBackup with its data (Velero deletes the Backup and the bucket's copy). */
 async function deletedWithData(client: KubeClient, namespace: string, name: string) {
   await client.patch(NonAdminBackupCrd.type, name, namespace, { spec: { deleteBackup: true } });
-  await eventually(async () => !(await cluster.admin.get(NonAdminBackupCrd.type, name, namespace)), {
-    timeoutMs: veleroQueueMs,
-    what: `NonAdminBackup ${namespace}/${name} and its data gone`,
-  });
+  await eventually(
+    async () => {
+      const left = await cluster.admin.get<KubeObject & { status?: unknown }>(
+        NonAdminBackupCrd.type,
+        name,
+        namespace,
+      );
+      if (!left) return true;
+      // What a timeout then says: where the deletion stands, as the NAB's status tells it.
+      throw new Error(`still there, status ${JSON.stringify(left.status)}`);
+    },
+    {
+      timeoutMs: veleroQueueMs,
+      what: `NonAdminBackup ${namespace}/${name} and its data gone`,
+    },
+  );
 }
 
 const getBackup = (client: KubeClient, name: string, namespace = veleroNs) =>
