@@ -5,6 +5,27 @@
 // Migrations only ever append: a released step is never edited.
 import type pg from 'pg';
 
+/**
+ * ensure_cluster as migrations 6 and 8 define it: each missing partition of the cluster made as a table of
+ * its own (LIKE its parent), then `prepare` (plpgsql lines run for it, e.g. setting its indexes' storage
+ * parameters), then attached. With no `prepare` it is migration 6's text exactly.
+ */
+function ensureCluster(prepare = ''): string {
+  return `CREATE OR REPLACE FUNCTION tenantkit_search.ensure_cluster(cluster text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE t record;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('tenantkit_search.partitions:' || cluster));
+  IF NOT EXISTS (SELECT 1 FROM tenantkit_search.missing_partitions(cluster)) THEN RETURN; END IF;
+  PERFORM tenantkit_search.share_lock_partitioned_tables();
+  FOR t IN SELECT * FROM tenantkit_search.missing_partitions(cluster) LOOP
+    EXECUTE format('CREATE TABLE %I.%I (LIKE %I.%I INCLUDING ALL)', t.schema_name, t.part, t.schema_name, t.table_name);
+${prepare}    EXECUTE format('ALTER TABLE %I.%I ATTACH PARTITION %I.%I FOR VALUES IN (%L)', t.schema_name, t.table_name,
+      t.schema_name, t.part, cluster);
+  END LOOP;
+END $$;
+`;
+}
+
 const migrations: { version: number; what: string; sql: string }[] = [
   {
     version: 1,
@@ -391,19 +412,7 @@ CREATE FUNCTION tenantkit_search.missing_partitions(cluster text)
   FROM tenantkit_search.partitioned_tables() p
   WHERE to_regclass(format('%I.%I', p.schema_name, tenantkit_search.partition_name(p.table_name, cluster))) IS NULL
 $$;
-CREATE OR REPLACE FUNCTION tenantkit_search.ensure_cluster(cluster text) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE t record;
-BEGIN
-  PERFORM pg_advisory_xact_lock(hashtext('tenantkit_search.partitions:' || cluster));
-  IF NOT EXISTS (SELECT 1 FROM tenantkit_search.missing_partitions(cluster)) THEN RETURN; END IF;
-  PERFORM tenantkit_search.share_lock_partitioned_tables();
-  FOR t IN SELECT * FROM tenantkit_search.missing_partitions(cluster) LOOP
-    EXECUTE format('CREATE TABLE %I.%I (LIKE %I.%I INCLUDING ALL)', t.schema_name, t.part, t.schema_name, t.table_name);
-    EXECUTE format('ALTER TABLE %I.%I ATTACH PARTITION %I.%I FOR VALUES IN (%L)', t.schema_name, t.table_name,
-      t.schema_name, t.part, cluster);
-  END LOOP;
-END $$;
-`,
+${ensureCluster()}`,
   },
   {
     version: 7,
@@ -473,20 +482,7 @@ BEGIN
 END $$;
 SELECT tenantkit_search.shorten_pending_lists(t.relid)
   FROM pg_partition_tree('search.resources') t WHERE t.isleaf;
-CREATE OR REPLACE FUNCTION tenantkit_search.ensure_cluster(cluster text) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE t record;
-BEGIN
-  PERFORM pg_advisory_xact_lock(hashtext('tenantkit_search.partitions:' || cluster));
-  IF NOT EXISTS (SELECT 1 FROM tenantkit_search.missing_partitions(cluster)) THEN RETURN; END IF;
-  PERFORM tenantkit_search.share_lock_partitioned_tables();
-  FOR t IN SELECT * FROM tenantkit_search.missing_partitions(cluster) LOOP
-    EXECUTE format('CREATE TABLE %I.%I (LIKE %I.%I INCLUDING ALL)', t.schema_name, t.part, t.schema_name, t.table_name);
-    PERFORM tenantkit_search.shorten_pending_lists(format('%I.%I', t.schema_name, t.part)::regclass);
-    EXECUTE format('ALTER TABLE %I.%I ATTACH PARTITION %I.%I FOR VALUES IN (%L)', t.schema_name, t.table_name,
-      t.schema_name, t.part, cluster);
-  END LOOP;
-END $$;
-`,
+${ensureCluster("    PERFORM tenantkit_search.shorten_pending_lists(format('%I.%I', t.schema_name, t.part)::regclass);\n")}`,
   },
 ];
 
