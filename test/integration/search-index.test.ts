@@ -754,6 +754,49 @@ describe('search index on PostgreSQL', () => {
       expect(await uidsOf(viewer, [])).toEqual(['edge-pod']);
     });
 
+    it("reads a user's hub grants and whole managed clusters apart: items, pages, counts and values as one predicate gives", async () => {
+      await indexer.write({
+        cluster: 'edge-10',
+        upserts: [
+          object('Pod', 'edge-pod', { namespace: 'apps', restarts: 7 }, [], 'edge-10'),
+          object('Pod', 'api-edge', { namespace: 'apps', restarts: 2 }, [], 'edge-10'),
+          object('Secret', 'edge-secret', { namespace: 'apps' }, [], 'edge-10'),
+        ],
+      });
+      // Pods in the hub's prod, and the whole of edge-10; a ManagedCluster named like the hub gives nothing
+      // more (the hub's objects are RBAC's), and nothing twice.
+      const both: AccessSet = {
+        ...none,
+        namespaced: [{ namespaces: ['prod'], grants: [{ apiGroups: [''], resources: ['pods'] }] }],
+        managedClusters: ['edge-10', HubCluster],
+      };
+      const pods = [{ property: 'kind', values: ['pod'] }];
+      expect(await uidsOf(both, [])).toEqual(['api-edge', 'api-server-1', 'edge-pod', 'worker-1']);
+      const page = async (offset: number) =>
+        (
+          await engine.search(both, { filters: pods, orderBy: 'restarts desc', limit: 2, offset }, selection)
+        ).items?.map((i) => i.name);
+      expect(await page(0)).toEqual(['worker-1', 'edge-pod']);
+      expect(await page(2)).toEqual(['api-edge', 'api-server-1']);
+      const count = async (filters: { property: string; values: string[] }[]) =>
+        (await engine.search(both, { filters }, { items: false, count: true, related: false })).count;
+      // From tenantkit_search.counts (kind only), and from the objects (a name).
+      expect(await count(pods)).toBe(4);
+      expect(await count([{ property: 'kind', values: ['secret'] }])).toBe(0);
+      expect(await count([{ property: 'name', values: ['api*'] }])).toBe(2);
+      // searchComplete with a filter (a DISTINCT over both halves) and without (the walks).
+      expect(await engine.complete(both, 'name', { filters: pods })).toEqual([
+        'api-edge',
+        'api-server-1',
+        'edge-pod',
+        'worker-1',
+      ]);
+      expect(await engine.complete(both, 'namespace', undefined)).toEqual(['apps', 'prod']);
+      expect(await engine.complete(both, 'cluster', { filters: pods })).toEqual(
+        ['edge-10', HubCluster].sort(),
+      );
+    });
+
     it('finds related objects the user may see, and only those', async () => {
       const dep = object('Deployment', 'shop-api', { namespace: 'shop2', group: 'apps' });
       const rs = object('ReplicaSet', 'shop-api-1', { namespace: 'shop2', group: 'apps' }, [

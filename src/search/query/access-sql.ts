@@ -12,9 +12,24 @@ export function accessPredicate(set: AccessSet, hubCluster: string, cols: Column
 }
 
 /**
+ * The access set's predicate as disjoint branches, one per half (the hub's grants; whole managed
+ * clusters), or ['TRUE'] for `all`; none when it allows nothing. A query that reads each branch apart
+ * (UNION ALL of one SELECT per branch) lets PostgreSQL plan each on its own partitions: the hub's list of
+ * namespaces is then planned on the hub's partition alone instead of on every managed cluster's. (With
+ * the OR of both, planning that list on 21 partitions was most of a wide user's query time.)
+ */
+export function accessBranches(set: AccessSet, hubCluster: string, cols: Columns, p: Params): string[] {
+  if (set.all) return ['TRUE'];
+  const { hub, managed } = accessParts(set, hubCluster, cols, p);
+  return [hub, managed].filter((part): part is string => part !== undefined);
+}
+
+/**
  * The two halves of a (not `all`) access set's predicate: what it allows in the hub (by its RBAC grants)
  * and what in managed clusters (whole clusters, as ACM allows them). A half that allows nothing is
  * undefined. Their OR is {@link accessPredicate}; a query may read the halves apart, each by its own plan.
+ * They never overlap: the hub's objects are allowed by RBAC alone, so the managed half never names the hub
+ * (a ManagedCluster named like it included).
  */
 export function accessParts(
   set: AccessSet,
@@ -23,6 +38,7 @@ export function accessParts(
   p: Params,
 ): { hub?: string; managed?: string } {
   const hub: string[] = [];
+  const managed = set.managedClusters.filter((c) => c !== hubCluster);
   const clusterWide = grantsPredicate(set.clusterWide, cols, p);
   if (clusterWide !== 'FALSE') hub.push(clusterWide);
   for (const group of set.namespaced) {
@@ -38,8 +54,8 @@ export function accessParts(
   return {
     ...(hub.length > 0 ? { hub: and([`${cols.cluster} = ${p.add(hubCluster)}`, or(hub)]) } : {}),
     // ACM's rule for managed clusters: everything in a cluster the user may view, except Secrets.
-    ...(set.managedClusters.length > 0
-      ? { managed: `(${cols.cluster} = ANY(${p.list(set.managedClusters)}) AND ${cols.gr} <> '/secrets')` }
+    ...(managed.length > 0
+      ? { managed: `(${cols.cluster} = ANY(${p.list(managed)}) AND ${cols.gr} <> '/secrets')` }
       : {}),
   };
 }

@@ -18,7 +18,7 @@ import {
   type SearchInput,
   type SearchResult,
 } from '../model.ts';
-import { accessParts, accessPredicate } from './access-sql.ts';
+import { accessBranches, accessParts, accessPredicate } from './access-sql.ts';
 import { defaultFilterLimits, type FilterLimits, inputConditions, orderBy } from './filters.ts';
 import { formatItem } from './items.ts';
 import { and, type Columns, Params, resourceColumns } from './sql.ts';
@@ -66,8 +66,15 @@ interface Row {
 
 /** Kinds that ACM does not walk through when following relationships deeper than one step. */
 const hubKinds = new Set(['node', 'channel']);
-/** searchComplete's walk of a column's index reads this many rows a step where it may (walk.ts). */
+/**
+ * searchComplete's walk of a column's index reads this many rows a step per cluster it walks, where it
+ * may (walk.ts), and at most `maxRowsPerStep`: a fleet's clusters hold the same names (coredns, every
+ * namespace's kube-root-ca.crt), so a step of 16 rows over 20 clusters that all hold a name gave one
+ * value, and a wide user's walk took 1,000 steps for 1,000 names.
+ */
 const rowsPerStep = 16;
+const maxRowsPerStep = 1024;
+const stepRows = (clusters: number) => Math.min(maxRowsPerStep, rowsPerStep * Math.max(1, clusters));
 /** Columns whose values a b-tree walk can list in order without visiting every row. */
 // A Map, not an object: a property named `__proto__` or `constructor` must find nothing here.
 const walkableColumns = new Map([
@@ -91,20 +98,30 @@ const countColumns: Columns = {
 };
 
 /**
- * The WHERE clause over tenantkit_search.counts for a count whose filters and access set name only
- * clusters, types, kinds and namespaces; undefined when the objects themselves must be counted.
+ * The WHERE clauses over tenantkit_search.counts, one per access branch, for a count whose filters and
+ * access set name only clusters, types, kinds and namespaces; undefined when the objects themselves must
+ * be counted.
  */
 function countedConditions(
   access: AccessSet,
   input: SearchInput,
   hub: string,
   limits: FilterLimits,
-): { where: string; params: Params } | undefined {
+): { wheres: string[]; params: Params } | undefined {
   const params = new Params();
-  const allowed = accessPredicate(access, hub, countColumns, params);
-  const where = and([...inputConditions(input, countColumns, params, limits), allowed]);
-  return where.includes(unavailable) ? undefined : { where, params };
+  const branches = accessBranches(access, hub, countColumns, params);
+  const conditions = inputConditions(input, countColumns, params, limits);
+  const wheres = branches.map((allowed) => and([...conditions, allowed]));
+  return wheres.some((w) => w.includes(unavailable)) ? undefined : { wheres, params };
 }
+
+/** One SELECT per access branch, read apart and put together (branches never overlap). */
+const unionAll = (branches: string[], select: (allowed: string) => string): string =>
+  branches.map(select).join('\n       UNION ALL ');
+
+/** The sum of one scalar subquery per access branch (0 for none). */
+const sumOf = (branches: string[], select: (allowed: string) => string): string =>
+  branches.length === 0 ? '0' : branches.map((b) => `(${select(b)})`).join(' + ');
 
 export class PostgresSearch implements SearchBackend {
   private readonly pool: pg.Pool;
@@ -169,18 +186,22 @@ export class PostgresSearch implements SearchBackend {
       if (walks.length === 0) return [];
       sql = walksSql(walks, p.add(max));
     } else {
-      const allowed = accessPredicate(access, this.hub, r, p);
-      if (allowed === 'FALSE') return [];
-      const where = and([...conditions, allowed]);
-      const values =
-        property === 'label'
-          ? `SELECT l.key || '=' || l.value AS v FROM search.resources r, jsonb_each_text(r.data->'label') l WHERE ${where}`
-          : `SELECT x.v FROM search.resources r, LATERAL (
-               SELECT r.data->>${p.add(property)} AS v WHERE jsonb_typeof(r.data->${p.add(property)}) <> 'array'
-               UNION ALL
-               SELECT jsonb_array_elements_text(r.data->${p.add(property)})
-                 WHERE jsonb_typeof(r.data->${p.add(property)}) = 'array') x
+      const branches = accessBranches(access, this.hub, r, p);
+      if (branches.length === 0) return [];
+      const named = property === 'label' || property === 'cluster' ? '' : p.add(property);
+      const values = unionAll(branches, (allowed) => {
+        const where = and([...conditions, allowed]);
+        if (property === 'label')
+          return `SELECT l.key || '=' || l.value AS v FROM search.resources r, jsonb_each_text(r.data->'label') l
              WHERE ${where}`;
+        // An object's cluster is its row's, not a property of its data.
+        if (property === 'cluster') return `SELECT r.cluster AS v FROM search.resources r WHERE ${where}`;
+        return `SELECT x.v FROM search.resources r, LATERAL (
+               SELECT r.data->>${named} AS v WHERE jsonb_typeof(r.data->${named}) <> 'array'
+               UNION ALL
+               SELECT jsonb_array_elements_text(r.data->${named}) WHERE jsonb_typeof(r.data->${named}) = 'array') x
+             WHERE ${where}`;
+      });
       sql = `SELECT DISTINCT v FROM (${values}) s WHERE v IS NOT NULL AND v <> '' ORDER BY v LIMIT ${p.add(max)}`;
     }
     const rows = await this.query<{ v: string }>('complete', sql, p);
@@ -233,14 +254,20 @@ export class PostgresSearch implements SearchBackend {
   private async rows(access: AccessSet, input: SearchInput, limit: number, offset: number): Promise<Row[]> {
     const p = new Params();
     const r = resourceColumns('r');
-    const allowed = accessPredicate(access, this.hub, r, p);
-    if (allowed === 'FALSE' || limit === 0) return [];
-    const where = and([...inputConditions(input, r, p, this.limits), allowed]);
+    const branches = accessBranches(access, this.hub, r, p);
+    if (branches.length === 0 || limit === 0) return [];
+    const conditions = inputConditions(input, r, p, this.limits);
     const order = orderBy(input.orderBy, r, p);
+    const page = `${order ? `ORDER BY ${order}, r.uid` : ''} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)}`;
     const rows = await this.query<Row & { size: number }>(
       'items',
-      `SELECT r.uid, r.cluster, r.data, pg_column_size(r.data) AS size FROM search.resources r WHERE ${where}
-       ${order ? `ORDER BY ${order}, r.uid` : ''} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)}`,
+      branches.length === 1
+        ? `SELECT r.uid, r.cluster, r.data, pg_column_size(r.data) AS size FROM search.resources r
+           WHERE ${and([...conditions, branches[0]!])} ${page}`
+        : // Every column, so that the order's expressions (r._name, r.data->...) mean the same outside.
+          `SELECT r.uid, r.cluster, r.data, pg_column_size(r.data) AS size FROM (
+             ${unionAll(branches, (allowed) => `SELECT r.* FROM search.resources r WHERE ${and([...conditions, allowed])}`)}
+           ) r ${page}`,
       p,
     );
     let bytes = 0;
@@ -257,21 +284,22 @@ export class PostgresSearch implements SearchBackend {
   private async count(access: AccessSet, input: SearchInput): Promise<number> {
     const counted = countedConditions(access, input, this.hub, this.limits);
     if (counted) {
+      if (counted.wheres.length === 0) return 0;
       const rows = await this.query<{ n: number }>(
         'count',
-        `SELECT coalesce(sum(c.n), 0)::int AS n FROM tenantkit_search.counts c WHERE ${counted.where}`,
+        `SELECT (${sumOf(counted.wheres, (where) => `SELECT coalesce(sum(c.n), 0) FROM tenantkit_search.counts c WHERE ${where}`)})::int AS n`,
         counted.params,
       );
       return rows[0]?.n ?? 0;
     }
     const p = new Params();
     const r = resourceColumns('r');
-    const allowed = accessPredicate(access, this.hub, r, p);
-    if (allowed === 'FALSE') return 0;
-    const where = and([...inputConditions(input, r, p, this.limits), allowed]);
+    const branches = accessBranches(access, this.hub, r, p);
+    if (branches.length === 0) return 0;
+    const conditions = inputConditions(input, r, p, this.limits);
     const rows = await this.query<{ n: number }>(
       'count',
-      `SELECT count(*)::int AS n FROM search.resources r WHERE ${where}`,
+      `SELECT (${sumOf(branches, (allowed) => `SELECT count(*) FROM search.resources r WHERE ${and([...conditions, allowed])}`)})::int AS n`,
       p,
     );
     return rows[0]?.n ?? 0;
@@ -357,10 +385,12 @@ export class PostgresSearch implements SearchBackend {
   /** A user with cluster-wide grants, or grants in many namespaces, sees a large share of the index. */
   /** The walks that list a column's values for `access` (see complete). */
   private walks(access: AccessSet, column: string, p: Params): Walk[] {
-    if (access.all) return [{ name: 'walk', column, rows: rowsPerStep }];
+    if (access.all) return [{ name: 'walk', column, rows: stepRows(access.managedClusters.length + 1) }];
     const { hub, managed } = accessParts(access, this.hub, resourceColumns('r'), p);
     return [
-      ...(managed ? [{ name: 'managed', column, where: managed, rows: rowsPerStep }] : []),
+      ...(managed
+        ? [{ name: 'managed', column, where: managed, rows: stepRows(access.managedClusters.length) }]
+        : []),
       ...(hub ? [{ name: 'hub', column, where: hub, rows: 1 }] : []),
     ];
   }
