@@ -68,26 +68,53 @@ export async function startTestVelero(
       },
     ) as Promise<T>;
 
-  /** The local `velero server` of this namespace, found by its arguments. */
-  const serverPid = async () => {
+  /**
+   * Every `velero server` process of this namespace, found by its arguments: usually one, but a server
+   * that is ending (a restarted one, a Pod being replaced) may still run beside its successor, and pids
+   * are reused out of order on a busy machine, so the first match need not be the one that works.
+   */
+  const serverPids = async () => {
+    const pids: number[] = [];
     for (const pid of await readdir('/proc')) {
       if (!/^\d+$/.test(pid)) continue;
       const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
-      if (argv.includes('server') && argv.includes(`--namespace=${namespace}`)) return Number(pid);
+      if (argv.includes('server') && argv.includes(`--namespace=${namespace}`)) pids.push(Number(pid));
     }
-    throw new Error(`no local velero server process for namespace ${namespace}`);
+    if (pids.length === 0) throw new Error(`no local velero server process for namespace ${namespace}`);
+    return pids;
+  };
+  /** Whether a process is stopped (state T in /proc/PID/stat), or gone. */
+  const stoppedOrGone = async (pid: number) => {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state === '' || state === 'T' || state === 't' || state === 'Z' || state === 'X';
   };
 
   return {
     ...velero,
     finished,
     async paused(during) {
-      const pid = await serverPid();
-      process.kill(pid, 'SIGSTOP');
+      const pids = await serverPids();
+      const signal = (sig: NodeJS.Signals) => {
+        for (const pid of pids) {
+          try {
+            process.kill(pid, sig);
+          } catch {
+            // Gone meanwhile: nothing to stop or continue.
+          }
+        }
+      };
+      signal('SIGSTOP');
       try {
+        // Stopped for certain before `during` creates anything Velero would act on.
+        await eventually(async () => (await Promise.all(pids.map(stoppedOrGone))).every(Boolean), {
+          timeoutMs: 10_000,
+          intervalMs: 10,
+          what: `velero server ${pids.join(', ')} stopped`,
+        });
         return await during();
       } finally {
-        process.kill(pid, 'SIGCONT');
+        signal('SIGCONT');
       }
     },
     async logLines(text) {
