@@ -1,8 +1,10 @@
 // `tenantkit search api` as its own process, as in its Pod, for the search benchmarks: compiled from
 // src/ into dist/ (what the image runs) or run from the .ts sources, serving HTTPS on 127.0.0.1 with a
-// bench CA; its memory read from /proc; GraphQL posted to it with bearer tokens over kept-alive TLS.
+// bench CA; its memory read from /proc; GraphQL posted to it with bearer tokens over kept-alive TLS. The
+// hub's collector runs beside it as a process of its own, as the chart runs them.
 import { execFile, spawn } from 'node:child_process';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
 import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -20,7 +22,10 @@ export interface SearchApiProcessOptions {
   args?: string[];
   /** NODE_OPTIONS for the process. */
   nodeOptions?: string;
-  from: 'dist' | 'src';
+  /** More environment for the process (e.g. MALLOC_ARENA_MAX, as a Pod's env). */
+  env?: Record<string, string>;
+  /** dist: compiled now from src/ (as the image is); already-built: the dist/ an earlier start compiled. */
+  from: 'dist' | 'src' | 'already-built';
   /** Largest number of TLS connections the client keeps to it. */
   maxSockets?: number;
 }
@@ -36,6 +41,11 @@ export interface SearchApiProcess {
   pid: number;
   /** Resident memory in MiB: now (VmRSS) or the highest so far (VmHWM). */
   rss(field: 'VmRSS' | 'VmHWM'): Promise<number>;
+  /**
+   * Its resident memory now in MiB by kind, from /proc: anonymous (V8's heap, malloc's arenas, Buffers),
+   * file-backed (the node binary's pages and other mapped files) and shared.
+   */
+  rssParts(): Promise<{ anon: number; file: number; shmem: number }>;
   post(token: string, query: string, variables: Record<string, unknown>): Promise<GraphQLAnswer>;
   /**
    * Where its memory is, in MiB, from its /metrics (read with `token`, which may get /metrics): the V8
@@ -53,6 +63,10 @@ export interface ProcessMemory {
 }
 
 const mib = (bytes: number) => bytes / 1048576;
+
+/** A `Name: N kB` line of /proc/PID/status in MiB (0 when missing). */
+const statusMib = (status: string, field: string) =>
+  Number(status.match(new RegExp(`${field}:\\s+(\\d+) kB`))?.[1] ?? 0) / 1024;
 
 /** The default process metrics of prom-client (tenantkit's prefix) in a /metrics text. */
 export function processMemory(text: string): ProcessMemory {
@@ -87,7 +101,7 @@ export async function startSearchApiProcess(options: SearchApiProcessOptions): P
     );
   }
   const entry =
-    options.from === 'dist'
+    options.from !== 'src'
       ? join(repoRoot, 'dist', 'src', 'cli', 'main.js')
       : join(repoRoot, 'src', 'cli', 'main.ts');
   const api = spawn(
@@ -109,6 +123,7 @@ export async function startSearchApiProcess(options: SearchApiProcessOptions): P
         TENANTKIT_SEARCH_DATABASE_URL: options.databaseUrl,
         LOG_LEVEL: 'warn',
         NODE_OPTIONS: options.nodeOptions ?? '',
+        ...options.env,
       },
     },
   );
@@ -130,9 +145,14 @@ export async function startSearchApiProcess(options: SearchApiProcessOptions): P
     url,
     caPem: ca.certPem,
     pid: api.pid!,
-    rss: async (field) => {
+    rss: async (field) => statusMib(await readFile(`/proc/${api.pid}/status`, 'utf8'), field),
+    rssParts: async () => {
       const status = await readFile(`/proc/${api.pid}/status`, 'utf8');
-      return Number(status.match(new RegExp(`${field}:\\s+(\\d+) kB`))?.[1] ?? 0) / 1024;
+      return {
+        anon: statusMib(status, 'RssAnon'),
+        file: statusMib(status, 'RssFile'),
+        shmem: statusMib(status, 'RssShmem'),
+      };
     },
     memory: async (token) =>
       processMemory(
@@ -145,6 +165,77 @@ export async function startSearchApiProcess(options: SearchApiProcessOptions): P
       if (api.exitCode !== null) return;
       api.kill('SIGTERM');
       await new Promise((r) => api.once('exit', r));
+    },
+  };
+}
+
+/** `tenantkit search collector --hub` as its own process, as in the chart's collector Pod. */
+export interface HubCollectorProcess {
+  pid: number;
+  /** Resident memory in MiB: now (VmRSS) or the highest so far (VmHWM). */
+  rss(field: 'VmRSS' | 'VmHWM'): Promise<number>;
+  /** Resolves once its /readyz answers 200: the first list of every type is in the index. */
+  ready(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the hub's collector from the dist/ that {@link startSearchApiProcess} compiled (or from src/),
+ * writing straight into the index database as the chart's collector Deployment does.
+ */
+export async function startHubCollectorProcess(options: {
+  kubeconfigPath: string;
+  databaseUrl: string;
+  nodeOptions?: string;
+  from: 'src' | 'already-built';
+}): Promise<HubCollectorProcess> {
+  const port = await freePort();
+  const entry =
+    options.from === 'src'
+      ? join(repoRoot, 'src', 'cli', 'main.ts')
+      : join(repoRoot, 'dist', 'src', 'cli', 'main.js');
+  const child = spawn(
+    process.execPath,
+    [
+      entry,
+      'search',
+      'collector',
+      '--hub',
+      `--database-url=${options.databaseUrl}`,
+      `--metrics-port=${port}`,
+    ],
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: {
+        ...process.env,
+        KUBECONFIG: options.kubeconfigPath,
+        LOG_LEVEL: 'warn',
+        NODE_OPTIONS: options.nodeOptions ?? '',
+      },
+    },
+  );
+  const readyz = () =>
+    new Promise<boolean>((resolve) => {
+      const req = httpRequest(`http://127.0.0.1:${port}/readyz`, (res) => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      });
+      req.on('error', () => resolve(false));
+      req.end();
+    });
+  return {
+    pid: child.pid!,
+    rss: async (field) => statusMib(await readFile(`/proc/${child.pid}/status`, 'utf8'), field),
+    ready: async () => {
+      while (!(await readyz())) {
+        if (child.exitCode !== null) throw new Error(`the hub collector exited with code ${child.exitCode}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    },
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
     },
   };
 }

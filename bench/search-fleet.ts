@@ -1,18 +1,23 @@
 // Benchmark of search across a fleet: `--clusters N` clusters push `--objects` objects in all into the hub
-// through the real ingest path: HTTPS to `tenantkit search api` (its own process, indexer and hub collector
-// on), each cluster with its own hub identity (a ServiceAccount that may write only its cluster), batched
-// and sequenced by the collectors' own BatchQueue. Taking part: the hub's collector (the hub control
-// plane's objects), one real managed cluster (a second control plane and its collector), and N-1 load
+// through the real ingest path: HTTPS to `tenantkit search api` (its own process with its indexer, as the
+// chart runs it), each cluster with its own hub identity (a ServiceAccount that may write only its
+// cluster), batched and sequenced by the collectors' own BatchQueue. Taking part: the hub's collector
+// (the hub control plane's objects; a process of its own, as in the chart), one real managed cluster (a second control plane and its collector), and N-1 load
 // clusters whose objects a generator makes (they speak the collectors' push protocol exactly: the same
 // BatchQueue and RemoteSink; only the objects come from bench/search-data.ts instead of a watch).
 // Measured in the same run: ingest (sustained, and per 10 s window), the raw COPY rate of the same rows
 // into the same tables and indexes (the ceiling here), one cluster's resync (unchanged, and from empty),
 // a cluster's removal, database bytes per object, the query mix over HTTPS GraphQL for three users (idle
-// and during ingest), revocation during ingest, and the API process's memory. With --replicas N (default
-// 2) the database has N streaming standbys that the API reads from; their lag is sampled during ingest.
+// and during ingest), a new user's first query, revocation during ingest, and the API process's memory.
+// With --replicas N (default 2) the database has N streaming standbys that the API reads from; their lag
+// is sampled during ingest.
 //   npm run bench:search -- --clusters 100 --objects 10000000 [--namespaces-per-cluster 100]
 //     [--hub-namespaces 1000] [--bindings 10000] [--runs 20] [--replicas 2] [--api-from dist|src]
 //     [--db-settings shared_buffers=1GB,max_wal_size=4GB]
+//     [--api-variants 'MALLOC_ARENA_MAX=2 --max-old-space-size=128;--max-semi-space-size=1']
+// --api-variants: after the run, the search API is restarted with each variant (NAME=value words are its
+// environment, the rest its NODE_OPTIONS) and the query mix is run again, idle and under churn, for its
+// memory and latency beside the run's own settings.
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,10 +49,12 @@ import {
   benchTokenUsers,
   fmt,
   graphqlOf,
+  type HubCollectorProcess,
   httpsText,
   type ProcessMemory,
   percentile,
   type QueryKind,
+  startHubCollectorProcess,
   startSearchApiProcess,
 } from './search-api-process.ts';
 import { syntheticNamespace } from './search-data.ts';
@@ -66,8 +73,28 @@ const { values } = parseArgs({
     'db-settings': { type: 'string', default: '' },
     // Streaming-replication standbys of the database that the API reads from (0: none).
     replicas: { type: 'string', default: '2' },
+    'api-variants': { type: 'string', default: '' },
   },
 });
+/** A process setting of the search API: NAME=value words are environment, the rest NODE_OPTIONS. */
+interface ApiVariant {
+  label: string;
+  nodeOptions: string;
+  env: Record<string, string>;
+}
+const apiVariant = (text: string): ApiVariant => {
+  const words = text.trim().split(/\s+/).filter(Boolean);
+  const isEnv = (w: string) => /^[A-Z_][A-Z0-9_]*=/.test(w);
+  return {
+    label: text.trim() || "Node's defaults",
+    nodeOptions: words.filter((w) => !isEnv(w)).join(' '),
+    env: Object.fromEntries(
+      words.filter(isEnv).map((w) => [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)]),
+    ),
+  };
+};
+/** Users whose first query is timed: each is bound after the load, and has never asked before. */
+const newcomers = Array.from({ length: 10 }, (_, i) => ({ name: `newcomer-${i}`, groups: [] }));
 const clusterCount = Number(values.clusters);
 const perCluster = Math.floor(Number(values.objects) / clusterCount);
 const namespacesPerCluster = Number(values['namespaces-per-cluster']);
@@ -88,7 +115,7 @@ const stop = new AbortController();
 const cp = await startControlPlane({
   dir: join(dir, 'hub'),
   unsafeNoFsync: true,
-  tokenUsers: benchTokenUsers,
+  tokenUsers: [...benchTokenUsers, ...newcomers],
   progress: (l) => console.error(l),
 });
 const edge = await startControlPlane({ dir: join(dir, 'edge'), unsafeNoFsync: true });
@@ -105,6 +132,7 @@ const db = await startEmbedded({
   settings: dbSettings,
 });
 let api: Awaited<ReturnType<typeof startSearchApiProcess>> | undefined;
+let hubCollector: HubCollectorProcess | undefined;
 const standbys: Standby[] = [];
 
 /** A load cluster's objects, namespace by namespace (never all in memory), with its nodes first. */
@@ -124,6 +152,7 @@ function* clusterObjects(cluster: string, seed: number): Generator<IndexedResour
 function processLabel(pid: number, argv: string[]): string | undefined {
   const line = argv.join(' ');
   if (pid === api?.pid) return 'search API';
+  if (pid === hubCollector?.pid) return 'hub collector';
   if (line.includes(` -D ${join(dir, 'pg')}`)) return 'PostgreSQL primary';
   if (line.includes(join(dir, 'replica-'))) return 'PostgreSQL standbys';
   if (line.includes(join(dir, 'hub'))) return 'hub control plane';
@@ -308,15 +337,27 @@ try {
   );
 
   // The search API with its indexer and the hub's collector, as in its Pod.
-  api = await startSearchApiProcess({
-    dir,
+  const startApi = (variant: ApiVariant, from: 'dist' | 'src' | 'already-built') =>
+    startSearchApiProcess({
+      dir,
+      kubeconfigPath: cp.adminKubeconfigPath,
+      databaseUrl: db.url,
+      nodeOptions: variant.nodeOptions,
+      env: variant.env,
+      from,
+      maxSockets: 8,
+      args: ['--no-collector', ...standbys.map((r) => `--database-replica-url=${r.url}`)],
+    });
+  api = await startApi(
+    apiVariant(values['api-node-options']),
+    values['api-from'] === 'dist' ? 'dist' : 'src',
+  );
+  hubCollector = await startHubCollectorProcess({
     kubeconfigPath: cp.adminKubeconfigPath,
     databaseUrl: db.url,
-    nodeOptions: values['api-node-options'],
-    from: values['api-from'] === 'dist' ? 'dist' : 'src',
-    maxSockets: 8,
-    args: standbys.map((r) => `--database-replica-url=${r.url}`),
+    from: values['api-from'] === 'dist' ? 'already-built' : 'src',
   });
+  await hubCollector.ready();
   const tokenOf = async (user: string) =>
     (
       parseYaml(await readFile(cp.tokenKubeconfigPath(user), 'utf8')) as {
@@ -586,9 +627,36 @@ try {
       }
       console.log(`  ${name.padEnd(28)} ${cells.join(' ')}`);
     }
-    console.log(`  search API process RSS under this mix: peak ${mixRss.toFixed(0)} MiB`);
+    const parts = await api!.rssParts();
+    console.log(
+      `  search API process RSS under this mix: peak ${mixRss.toFixed(0)} MiB; at its end ${(parts.anon + parts.file + parts.shmem).toFixed(0)} MiB = anonymous ${parts.anon.toFixed(0)} (V8's heap, malloc, Buffers) + file-backed ${parts.file.toFixed(0)} (the node binary, code) + shared ${parts.shmem.toFixed(0)}`,
+    );
+    return mixRss;
   };
-  await queryMix('queries, idle');
+  // Every object of 4 clusters changed (another seed gives other values for the same objects), over and
+  // over, while `work` runs; returns the objects pushed and the seconds it took.
+  let round = 0;
+  const underChurn = async (work: () => Promise<void>) => {
+    let churning = true;
+    let churned = 0;
+    const churn = mapLimit(loadClusters.slice(1, 5), 4, async (c) => {
+      while (churning) {
+        round++;
+        await pushCluster(c, loadClusters.indexOf(c) + 1 + 1_000 * round, tokens.get(c)!, (n) => {
+          churned += n;
+        });
+      }
+    });
+    const started = performance.now();
+    try {
+      await work();
+    } finally {
+      churning = false;
+      await churn;
+    }
+    return { churned, seconds: since(started) / 1000 };
+  };
+  const idleRss = await queryMix('queries, idle');
   if (standbys.length > 0) {
     // The API read those from the replicas (caught up): its counts equal the primary's own.
     const differ: string[] = [];
@@ -612,46 +680,62 @@ try {
     );
   }
 
-  // The same while clusters push at full rate: every object of 4 clusters changed (another seed gives
-  // other values for the same objects), over and over; with revocation measured meanwhile: narrow loses
-  // its one cluster's ManagedClusterView binding. (Removing and adding clusters is measured apart.)
-  let churning = true;
-  let churned = 0;
-  let round = 0;
-  const churn = mapLimit(loadClusters.slice(1, 5), 4, async (c) => {
-    while (churning) {
-      round++;
-      await pushCluster(c, loadClusters.indexOf(c) + 1 + 1_000 * round, tokens.get(c)!, (n) => {
-        churned += n;
-      });
-    }
+  // A new user's first query: 10 users bound now (view in 10 hub namespaces and one cluster each) who
+  // never asked before; each one's first answer pays for its TokenReview and its access set.
+  await mapLimit(newcomers, 4, async ({ name }) => {
+    const i = newcomers.findIndex((n) => n.name === name);
+    for (let k = 0; k < 10; k++) await bind(hubNs((i * 10 + k) % hubNamespaces), name, 'view');
+    await bind(loadClusters[i % loadClusters.length]!, name, 'fleet-cluster-viewer');
   });
-  t = performance.now();
-  await queryMix('queries while 4 clusters push changed objects at full rate');
-  const narrowCluster = loadClusters[0]!;
-  const narrowSees = async () => {
-    const reply = await api!.post(userTokens.narrow, graphqlOf.count, {
-      i: [{ filters: [{ property: 'cluster', values: [narrowCluster] }] }],
+  // The bindings reach the API's informers by watch; a second is far more than that takes.
+  await new Promise((r) => setTimeout(r, 1000));
+  const firsts: number[] = [];
+  let blind = 0;
+  for (const [i, { name }] of newcomers.entries()) {
+    const token = await tokenOf(name);
+    const started = performance.now();
+    const reply = await api.post(token, graphqlOf.count, {
+      i: [{ filters: [{ property: 'namespace', values: [hubNs((i * 10) % hubNamespaces)] }] }],
     });
-    return ((reply.data?.search as { count: number }[] | undefined)?.[0]?.count ?? -1) as number;
-  };
-  const before = await narrowSees();
-  const revokeStart = performance.now();
-  await admin.delete(Resources.roleBindings, 'fleet-cluster-viewer-narrow', narrowCluster);
-  while ((await narrowSees()) !== 0) await new Promise((r) => setTimeout(r, 5));
+    firsts.push(since(started));
+    if (!((reply.data?.search as { count: number }[] | undefined)?.[0]?.count ?? 0)) blind++;
+  }
+  firsts.sort((a, b) => a - b);
   console.log(
-    `\nrevocation during ingest: narrow saw ${before} objects of ${narrowCluster}; 0 after ${fmt(since(revokeStart))} ms (through HTTPS)`,
+    `\na new user's first query (count in one of its namespaces, ${newcomers.length} users, TokenReview and access set included): p50 ${fmt(percentile(firsts, 50))} / max ${fmt(firsts.at(-1)!)} ms${blind ? `; ${blind} saw nothing` : ''}`,
   );
-  churning = false;
-  await churn;
+
+  // The same while clusters push at full rate, with revocation measured meanwhile: narrow loses its one
+  // cluster's ManagedClusterView binding. (Removing and adding clusters is measured apart.)
+  const narrowCluster = loadClusters[0]!;
+  let churnRss = 0;
+  const churnMix = await underChurn(async () => {
+    churnRss = await queryMix('queries while 4 clusters push changed objects at full rate');
+    const narrowSees = async () => {
+      const reply = await api!.post(userTokens.narrow, graphqlOf.count, {
+        i: [{ filters: [{ property: 'cluster', values: [narrowCluster] }] }],
+      });
+      return ((reply.data?.search as { count: number }[] | undefined)?.[0]?.count ?? -1) as number;
+    };
+    const before = await narrowSees();
+    const revokeStart = performance.now();
+    await admin.delete(Resources.roleBindings, 'fleet-cluster-viewer-narrow', narrowCluster);
+    while ((await narrowSees()) !== 0) await new Promise((r) => setTimeout(r, 5));
+    console.log(
+      `\nrevocation during ingest: narrow saw ${before} objects of ${narrowCluster}; 0 after ${fmt(since(revokeStart))} ms (through HTTPS)`,
+    );
+  });
   console.log(
-    `  churn meanwhile: ${churned} objects pushed in ${(since(t) / 1000).toFixed(1)} s = ${Math.round(churned / (since(t) / 1000))} objects/s`,
+    `  churn meanwhile: ${churnMix.churned} objects pushed in ${churnMix.seconds.toFixed(1)} s = ${Math.round(churnMix.churned / churnMix.seconds)} objects/s`,
   );
   const hwm = await api.rss('VmHWM');
   console.log(
     `\nsearch API process: peak RSS ${Math.max(peakRss, hwm).toFixed(0)} MiB (sampled per query, and the kernel's high-water mark)`,
   );
   clearInterval(memorySampler);
+  console.log(
+    `hub collector process (its own, as in the chart): RSS now ${(await hubCollector.rss('VmRSS')).toFixed(0)} MiB, high-water ${(await hubCollector.rss('VmHWM')).toFixed(0)} MiB`,
+  );
   if (memoryAtPeak) {
     const { rss, memory: m } = memoryAtPeak;
     const spaces = Object.entries(m.spaces)
@@ -662,12 +746,46 @@ try {
       `  at the highest RSS sampled each second (${rss.toFixed(0)} MiB): V8 heap ${m.heapUsed.toFixed(0)} MiB used of ${m.heapTotal.toFixed(0)} held (${spaces}), ${m.external.toFixed(0)} MiB outside it (Buffers, TLS)`,
     );
   }
+
+  // The API again with each --api-variants setting, on the same index: its memory (and latency) under the
+  // same query mix, idle and under churn, beside the run's own settings.
+  const given = values['api-variants']
+    .split(';')
+    .filter((v) => v.trim())
+    .map(apiVariant);
+  if (given.length > 0) {
+    // The run's own settings again first, in a process that has not been through the ingest (as each
+    // variant's has not), so that the rows compare alike.
+    const own = apiVariant(values['api-node-options']);
+    const variants = [{ ...own, label: `${own.label} (restarted)` }, ...given];
+    await bind(narrowCluster, 'narrow', 'fleet-cluster-viewer');
+    const rows = [
+      `  ${own.label} (the run's process, through the ingest): idle ${idleRss.toFixed(0)} / churn ${churnRss.toFixed(0)} / high-water ${hwm.toFixed(0)} MiB`,
+    ];
+    for (const variant of variants) {
+      await api.stop();
+      api = await startApi(variant, 'already-built');
+      const idle = await queryMix(`queries, idle; search API with ${variant.label}`);
+      let churn = 0;
+      await underChurn(async () => {
+        churn = await queryMix(`queries under churn; search API with ${variant.label}`);
+      });
+      rows.push(
+        `  ${variant.label}: idle ${idle.toFixed(0)} / churn ${churn.toFixed(0)} / high-water ${(await api.rss('VmHWM')).toFixed(0)} MiB`,
+      );
+    }
+    console.log(
+      `\nsearch API RSS under the query mix by process settings (peak idle / under churn / the process's high-water mark):`,
+    );
+    for (const row of rows) console.log(row);
+  }
   stop.abort();
   await edgeRun.catch(() => {});
   await writeFile(join(dir, 'done'), '');
 } finally {
   stop.abort();
   await api?.stop();
+  await hubCollector?.stop();
   for (const r of standbys) await r.close();
   await db.close();
   await edge.stop();
