@@ -1119,25 +1119,26 @@ async function withIndex(
 describe('searchComplete over many rows of few values', () => {
   it('lists the first values in order, walking past runs of rows with the same value', () =>
     withIndex(async ({ indexer, engine }) => {
-      // 25 objects in namespace a, one in each of b, c and d, in two clusters.
+      // 150 objects in namespace a, one in each of b, c and d, in two clusters.
       const inNamespace = (ns: string, i: number, cluster: string) =>
         object('ConfigMap', `${ns}-${i}`, { namespace: ns }, [], cluster);
       await indexer.write({
         cluster: HubCluster,
-        upserts: Array.from({ length: 25 }, (_, i) => inNamespace('a', i, HubCluster)),
+        upserts: Array.from({ length: 150 }, (_, i) => inNamespace('a', i, HubCluster)),
       });
       await indexer.write({
         cluster: 'edge-1',
         upserts: ['b', 'c', 'd'].map((ns) => inNamespace(ns, 0, 'edge-1')),
       });
-      // The walk reads 16 rows a step: the first step sees only a, the next starts after it.
+      // The walk reads 64 rows a step (one cluster in the access set): the first two steps see only a,
+      // the next starts after it.
       expect(await engine.complete(allAccess, 'namespace', undefined, 2)).toEqual(['a', 'b']);
       expect(await engine.complete(allAccess, 'namespace', undefined, 3)).toEqual(['a', 'b', 'c']);
       expect(await engine.complete(allAccess, 'namespace', undefined)).toEqual(['a', 'b', 'c', 'd']);
       expect(await engine.complete(allAccess, 'cluster', undefined, 1)).toEqual(['edge-1']);
       expect(await engine.complete(allAccess, 'cluster', undefined)).toEqual(['edge-1', HubCluster]);
       const names = await engine.complete(allAccess, 'name', undefined);
-      expect(names).toHaveLength(28);
+      expect(names).toHaveLength(153);
       expect(names).toEqual([...names].sort());
       // A user who sees only edge-1's objects gets only its namespaces, through the walk as well.
       const edgeOnly: AccessSet = { ...none, managedClusters: ['edge-1'] };
@@ -1184,6 +1185,20 @@ describe('searchComplete over many rows of few values', () => {
         filters: [{ property: 'namespace', values: ['a', 'b', 'c', 'd', 'z'] }],
       });
       expect(await engine.complete(user, 'name', undefined)).toEqual(viaDistinct);
+      // With z in the hub too: once the managed walk has `limit` values, the hub's walk stops past the
+      // largest of them, and the merge is the same as without that bound.
+      const wider: AccessSet = {
+        ...user,
+        namespaced: [{ namespaces: ['a', 'z'], grants: [{ apiGroups: [''], resources: ['configmaps'] }] }],
+      };
+      const every = [...hubNames, 'b-0', 'c-0', 'd-0', 'z-0'].sort();
+      expect(await engine.complete(wider, 'name', undefined)).toEqual(every);
+      for (const limit of [1, 2, 3, 4, 22, 24])
+        expect(await engine.complete(wider, 'name', undefined, limit), `limit ${limit}`).toEqual(
+          every.slice(0, limit),
+        );
+      expect(await engine.complete(wider, 'namespace', undefined, 3)).toEqual(['a', 'b', 'c']);
+      expect(await engine.complete(wider, 'namespace', undefined)).toEqual(['a', 'b', 'c', 'd', 'z']);
     }));
 });
 

@@ -392,7 +392,9 @@ export class PostgresSearch implements SearchBackend {
       ...(managed
         ? [{ name: 'managed', column, where: managed, rows: stepRows(access.managedClusters.length) }]
         : []),
-      ...(hub ? [{ name: 'hub', column, where: hub, rows: 1 }] : []),
+      ...(hub
+        ? [{ name: 'hub', column, where: hub, rows: 1, ...(managed ? { boundedBy: 'managed' } : {}) }]
+        : []),
     ];
   }
 
