@@ -323,6 +323,34 @@ describe('search index on PostgreSQL', () => {
     expect(await count(`SELECT count(*)::int AS n FROM search.resources WHERE cluster = 'edge-b'`)).toBe(1);
   });
 
+  it("analyzes a new cluster's partitions once its first list of a type is in, and again when it comes back", async () => {
+    const analyzed = async () =>
+      (
+        await db.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM tenantkit_search.partition_states('edge-fresh') p
+           JOIN pg_stat_user_tables s ON s.relid = format('%I.%I', p.schema_name, p.part)::regclass
+           WHERE s.last_analyze IS NOT NULL`,
+        )
+      ).rows[0]!.n;
+    const listed = async () => {
+      const upserts = Array.from({ length: 30 }, (_, i) =>
+        object('ConfigMap', `settings-${i}`, { namespace: 'apps', plural: 'configmaps' }, [], 'edge-fresh'),
+      );
+      await indexer.write({
+        cluster: 'edge-fresh',
+        upserts,
+        resyncs: [{ apigroup: '', kind_plural: 'configmaps', uids: upserts.map((u) => u.uid) }],
+      });
+    };
+    await listed();
+    // Every partition of the cluster: resources, edges, edge_refs and counts.
+    await eventually(async () => (await analyzed()) === 4, { what: "edge-fresh's partitions analyzed" });
+    expect(await indexer.removeCluster('edge-fresh')).toBe(30);
+    await listed();
+    await eventually(async () => (await analyzed()) === 4, { what: "edge-fresh's new partitions analyzed" });
+    expect(await indexer.removeCluster('edge-fresh')).toBe(30);
+  });
+
   it('answers every query while clusters are removed and come back', async () => {
     // Dropping a cluster's partitions and a query over the tables take the same locks: in one order
     // both ways (the parent tables first), or the two deadlock and the query fails.

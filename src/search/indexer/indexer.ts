@@ -33,6 +33,8 @@ export class Indexer implements IndexSink {
   private readonly options: IndexerOptions;
   private readonly queues = new Map<string, ClusterQueue>();
   private readonly partitions: ClusterPartitions;
+  /** Clusters whose new partitions this process has had analyzed (see analyzeWhenNew). */
+  private readonly analyzed = new Set<string>();
 
   constructor(options: IndexerOptions) {
     this.options = options;
@@ -71,6 +73,7 @@ export class Indexer implements IndexSink {
       () => {},
     );
     return run.then((n) => {
+      this.analyzed.delete(cluster);
       searchMetrics.indexerRows.inc({ cluster, change: 'deleted' }, n);
       this.options.logger.info({ cluster, objects: n }, 'cluster removed from the index');
       return n;
@@ -104,6 +107,7 @@ export class Indexer implements IndexSink {
       // (the fence then decides whether its stream may still write).
       if ((err as { code?: string }).code !== noPartitionCode) throw err;
       this.partitions.forget(batch.cluster);
+      this.analyzed.delete(batch.cluster);
       await this.partitions.ensure(batch.cluster);
       await this.apply(batch, queue);
     }
@@ -157,6 +161,30 @@ export class Indexer implements IndexSink {
     searchMetrics.indexerRows.inc({ cluster: batch.cluster, change: 'received' }, batch.upserts?.length ?? 0);
     searchMetrics.indexerRows.inc({ cluster: batch.cluster, change: 'changed' }, changed);
     searchMetrics.indexerRows.inc({ cluster: batch.cluster, change: 'deleted' }, deleted);
+    if (batch.resyncs?.length) this.analyzeWhenNew(batch.cluster);
+  }
+
+  /**
+   * Once a collector's list of a type is in (a batch with resyncs), the cluster's partitions that were
+   * never analyzed are, beside the cluster's next batches (once per cluster per process; again after
+   * its removal). A failure only leaves it to autovacuum.
+   */
+  private analyzeWhenNew(cluster: string): void {
+    if (this.analyzed.has(cluster)) return;
+    this.analyzed.add(cluster);
+    this.partitions.analyzeNew(cluster).then(
+      (parts) => {
+        if (parts.length > 0)
+          this.options.logger.debug({ cluster, parts }, "analyzed a new cluster's partitions");
+      },
+      (err) => {
+        this.analyzed.delete(cluster);
+        this.options.logger.warn(
+          { cluster, err: String(err) },
+          "could not analyze a new cluster's partitions",
+        );
+      },
+    );
   }
 
   /** Resolves once every batch accepted so far has been applied (or failed). */
