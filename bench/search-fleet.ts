@@ -69,6 +69,8 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '20' },
     'api-from': { type: 'string', default: 'dist' },
     'api-node-options': { type: 'string', default: '' },
+    // NODE_OPTIONS for the hub's collector process (as the chart's search.collectorNodeOptions).
+    'collector-node-options': { type: 'string', default: '' },
     // PostgreSQL server settings for the primary, `name=value,name=value` (e.g. shared_buffers=1GB).
     'db-settings': { type: 'string', default: '' },
     // Streaming-replication standbys of the database that the API reads from (0: none).
@@ -355,6 +357,7 @@ try {
   hubCollector = await startHubCollectorProcess({
     kubeconfigPath: cp.adminKubeconfigPath,
     databaseUrl: db.url,
+    nodeOptions: values['collector-node-options'],
     from: values['api-from'] === 'dist' ? 'already-built' : 'src',
   });
   await hubCollector.ready();
@@ -734,7 +737,7 @@ try {
   );
   clearInterval(memorySampler);
   console.log(
-    `hub collector process (its own, as in the chart): RSS now ${(await hubCollector.rss('VmRSS')).toFixed(0)} MiB, high-water ${(await hubCollector.rss('VmHWM')).toFixed(0)} MiB`,
+    `hub collector process (its own, as in the chart; NODE_OPTIONS '${values['collector-node-options']}'): RSS now ${(await hubCollector.rss('VmRSS')).toFixed(0)} MiB, high-water ${(await hubCollector.rss('VmHWM')).toFixed(0)} MiB`,
   );
   if (memoryAtPeak) {
     const { rss, memory: m } = memoryAtPeak;
