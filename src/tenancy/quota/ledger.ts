@@ -116,6 +116,8 @@ class LedgerState {
   readonly held = new Map<string, HeldGrant>();
   current?: HeldGrant;
   returnTimer?: NodeJS.Timeout;
+  /** The return (or renewal) write in flight, which creates at a window's end wait for. */
+  returning?: Promise<void>;
   /** The organization label the configuration names (it may change while the replica runs). */
   label = '';
   /** The hold the configuration names (it may change too). */
@@ -141,6 +143,12 @@ class LedgerState {
 
   closed(): string[] {
     return [...this.held.values()].filter((g) => !g.open).map((g) => g.id);
+  }
+
+  /** The current grant's window has passed and it admitted enough to be renewed when returned. */
+  renewalDue(now: number): boolean {
+    const grant = this.current;
+    return grant !== undefined && now >= grant.closes && grant.admitted.size >= renewAfter;
   }
 }
 
@@ -197,6 +205,14 @@ export class QuotaLedger {
       if (fromGrant) {
         decisions.inc({ source: 'grant', allowed: 'true' });
         return fromGrant;
+      }
+      // A busy grant's window has just closed: its renewal (already in flight, or started here ahead
+      // of the timer) hands out the next slots, so this create takes them from memory rather than
+      // racing the renewal with a grant write of its own. A renewal that fails or takes no grant leaves
+      // nothing due, and the ledger decides below.
+      if (!request.dryRun && (state.returning || state.renewalDue(Date.now()))) {
+        await this.returnNow(state).catch(() => undefined);
+        continue;
       }
       if (!request.dryRun) state.closeCurrent();
       const { current, cached } = await this.read(state, !fresh);
@@ -378,7 +394,7 @@ export class QuotaLedger {
   private scheduleReturn(state: LedgerState, inMs: number): void {
     clearTimeout(state.returnTimer);
     state.returnTimer = setTimeout(() => {
-      this.returnGrants(state).catch((err: Error) => {
+      this.returnNow(state).catch((err: Error) => {
         this.logger.warn(
           { organization: state.organization, err: err.message },
           'namespace quota: returning a grant failed; retrying in 1 s (its slots count until then)',
@@ -387,6 +403,14 @@ export class QuotaLedger {
       });
     }, Math.max(0, inMs) + 5);
     state.returnTimer.unref();
+  }
+
+  /** Runs `returnGrants`, one at a time per organization: a caller that finds one in flight joins it. */
+  private returnNow(state: LedgerState): Promise<void> {
+    state.returning ??= this.returnGrants(state).finally(() => {
+      state.returning = undefined;
+    });
+    return state.returning;
   }
 
   /**
