@@ -1,6 +1,7 @@
 // bench:faults: tenantkit installed by its chart on the local node with Velero beside it, one tenant
-// working through her own credentials (namespaces, backups, searches), and each fault of bench/faults/
-// catalog.ts injected round after round at random moments; then every round's end state is checked.
+// working through her own credentials (namespaces, backups, restores, scope changes, searches), and each
+// fault of bench/faults/catalog.ts injected round after round at random moments; then every round's end
+// state is checked.
 // Prints one table row per fault (docs/faults.md keeps the last full run's) and the seed that replays it.
 //
 //   npm run bench:faults -- [--seed N] [--rounds 20] [--cheap-rounds 100] [--faults "webhooks,search"]
@@ -10,13 +11,14 @@ import { parseArgs } from 'node:util';
 import { helmFor } from '../devenv/helm/build.ts';
 import { repoRoot } from '../devenv/images/build.ts';
 import { NonAdminBackupConfigCrd } from '../src/crds/backup.ts';
+import { ScopeTemplateCrd } from '../src/crds/scopes.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import type { KubeObject } from '../src/kube/resources.ts';
 import { faults } from './faults/catalog.ts';
 import type { FaultRow } from './faults/model.ts';
 import { seeded } from './faults/random.ts';
 import { runFault, table } from './faults/run.ts';
-import { makeWorld } from './faults/world.ts';
+import { makeBaseBackup, makeWorld } from './faults/world.ts';
 import {
   deployStore,
   fillDisk,
@@ -82,9 +84,35 @@ try {
     } as KubeObject,
     apply,
   );
+  // Her scope changes bind this template in her namespace: an auditor may read its ConfigMaps. She may
+  // create ScopeInstances (the escalation guard checks she holds the rules where she binds them).
+  const scopeTemplate = 'fault-reader';
+  await admin.apply(
+    ScopeTemplateCrd.type,
+    {
+      metadata: { name: scopeTemplate },
+      spec: {
+        clusterRoles: [
+          {
+            generateName: 'fault-reader-',
+            rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list'] }],
+            subjects: [{ kind: 'User', name: 'auditor' }],
+          },
+        ],
+      },
+    } as KubeObject,
+    apply,
+  );
   await applyBenchTenant(admin, {
     config: { organizationLabel, defaultNamespaceQuota: 100000 },
-    rules: [{ apiGroups: [''], resources: ['namespaces'], verbs: ['create'] }],
+    rules: [
+      { apiGroups: [''], resources: ['namespaces'], verbs: ['create'] },
+      {
+        apiGroups: ['operators.coreos.com'],
+        resources: ['scopeinstances'],
+        verbs: ['create', 'get', 'delete'],
+      },
+    ],
   });
   const world = await makeWorld({
     admin,
@@ -97,6 +125,12 @@ try {
     home: 'alice-home',
     say,
   });
+  world.scopeTemplate = scopeTemplate;
+  // What her restores restore from: a backup of her ConfigMaps, made by her before the first fault.
+  world.baseBackup = await makeBaseBackup(world);
+  say(
+    `her base backup ${world.baseBackup} completed: in every round she restores it every 3 s and binds ScopeTemplate ${scopeTemplate} in ${world.home} every 2.5 s`,
+  );
   // Her data: a claim of known bytes, which the Velero faults' backups copy file by file.
   await deployStore(admin, node, world.home, 32);
   await storeSums(admin, world.home);

@@ -1,17 +1,27 @@
 // Whether a round ended exactly right, checked from the cluster's own state once the faulted part is back:
-// every namespace the tenant was given is bound to her organization, every NonAdminBackup she made ran
-// once (one Velero Backup) and completed, no Velero Backup is left without its NonAdminBackup, and the
-// search index holds exactly the API server's objects.
+// every namespace the tenant was given is bound to her organization, every NonAdminBackup and
+// NonAdminRestore she made ran once (one Velero Backup, one Velero Restore) and completed, every
+// NonAdminSchedule has one Velero Schedule, every ScopeInstance one binding, nothing is left of what she
+// deleted, and the search index holds exactly the API server's objects.
 import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Annotations } from '../../src/backup/model.ts';
-import { type NonAdminBackup, NonAdminBackupCrd } from '../../src/crds/backup.ts';
+import {
+  type NonAdminBackup,
+  NonAdminBackupCrd,
+  type NonAdminRestore,
+  NonAdminRestoreCrd,
+  type NonAdminSchedule,
+  NonAdminScheduleCrd,
+} from '../../src/crds/backup.ts';
+import { type ScopeInstance, ScopeInstanceCrd } from '../../src/crds/scopes.ts';
 import { finishedPhases, VeleroResources } from '../../src/crds/velero.ts';
 import { cacheDigest, type InformerCache } from '../../src/kube/informer.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { instanceAnnotation, managedBy, managedByLabel } from '../../src/scopes/model.ts';
 import { discover } from '../../src/search/collector/index.ts';
 import { HubCluster } from '../../src/search/model.ts';
 import type { Operation, RoundFindings, World } from './model.ts';
@@ -41,20 +51,73 @@ async function unbound(world: World, name: string): Promise<string | undefined> 
   return bindings.items.length > 0 ? undefined : `namespace ${name} was created but never bound`;
 }
 
-/** Velero's Backups made for the tenant's NonAdminBackups, by NAB name. */
-async function backupsByNab(world: World): Promise<Map<string, string[]>> {
-  const backups = await world.admin.list<KubeObject>(VeleroResources.backups, {
-    namespace: world.veleroNamespace,
+/** The RoleBindings the scopes controllers made in the tenant's namespace, by ScopeInstance name. */
+async function scopeBindings(world: World): Promise<Map<string, string[]>> {
+  const bindings = await world.admin.list<KubeObject>(Resources.roleBindings, {
+    namespace: world.home,
+    labelSelector: `${managedByLabel}=${managedBy}`,
   });
   const by = new Map<string, string[]>();
-  for (const b of backups.items) {
-    const a = b.metadata.annotations ?? {};
-    const nab = a[Annotations.nabName];
-    if (a[Annotations.nabNamespace] !== world.home || !nab) continue;
-    by.set(nab, [...(by.get(nab) ?? []), b.metadata.name!]);
+  for (const b of bindings.items) {
+    const instance = b.metadata.annotations?.[instanceAnnotation];
+    if (instance) by.set(instance, [...(by.get(instance) ?? []), b.metadata.name!]);
   }
   return by;
 }
+
+/**
+ * Why the tenant's ScopeInstance `name` is not (yet) in place: gone, not Ready, or not exactly one binding
+ * (the template has one role) in her namespace.
+ */
+async function scopeProblem(world: World, name: string): Promise<string | undefined> {
+  const instance = await world.admin.get<ScopeInstance>(ScopeInstanceCrd.type, name);
+  if (!instance) return `ScopeInstance ${name} was accepted and is gone`;
+  const ready = instance.status?.conditions?.find((c) => c.type === 'Ready');
+  if (ready?.status !== 'True') {
+    return `ScopeInstance ${name} not Ready (${ready ? `${ready.reason}: ${ready.message}` : 'no condition'})`;
+  }
+  const made = (await scopeBindings(world)).get(name) ?? [];
+  if (made.length !== 1) return `ScopeInstance ${name} has ${made.length} RoleBindings: ${made.join(', ')}`;
+  return undefined;
+}
+
+/** Why the tenant's NonAdminSchedule `name` is not (yet) handed to Velero: gone, not Enabled, or not one Schedule. */
+async function scheduleProblem(world: World, name: string): Promise<string | undefined> {
+  const nas = await world.admin.get<NonAdminSchedule>(NonAdminScheduleCrd.type, name, world.home);
+  if (!nas) return `NonAdminSchedule ${name} was accepted and is gone`;
+  const phase = nas.status?.veleroSchedule?.status?.phase;
+  if (phase !== 'Enabled') {
+    const why = nas.status?.conditions?.map((c) => `${c.type}=${c.status} ${c.reason}`).join(', ');
+    return `NonAdminSchedule ${name} not Enabled (phase ${nas.status?.phase ?? 'none'}, Velero ${phase ?? 'none'}; ${why ?? ''})`;
+  }
+  const made = (await veleroByOrigin(world, 'schedule')).get(name) ?? [];
+  if (made.length !== 1) {
+    return `NonAdminSchedule ${name} has ${made.length} Velero Schedules: ${made.join(', ')}`;
+  }
+  return undefined;
+}
+
+/** Velero's objects of one kind made for the tenant's objects, by the name of the tenant object. */
+async function veleroByOrigin(
+  world: World,
+  kind: 'backup' | 'restore' | 'schedule',
+): Promise<Map<string, string[]>> {
+  const [type, name, namespace] = {
+    backup: [VeleroResources.backups, Annotations.nabName, Annotations.nabNamespace] as const,
+    restore: [VeleroResources.restores, Annotations.narName, Annotations.narNamespace] as const,
+    schedule: [VeleroResources.schedules, Annotations.nasName, Annotations.nasNamespace] as const,
+  }[kind];
+  const objects = await world.admin.list<KubeObject>(type, { namespace: world.veleroNamespace });
+  const by = new Map<string, string[]>();
+  for (const o of objects.items) {
+    const a = o.metadata.annotations ?? {};
+    const origin = a[name];
+    if (a[namespace] !== world.home || !origin) continue;
+    by.set(origin, [...(by.get(origin) ?? []), o.metadata.name!]);
+  }
+  return by;
+}
+
 
 /**
  * Velero's reason for a backup that did not complete, as the tenant reads it in her NAB's status: its
@@ -67,44 +130,100 @@ const failureOf = (nab: NonAdminBackup) =>
   )?.message ??
   nab.status?.conditions?.find((c) => c.status === 'False' || /Fail/.test(c.reason ?? ''))?.message;
 
+/** What tells the end of a tenant's request to Velero: her kind, Velero's, and where its phase and reason are. */
+interface RequestKind<T> {
+  crd: typeof NonAdminBackupCrd | typeof NonAdminRestoreCrd;
+  kind: 'NonAdminBackup' | 'NonAdminRestore';
+  velero: 'backup' | 'restore';
+  veleroKind: 'Backups' | 'Restores';
+  phase(o: T): string | undefined;
+  reason(o: T): string | undefined;
+}
+
+const requestKinds = {
+  backup: {
+    crd: NonAdminBackupCrd,
+    kind: 'NonAdminBackup',
+    velero: 'backup',
+    veleroKind: 'Backups',
+    phase: (nab: NonAdminBackup) => nab.status?.veleroBackup?.status?.phase,
+    reason: failureOf,
+  } satisfies RequestKind<NonAdminBackup>,
+  restore: {
+    crd: NonAdminRestoreCrd,
+    kind: 'NonAdminRestore',
+    velero: 'restore',
+    veleroKind: 'Restores',
+    phase: (nar: NonAdminRestore) => nar.status?.veleroRestore?.status?.phase,
+    reason: (nar: NonAdminRestore) =>
+      nar.status?.veleroRestore?.status?.failureReason ??
+      nar.status?.conditions?.find((c) => c.status === 'False' || /Fail/.test(c.reason ?? ''))?.message,
+  } satisfies RequestKind<NonAdminRestore>,
+};
+
 /**
- * Why the NAB `name` has not ended right (yet): not finished, not Completed (unless `mayFail` and Velero
- * said why), or not exactly one Backup. `failed` holds Velero's reason when it failed as allowed.
+ * Why the tenant's NAB (NAR) `name` has not ended right (yet): not finished, not Completed (unless
+ * `mayFail` and Velero said why), or not exactly one Velero Backup (Restore). `failed` holds Velero's
+ * reason when it failed as allowed.
  */
-async function backupEnd(
+async function requestEnd<T extends NonAdminBackup | NonAdminRestore>(
   world: World,
+  k: RequestKind<T>,
   name: string,
   mayFail: boolean,
 ): Promise<{ problem?: string; failed?: string }> {
-  const nab = await world.admin.get<NonAdminBackup>(NonAdminBackupCrd.type, name, world.home);
-  if (!nab) return { problem: `NonAdminBackup ${name} was accepted and is gone` };
-  const phase = nab.status?.veleroBackup?.status?.phase;
+  const object = await world.admin.get<T>(k.crd.type, name, world.home);
+  if (!object) return { problem: `${k.kind} ${name} was accepted and is gone` };
+  const phase = k.phase(object);
   if (!phase || !finished.has(phase)) {
-    const why = nab.status?.conditions?.map((c) => `${c.type}=${c.status} ${c.reason}`).join(', ');
+    const why = object.status?.conditions?.map((c) => `${c.type}=${c.status} ${c.reason}`).join(', ');
     return {
-      problem: `NonAdminBackup ${name} not finished (phase ${nab.status?.phase ?? 'none'}, Velero ${phase ?? 'none'}; ${why ?? ''})`,
+      problem: `${k.kind} ${name} not finished (phase ${object.status?.phase ?? 'none'}, Velero ${phase ?? 'none'}; ${why ?? ''})`,
     };
   }
-  const made = (await backupsByNab(world)).get(name) ?? [];
+  const made = (await veleroByOrigin(world, k.velero)).get(name) ?? [];
   if (made.length !== 1) {
-    return { problem: `NonAdminBackup ${name} has ${made.length} Velero Backups: ${made.join(', ')}` };
+    return { problem: `${k.kind} ${name} has ${made.length} Velero ${k.veleroKind}: ${made.join(', ')}` };
   }
   if (phase === 'Completed') return {};
-  const reason = failureOf(nab);
+  const reason = k.reason(object);
   if (mayFail && reason) return { failed: `${phase}: ${reason}` };
-  return { problem: `NonAdminBackup ${name} ended ${phase}${reason ? `: ${reason}` : ' without a reason'}` };
+  return { problem: `${k.kind} ${name} ended ${phase}${reason ? `: ${reason}` : ' without a reason'}` };
 }
 
-/** The same, polled until it is right or `timeoutMs` passed. */
-async function settledBackup(world: World, name: string, mayFail: boolean, timeoutMs: number) {
+/** The end of a tenant object of `kind`, polled until it is right or `timeoutMs` passed. */
+async function settledEnd(
+  world: World,
+  kind: 'backup' | 'restore',
+  name: string,
+  mayFail: boolean,
+  timeoutMs: number,
+) {
   let last: { problem?: string; failed?: string } = {};
   await settle(async () => {
-    last = await backupEnd(world, name, mayFail).catch((err: Error) => ({
+    const ended =
+      kind === 'backup'
+        ? requestEnd(world, requestKinds.backup, name, mayFail)
+        : requestEnd(world, requestKinds.restore, name, mayFail);
+    last = await ended.catch((err: Error) => ({
       problem: `could not check: ${err.message}`,
     }));
     return last.problem;
   }, timeoutMs);
   return last;
+}
+
+/** The tenant restores again after a failure: her retry must complete, with one Velero Restore. */
+export async function retryRestore(
+  world: World,
+  name: string,
+  timeoutMs: number,
+): Promise<string | undefined> {
+  await world.tenant.create(NonAdminRestoreCrd.type, {
+    metadata: { name, namespace: world.home },
+    spec: { restoreSpec: { backupName: world.baseBackup } },
+  } as KubeObject);
+  return (await settledEnd(world, 'restore', name, false, timeoutMs)).problem;
 }
 
 /** The tenant backs up again after a failure: her retry must complete, with one Velero Backup. */
@@ -117,7 +236,7 @@ export async function retryBackup(
     metadata: { name, namespace: world.home },
     spec: { backupSpec: world.bucket ? { defaultVolumesToFsBackup: true } : {} },
   } as KubeObject);
-  return (await settledBackup(world, name, false, timeoutMs)).problem;
+  return (await settledEnd(world, 'backup', name, false, timeoutMs)).problem;
 }
 
 /**
@@ -129,12 +248,13 @@ export async function checkOperations(
   ops: Operation[],
   timeoutMs: number,
   mayFail = false,
-): Promise<RoundFindings & { failed: string[] }> {
+): Promise<RoundFindings & { failed: string[]; failedRestores: string[] }> {
   const findings = {
     duplicates: [] as string[],
     orphans: [] as string[],
     lost: [] as string[],
     failed: [] as string[],
+    failedRestores: [] as string[],
   };
   const deadline = Date.now() + timeoutMs;
   for (const op of ops) {
@@ -146,31 +266,45 @@ export async function checkOperations(
         op.wrong = problem;
         findings.lost.push(problem);
       }
-    } else if (op.kind === 'backup') {
-      const { problem, failed } = await settledBackup(world, op.name, mayFail, left);
-      if (failed) findings.failed.push(op.name);
+    } else if (op.kind === 'scope' || op.kind === 'schedule') {
+      const probe = op.kind === 'scope' ? scopeProblem : scheduleProblem;
+      const problem = await settle(() => probe(world, op.name), left);
       if (!problem) continue;
       op.wrong = problem;
-      if (/has [2-9]\d* Velero Backups/.test(problem)) findings.duplicates.push(problem);
-      if (/has 0 Velero Backups|is gone/.test(problem)) findings.lost.push(problem);
+      if (/has ([2-9]|\d\d+) (RoleBindings|Velero Schedules)/.test(problem))
+        findings.duplicates.push(problem);
+      if (/has 0 (RoleBindings|Velero Schedules)|is gone/.test(problem)) findings.lost.push(problem);
+    } else if (op.kind === 'backup' || op.kind === 'restore') {
+      const { problem, failed } = await settledEnd(world, op.kind, op.name, mayFail, left);
+      if (failed) (op.kind === 'backup' ? findings.failed : findings.failedRestores).push(op.name);
+      if (!problem) continue;
+      op.wrong = problem;
+      if (/has ([2-9]|\d\d+) Velero (Backups|Restores)/.test(problem)) findings.duplicates.push(problem);
+      if (/has 0 Velero (Backups|Restores)|is gone/.test(problem)) findings.lost.push(problem);
     }
   }
   return findings;
 }
 
 /**
- * The round's objects removed by their owners (the tenant deletes her NABs, with their data when
- * `withData`; the admin the namespaces); resolves when the NABs are gone, with what was left behind:
- * Velero Backups without their NAB, and (`withData`) data of theirs still in the bucket.
+ * The round's objects removed by their owners (the tenant deletes her ScopeInstances, NASs, NARs, and her
+ * NABs with their data when `withData`; the admin the namespaces); resolves when they are gone, with what
+ * was left behind: Velero Backups, Restores and Schedules without their tenant object, RoleBindings of
+ * deleted ScopeInstances, and (`withData`) data of a deleted backup still in the bucket.
  */
 export async function cleanUp(
   world: World,
-  nabs: string[],
-  namespaces: string[],
+  made: { nabs: string[]; nars: string[]; schedules: string[]; scopes: string[]; namespaces: string[] },
   withData: boolean,
   timeoutMs = 180_000,
 ): Promise<string[]> {
+  const { nabs, nars, schedules, scopes, namespaces } = made;
   const names = new Map<string, string>();
+  for (const name of schedules)
+    await world.tenant.delete(NonAdminScheduleCrd.type, name, world.home).catch(() => {});
+  for (const name of scopes) await world.tenant.delete(ScopeInstanceCrd.type, name).catch(() => {});
+  for (const name of nars)
+    await world.tenant.delete(NonAdminRestoreCrd.type, name, world.home).catch(() => {});
   for (const name of nabs) {
     const nab = await world.admin.get<NonAdminBackup>(NonAdminBackupCrd.type, name, world.home);
     const backup = nab?.status?.veleroBackup?.name;
@@ -185,16 +319,36 @@ export async function cleanUp(
   }
   for (const ns of namespaces) await world.admin.delete(Resources.namespaces, ns).catch(() => {});
   const remaining = await settle(async () => {
-    const left = (await world.admin.list<KubeObject>(NonAdminBackupCrd.type, { namespace: world.home }))
-      .items;
-    const mine = left.filter((n) => nabs.includes(n.metadata.name!));
-    return mine.length ? `${mine.length} NonAdminBackups not gone after ${timeoutMs / 1000} s` : undefined;
+    const left: string[] = [];
+    for (const [crd, mine, what] of [
+      [NonAdminBackupCrd, nabs, 'NonAdminBackups'],
+      [NonAdminRestoreCrd, nars, 'NonAdminRestores'],
+      [NonAdminScheduleCrd, schedules, 'NonAdminSchedules'],
+    ] as const) {
+      const items = (await world.admin.list<KubeObject>(crd.type, { namespace: world.home })).items;
+      const n = items.filter((o) => mine.includes(o.metadata.name!)).length;
+      if (n) left.push(`${n} ${what} not gone after ${timeoutMs / 1000} s`);
+    }
+    return left.length ? left.join('; ') : undefined;
   }, timeoutMs);
   if (remaining) return [remaining];
-  // Deleting a NAB deletes its Velero Backup; any left is an orphan, and so is data of a deleted one.
+  // Deleting a NAB (NAR) deletes its Velero Backup (Restore); any left is an orphan, and so is data of a
+  // deleted backup.
   const orphaned = await settle(async () => {
-    const left = [...(await backupsByNab(world))].filter(([nab]) => nabs.includes(nab));
-    const problems = left.map(([nab, b]) => `Velero Backup ${b.join(', ')} of deleted NAB ${nab}`);
+    const problems: string[] = [];
+    for (const [kind, mine, what] of [
+      ['backup', nabs, 'Backup'],
+      ['restore', nars, 'Restore'],
+      ['schedule', schedules, 'Schedule'],
+    ] as const) {
+      const left = [...(await veleroByOrigin(world, kind))].filter(([origin]) => mine.includes(origin));
+      problems.push(...left.map(([origin, o]) => `Velero ${what} ${o.join(', ')} of deleted ${origin}`));
+    }
+    // A deleted ScopeInstance's bindings go with it (their owner reference): any left still grants.
+    const granting = [...(await scopeBindings(world))].filter(([instance]) => scopes.includes(instance));
+    problems.push(
+      ...granting.map(([instance, b]) => `RoleBinding ${b.join(', ')} of deleted ScopeInstance ${instance}`),
+    );
     if (withData && world.bucket) {
       for (const [nab, backup] of names) {
         const keys = await world.bucket(`backups/${backup}/`);

@@ -14,6 +14,17 @@ export interface World {
   home: string;
   /** The ConfigMaps in `home` (their names): what each of her searches must answer, exactly. */
   known: string[];
+  /**
+   * A Completed NonAdminBackup of hers (her ConfigMaps) that her NonAdminRestores restore from, into
+   * `home`, where every object of it already is: each restore then changes nothing that is searched.
+   * Without it she does not restore.
+   */
+  baseBackup?: string;
+  /**
+   * An admin's ScopeTemplate (one role) that her ScopeInstances bind in `home`: her scope changes. Without
+   * it she makes none.
+   */
+  scopeTemplate?: string;
   /** The release (`helm install <release>`) and its namespace. */
   release: string;
   namespace: string;
@@ -61,15 +72,16 @@ export interface Fault {
   /** The tenant's NABs back up her volume's files too (Velero's node-agent), not her objects alone. */
   volumeBackups?: boolean;
   /**
-   * A backup this fault hits may end Failed, with Velero's reason in the NAB's status; the tenant's retry
-   * must then complete. Her NABs are removed with their data (spec.deleteBackup), and none may stay.
+   * A backup or restore this fault hits may end Failed, with Velero's reason in the NAB's (NAR's)
+   * status; the tenant's retry must then complete. Her NABs are removed with their data
+   * (spec.deleteBackup), and none may stay.
    */
   backupsMayFail?: boolean;
 }
 
 /** A tenant operation, and how it ended. */
 export interface Operation {
-  kind: 'namespace' | 'backup' | 'search';
+  kind: 'namespace' | 'backup' | 'restore' | 'schedule' | 'scope' | 'search';
   name: string;
   /** ms since the round started. */
   startedAt: number;
@@ -105,7 +117,10 @@ export interface FaultRow {
    * ("failed calling webhook"): refused, as failurePolicy Fail wants, but with kube-apiserver's status.
    */
   webhookCallErrors: number;
-  /** Backups that ended Failed with Velero's reason (where the fault allows it), and their retries that completed. */
+  /**
+   * Backups and restores that ended Failed with Velero's reason (where the fault allows it), and their
+   * retries that completed.
+   */
   failedWithReason: number;
   retriesCompleted: number;
   recoveryMs: number[];

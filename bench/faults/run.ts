@@ -2,8 +2,8 @@
 // comes back, the tenant's work settles and is checked, and the round's objects are removed by their
 // owners. Rows sum the rounds; `table` prints them.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { checkOperations, cleanUp, indexDifference, retryBackup } from './checks.ts';
-import type { Fault, FaultRow, Rng, World } from './model.ts';
+import { checkOperations, cleanUp, indexDifference, retryBackup, retryRestore } from './checks.ts';
+import type { Fault, FaultRow, Operation, Rng, World } from './model.ts';
 import { type Pace, TenantWork } from './work.ts';
 
 export interface RunOptions {
@@ -95,28 +95,37 @@ export async function runFault(world: World, fault: Fault, rng: Rng, options: Ru
     }
     row.duplicates.push(...findings.duplicates);
     row.lost.push(...findings.lost);
-    // A backup that failed as the fault allows: the tenant tries again, and that must work.
-    const retries: string[] = [];
-    for (const failed of findings.failed) {
-      row.failedWithReason++;
-      const retry = `${failed}-retry`;
-      retries.push(retry);
-      const problem = await retryBackup(world, retry, options.settleMs ?? 120_000);
-      if (problem) row.wrong.push(`retry after a failure: ${problem}`);
-      else row.retriesCompleted++;
+    // A backup or restore that failed as the fault allows: the tenant tries again, and that must work.
+    const retries = { backup: [] as string[], restore: [] as string[] };
+    for (const [kind, failures, retry] of [
+      ['backup', findings.failed, retryBackup],
+      ['restore', findings.failedRestores, retryRestore],
+    ] as const) {
+      for (const failed of failures) {
+        row.failedWithReason++;
+        retries[kind].push(`${failed}-retry`);
+        const problem = await retry(world, `${failed}-retry`, options.settleMs ?? 120_000);
+        if (problem) row.wrong.push(`retry after a failure: ${problem}`);
+        else row.retriesCompleted++;
+      }
     }
-    const nabs = [
-      ...work.operations.filter((o) => o.kind === 'backup' && o.answer.ok).map((o) => o.name),
-      ...retries,
-    ];
-    const namespaces = work.operations
-      .filter((o) => o.kind === 'namespace' && o.answer.ok)
-      .map((o) => o.name);
+    const accepted = (kind: Operation['kind']) =>
+      work.operations.filter((o) => o.kind === kind && o.answer.ok).map((o) => o.name);
     // With their data (spec.deleteBackup) wherever the run can read the bucket (the bench): a NAB deleted
     // without it comes back by backup sync, and the bucket is checked for what a deleted backup left only
     // then. The e2e slice, which cannot read it, deletes the NABs alone unless the fault is Velero's.
     const withData = fault.backupsMayFail === true || world.bucket !== undefined;
-    const orphans = await cleanUp(world, nabs, namespaces, withData);
+    const orphans = await cleanUp(
+      world,
+      {
+        nabs: [...accepted('backup'), ...retries.backup],
+        nars: [...accepted('restore'), ...retries.restore],
+        schedules: accepted('schedule'),
+        scopes: accepted('scope'),
+        namespaces: accepted('namespace'),
+      },
+      withData,
+    );
     for (const o of orphans) world.say(`  ${fault.name} round ${round + 1}: left behind: ${o}`);
     row.orphans.push(...orphans);
   }

@@ -1,8 +1,11 @@
 // The tenant at work while a fault hits: namespaces created in her organization, NonAdminBackups of her
-// namespace, searches for her ConfigMaps, each through her own credentials and each answer recorded.
+// namespace, NonAdminRestores of her base backup into it, NonAdminSchedules of it, ScopeInstances binding
+// an admin's template in it, searches for her ConfigMaps, each through her own credentials and each
+// answer recorded.
 // Nothing here decides whether an end state is right: checks.ts does, once the round settled.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { NonAdminBackupCrd } from '../../src/crds/backup.ts';
+import { NonAdminBackupCrd, NonAdminRestoreCrd, NonAdminScheduleCrd } from '../../src/crds/backup.ts';
+import { ScopeInstanceCrd } from '../../src/crds/scopes.ts';
 import { ApiError } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import type { Operation, World } from './model.ts';
@@ -41,7 +44,26 @@ export interface Pace {
   namespace: number;
   backup: number;
   search: number;
+  /** Restores from the world's base backup; none without it, or without this. */
+  restore?: number;
+  /** ScopeInstances of the world's scope template; none without it, or without this. */
+  scope?: number;
+  /** NonAdminSchedules (due once a year: the hand-over to Velero is what is checked); none without this. */
+  schedule?: number;
 }
+
+/** A schedule that does not run during a round: on January 1st at 03:00. */
+export const yearlySchedule = '0 3 1 1 *';
+
+/** The bench's tenant: busy, but each request answered before the next of its kind. */
+export const benchPace: Pace = {
+  namespace: 400,
+  backup: 2_000,
+  search: 300,
+  restore: 3_000,
+  scope: 2_500,
+  schedule: 4_000,
+};
 
 export class TenantWork {
   readonly operations: Operation[] = [];
@@ -62,12 +84,23 @@ export class TenantWork {
   ) {
     this.world = world;
     this.backupSpec = options.backupSpec ?? {};
-    const paceMs = options.pace ?? { namespace: 400, backup: 2_000, search: 300 };
+    const paceMs = options.pace ?? benchPace;
     this.loops = [
       this.every(paceMs.namespace, (i) => this.createNamespace(`${round}-n${i}`)),
       this.every(paceMs.backup, (i) => this.createBackup(`${round}-b${i}`)),
       this.every(paceMs.search, (i) => this.searchOnce(`${round}-s${i}`)),
     ];
+    const base = world.baseBackup;
+    if (paceMs.restore && base) {
+      this.loops.push(this.every(paceMs.restore, (i) => this.createRestore(`${round}-r${i}`, base)));
+    }
+    if (paceMs.schedule) {
+      this.loops.push(this.every(paceMs.schedule, (i) => this.createSchedule(`${round}-sch${i}`)));
+    }
+    const template = world.scopeTemplate;
+    if (paceMs.scope && template) {
+      this.loops.push(this.every(paceMs.scope, (i) => this.createScope(`${round}-scope${i}`, template)));
+    }
   }
 
   /** ms since the round started. */
@@ -126,6 +159,33 @@ export class TenantWork {
       this.world.tenant.create(NonAdminBackupCrd.type, {
         metadata: { name, namespace: this.world.home },
         spec: { backupSpec: this.backupSpec },
+      } as KubeObject),
+    );
+  }
+
+  private createRestore(name: string, backupName: string): Promise<void> {
+    return this.record('restore', name, () =>
+      this.world.tenant.create(NonAdminRestoreCrd.type, {
+        metadata: { name, namespace: this.world.home },
+        spec: { restoreSpec: { backupName } },
+      } as KubeObject),
+    );
+  }
+
+  private createSchedule(name: string): Promise<void> {
+    return this.record('schedule', name, () =>
+      this.world.tenant.create(NonAdminScheduleCrd.type, {
+        metadata: { name, namespace: this.world.home },
+        spec: { schedule: yearlySchedule, template: { backupSpec: {} } },
+      } as KubeObject),
+    );
+  }
+
+  private createScope(name: string, scopeTemplateName: string): Promise<void> {
+    return this.record('scope', name, () =>
+      this.world.tenant.create(ScopeInstanceCrd.type, {
+        metadata: { name },
+        spec: { scopeTemplateName, namespaces: [this.world.home] },
       } as KubeObject),
     );
   }

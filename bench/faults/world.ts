@@ -4,6 +4,7 @@
 import { request as httpsRequest } from 'node:https';
 import { text } from 'node:stream/consumers';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type NonAdminBackup, NonAdminBackupCrd } from '../../src/crds/backup.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import type { World } from './model.ts';
@@ -117,4 +118,24 @@ export async function makeWorld(o: WorldOptions): Promise<World> {
     search,
     say: o.say,
   };
+}
+
+/**
+ * Her base backup, made the way she makes any (a NonAdminBackup, here of her ConfigMaps alone) and waited
+ * for until Velero completed it: what her NonAdminRestores restore from (World.baseBackup).
+ */
+export async function makeBaseBackup(world: World, timeoutMs = 180_000): Promise<string> {
+  const name = `${world.home}-base`;
+  await world.tenant.create(NonAdminBackupCrd.type, {
+    metadata: { name, namespace: world.home },
+    spec: { backupSpec: { includedResources: ['configmaps'] } },
+  } as KubeObject);
+  for (const deadline = Date.now() + timeoutMs; ; await sleep(500)) {
+    const nab = await world.tenant.get<NonAdminBackup>(NonAdminBackupCrd.type, name, world.home);
+    const phase = nab?.status?.veleroBackup?.status?.phase;
+    if (phase === 'Completed') return name;
+    if (Date.now() > deadline || (phase && /Failed/.test(phase))) {
+      throw new Error(`the base backup ${name} did not complete (Velero phase ${phase ?? 'none'})`);
+    }
+  }
 }
