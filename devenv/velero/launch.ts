@@ -77,6 +77,12 @@ export interface Velero {
   logFile: string;
   /** The objects in the bucket whose key starts with `prefix` (e.g. `backups/<name>/`). */
   listObjects(prefix?: string): Promise<S3Object[]>;
+  /**
+   * What `kubectl rollout restart deployment/velero` does to a Velero on a node, for the local process:
+   * the server (and its plugin processes) stopped and started again with the same flags, the log appended
+   * to. Resolves once the new server runs. Not for Velero on the node.
+   */
+  restartServer(): Promise<void>;
   /** Stops Velero (with its plugin processes) and the S3 server; resolves once every process exited. */
   stop(): Promise<void>;
 }
@@ -421,6 +427,9 @@ export async function startVelero(options: VeleroOptions): Promise<Velero> {
   const stopAll = async () => {
     await Promise.all(started.splice(0).map((p) => p.stop()));
   };
+  let restartServer = async (): Promise<void> => {
+    throw new Error('restartServer is for the local Velero process; on the node, delete its Pod');
+  };
   try {
     const keys = await storeKeys(dir);
     const store = await startStore(binaries, dir, onNode?.address ?? '127.0.0.1', bucket, keys);
@@ -459,6 +468,19 @@ export async function startVelero(options: VeleroOptions): Promise<Velero> {
       const velero = await startVeleroProcess(binaries, options, serverArgs, pluginDir, keys, logFile);
       started.push(velero);
       watched.push({ name: 'velero server', process: velero, logFile });
+      restartServer = async () => {
+        const running = started.findIndex((p) =>
+          watched.some((w) => w.process === p && w.name === 'velero server'),
+        );
+        if (running < 0) throw new Error('the Velero server is not running');
+        const [old] = started.splice(running, 1);
+        await old!.stop();
+        const again = await startVeleroProcess(binaries, options, serverArgs, pluginDir, keys, logFile);
+        started.push(again);
+        const entry = watched.find((w) => w.name === 'velero server');
+        if (entry) entry.process = again;
+        progress(`restarted the Velero server in namespace ${namespace}`);
+      };
     }
     await waitLocationAvailable(client, storageLocation, namespace, since, watched, Boolean(onNode));
 
@@ -475,6 +497,7 @@ export async function startVelero(options: VeleroOptions): Promise<Velero> {
       binaries,
       logFile,
       listObjects: (prefix = '') => listObjects(s3Url, keys.keys, bucket, prefix),
+      restartServer: () => restartServer(),
       stop: stopAll,
     };
   } catch (err) {

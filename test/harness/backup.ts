@@ -34,6 +34,56 @@ import { startTestVelero, type TestVelero } from './velero.ts';
  */
 export const veleroQueueMs = 240_000;
 
+/**
+ * Waits until the NonAdminBackup `name` is gone after its `spec.deleteBackup` (Velero deleted its data and
+ * Backup). Velero v1.18 may keep a finished backup counted as running (a race between its backup and
+ * finalizer controllers, seen on a busy machine) and refuse its deletion until it restarts: the NAB then
+ * says so (reason VeleroHoldsBackupAsRunning, asking for a restart) and this does what the admin would,
+ * once; tenantkit's next request, within 30 s, goes through. A timeout says where the deletion stands, as
+ * the NAB's status and as Velero tell it (its DeleteBackupRequests and its log lines naming the backup).
+ */
+export async function nabDeletedWithData(
+  cluster: TestCluster,
+  velero: TestVelero,
+  name: string,
+  namespace: string,
+): Promise<void> {
+  let backupName: string | undefined;
+  let restarted = false;
+  try {
+    await eventually(
+      async () => {
+        const left = await cluster.admin.get<NonAdminBackup>(NonAdminBackupCrd.type, name, namespace);
+        if (!left) return true;
+        backupName = left.status?.veleroBackup?.name ?? backupName;
+        const deleting = left.status?.conditions?.find((c) => c.type === 'Deleting');
+        if (deleting?.reason === 'VeleroHoldsBackupAsRunning' && !restarted) {
+          if (!deleting.message?.includes('rollout restart deployment/velero')) {
+            throw new Error(`the NAB does not say what ends it: ${deleting.message}`);
+          }
+          restarted = true;
+          await velero.restartServer();
+        }
+        throw new Error(`still there, status ${JSON.stringify(left.status)}`);
+      },
+      { timeoutMs: veleroQueueMs, what: `NonAdminBackup ${namespace}/${name} and its data gone` },
+    );
+  } catch (err) {
+    const requests = backupName
+      ? (
+          await cluster.admin.list<KubeObject & { status?: unknown }>(VeleroResources.deleteBackupRequests, {
+            namespace: velero.namespace,
+            labelSelector: `velero.io/backup-name=${backupName}`,
+          })
+        ).items.map((r) => `${r.metadata.name}: ${JSON.stringify(r.status)}`)
+      : [];
+    const log = backupName ? await velero.logLines(backupName) : [];
+    throw new Error(
+      `${(err as Error).message}\nVelero's DeleteBackupRequests for ${backupName ?? '(no backup named)'}: ${requests.join('; ') || 'none'}\nVelero's log lines naming it:\n${log.join('\n')}`,
+    );
+  }
+}
+
 /** The Helm value that names Velero's namespace, for the capability's rules there. */
 export const veleroNamespaceValue = 'backup.veleroNamespace';
 

@@ -17,7 +17,7 @@ import { VeleroResources } from '../../src/crds/velero.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { registry } from '../../src/kube/metrics.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { veleroNamespaceValue, veleroQueueMs } from '../harness/backup.ts';
+import { nabDeletedWithData, veleroNamespaceValue, veleroQueueMs } from '../harness/backup.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { grantControllerNamespace, type RunningCapability, runCapability } from '../harness/components.ts';
 import { startTestVelero, type TestVelero, veleroStartTimeoutMs } from '../harness/velero.ts';
@@ -218,10 +218,7 @@ describe('NonAdminBackup', { timeout: veleroQueueMs + 30_000 }, () => {
     const name = done.status!.veleroBackup!.name!;
     expect((await velero.listObjects(`backups/${name}/`)).length).toBeGreaterThan(0);
     await tenant.patch(nabType, 'to-delete', ns, { spec: { deleteBackup: true } });
-    await eventually(async () => (await nab('to-delete')) === undefined, {
-      timeoutMs: veleroQueueMs,
-      what: 'NAB gone',
-    });
+    await nabDeletedWithData(cluster, velero, 'to-delete', ns);
     expect(await velero.listObjects(`backups/${name}/`)).toEqual([]);
   });
 

@@ -16,6 +16,7 @@ import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import {
   type BackupEnvironment,
   completedBackup,
+  nabDeletedWithData,
   ownLocation,
   settledRestore,
   startBackupEnvironment,
@@ -67,22 +68,7 @@ async function restored(client: KubeClient, namespace: string, name: string, bac
 /** The tenant deletes its NonAdminBackup with its data (Velero deletes the Backup and the bucket's copy). */
 async function deletedWithData(client: KubeClient, namespace: string, name: string) {
   await client.patch(NonAdminBackupCrd.type, name, namespace, { spec: { deleteBackup: true } });
-  await eventually(
-    async () => {
-      const left = await cluster.admin.get<KubeObject & { status?: unknown }>(
-        NonAdminBackupCrd.type,
-        name,
-        namespace,
-      );
-      if (!left) return true;
-      // What a timeout then says: where the deletion stands, as the NAB's status tells it.
-      throw new Error(`still there, status ${JSON.stringify(left.status)}`);
-    },
-    {
-      timeoutMs: veleroQueueMs,
-      what: `NonAdminBackup ${namespace}/${name} and its data gone`,
-    },
-  );
+  await nabDeletedWithData(cluster, env.velero, name, namespace);
 }
 
 const getBackup = (client: KubeClient, name: string, namespace = veleroNs) =>

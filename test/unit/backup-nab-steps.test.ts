@@ -2,8 +2,10 @@
 // acted on at all, and a namespace's share of Velero's queue. (Everything that writes is tested against
 // the real API server and Velero in test/integration/backup-nab.test.ts.)
 import { describe, expect, it } from 'vitest';
+import { deleteRefusal } from '../../src/backup/controllers/backup/delete.ts';
 import { queueLimitReached, waiting } from '../../src/backup/controllers/backup/queue-limit.ts';
 import { outcomeOf, refusalOf } from '../../src/backup/controllers/backup/reconciler.ts';
+import type { VeleroObject } from '../../src/backup/model.ts';
 import type { BackupPolicy } from '../../src/backup/policy/config.ts';
 import { nacObjectName } from '../../src/backup/velero/names.ts';
 import type { NonAdminBackup } from '../../src/crds/backup.ts';
@@ -160,5 +162,38 @@ describe("a Velero Backup's outcome, as the tenant reads it", () => {
     expect(outcomeOf('nightly', 'b', 'PartiallyFailed', { errors: '9; rm -rf', warnings: -1 })).toMatch(
       /^Velero Backup b is PartiallyFailed; Velero's results/,
     );
+  });
+});
+
+describe('a refused deletion', () => {
+  const backup = (phase: string) =>
+    ({ metadata: { name: 'shop-nightly-1', namespace: 'velero' }, status: { phase } }) as VeleroObject;
+  const request = { metadata: { name: 'r', creationTimestamp: '2026-12-04T10:00:00Z' } } as VeleroObject;
+  const at = (s: number) => Date.parse('2026-12-04T10:00:00Z') + s * 1000;
+
+  it('asks again after 15 s, doubling up to 5 minutes, with Velero words', () => {
+    const first = deleteRefusal(backup('Completed'), request, ['location is read-only'], 1, at(5));
+    expect(first).toEqual({
+      reason: 'VeleroRefused',
+      message:
+        'Velero did not delete backup shop-nightly-1 (attempt 1): location is read-only; tenantkit asks again in 10 s',
+      waitMs: 10_000,
+    });
+    expect(deleteRefusal(backup('Completed'), request, ['x'], 9, at(0)).waitMs).toBe(300_000);
+  });
+
+  it('names a finished backup that Velero still counts as running, asks for a restart, and asks again every 30 s', () => {
+    const errors = ['backup deletion failed: backup is still in progress'];
+    for (const attempt of [1, 5]) {
+      const held = deleteRefusal(backup('Completed'), request, errors, attempt, at(0));
+      expect(held.reason).toBe('VeleroHoldsBackupAsRunning');
+      expect(held.waitMs).toBe(30_000);
+      expect(held.message).toContain('its Backup is Completed, but Velero still counts it as running');
+      expect(held.message).toContain('kubectl -n velero rollout restart deployment/velero');
+    }
+    // A backup that is really running is refused as Velero says, with the usual back-off.
+    const running = deleteRefusal(backup('InProgress'), request, errors, 3, at(0));
+    expect(running.reason).toBe('VeleroRefused');
+    expect(running.waitMs).toBe(60_000);
   });
 });

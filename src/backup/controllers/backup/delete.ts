@@ -2,7 +2,7 @@
 // which tenantkit makes (named and labelled by the NAB's NACUUID) and asks again for after a refusal.
 import type { NonAdminBackup } from '../../../crds/backup.ts';
 import { NonAdminBackupCrd } from '../../../crds/backup.ts';
-import { VeleroResources } from '../../../crds/velero.ts';
+import { finishedPhases, VeleroResources } from '../../../crds/velero.ts';
 import type { ReconcileContext, ReconcileResult } from '../../../kube/controller.ts';
 import { removeFinalizer } from '../../../kube/finalizers.ts';
 import type { KubeObject } from '../../../kube/resources.ts';
@@ -24,7 +24,55 @@ export interface DeleteSeen {
 
 /** How long after a refused DeleteBackupRequest tenantkit asks Velero again: doubling, at most 5 minutes. */
 export const deleteRetryMs = (attempt: number) => Math.min(15_000 * 2 ** Math.max(0, attempt - 1), 300_000);
+/**
+ * How often tenantkit asks again while Velero counts a finished backup as running (`heldAsRunning`): only
+ * a restart of Velero ends that, and the tenant's deletion should follow it within moments, not minutes.
+ */
+export const heldAsRunningRetryMs = 30_000;
 const AttemptAnnotation = 'tenantkit.io/delete-attempt';
+const finished = new Set<string>(finishedPhases);
+
+/**
+ * Velero refused the deletion as "still in progress" although its Backup has finished. Velero v1.18
+ * decides that from a set in its memory, not from the Backup: its backup controller adds a backup it hands
+ * to finalizing after it patched the phase, and when the finalizer controller completes the backup (and
+ * removes it from the set) in between, nothing removes it again. Every later request is refused the same
+ * way until the Velero server restarts.
+ */
+function heldAsRunning(backup: VeleroObject, errors: string[]): boolean {
+  const phase = (backup.status as { phase?: string } | undefined)?.phase;
+  return finished.has(phase ?? '') && errors.some((e) => /backup is still in progress/.test(e));
+}
+
+/** What the tenant is told of a refused DeleteBackupRequest, and how long until tenantkit asks again. */
+export interface DeleteRefusal {
+  reason: 'VeleroRefused' | 'VeleroHoldsBackupAsRunning';
+  message: string;
+  /** ms from `now` until the next request; 0 or less: now. */
+  waitMs: number;
+}
+
+/** The refusal of `request` (Processed with `errors`), its `attempt`-th for `backup`, as of `now`. */
+export function deleteRefusal(
+  backup: VeleroObject,
+  request: VeleroObject,
+  errors: string[],
+  attempt: number,
+  now: number,
+): DeleteRefusal {
+  const held = heldAsRunning(backup, errors);
+  const retryMs = held ? heldAsRunningRetryMs : deleteRetryMs(attempt);
+  const waitMs = Date.parse(request.metadata.creationTimestamp ?? '') + retryMs - now;
+  const phase = (backup.status as { phase?: string } | undefined)?.phase;
+  const why = held
+    ? `; its Backup is ${phase}, but Velero still counts it as running (a race inside Velero v1.18 that only a restart of the Velero server ends): ask an admin to restart Velero (kubectl -n ${backup.metadata.namespace} rollout restart deployment/velero)`
+    : '';
+  return {
+    reason: held ? 'VeleroHoldsBackupAsRunning' : 'VeleroRefused',
+    message: `Velero did not delete backup ${backup.metadata.name} (attempt ${attempt}): ${errors.join('; ')}${why}; tenantkit asks again in ${Math.max(1, Math.ceil(waitMs / 1000))} s`,
+    waitMs,
+  };
+}
 
 /**
  * spec.deleteBackup: a DeleteBackupRequest removes the data and the Backup, then the NAB goes. Velero
@@ -47,24 +95,19 @@ export async function deleteBackup(
   const attempt = Number(request?.metadata.annotations?.[AttemptAnnotation] ?? '1') || 1;
   const errors = (request?.status?.errors as string[] | undefined) ?? [];
   if (request && request.status?.phase === 'Processed' && errors.length > 0) {
-    const wait = Date.parse(request.metadata.creationTimestamp ?? '') + deleteRetryMs(attempt) - Date.now();
-    const message = `Velero did not delete backup ${backup.metadata.name} (attempt ${attempt}): ${errors.join('; ')}; tenantkit asks again in ${Math.max(1, Math.ceil(wait / 1000))} s`;
-    if (wait > 0) {
-      const known = base.conditions?.find((c) => c.type === 'Deleting')?.reason === 'VeleroRefused';
+    const { reason, message, waitMs } = deleteRefusal(backup, request, errors, attempt, Date.now());
+    if (waitMs > 0) {
+      const before = base.conditions?.find((c) => c.type === 'Deleting')?.reason;
+      const known = before === 'VeleroRefused' || before === 'VeleroHoldsBackupAsRunning';
       await status.write(
         {
           ...base,
           phase: 'Deleting',
-          conditions: status.condition(base, {
-            type: 'Deleting',
-            status: 'True',
-            reason: 'VeleroRefused',
-            message,
-          }),
+          conditions: status.condition(base, { type: 'Deleting', status: 'True', reason, message }),
         },
         known ? {} : { event: { type: 'Warning', reason: 'DeleteRefused', action: 'Delete', message } },
       );
-      return { requeueAfterMs: wait };
+      return { requeueAfterMs: waitMs };
     }
     // Velero keeps one request per backup: the refused one goes before the next is made.
     await ctx.client
