@@ -33,6 +33,23 @@ const percentile = (xs: number[], p: number) => {
   return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]! : Number.NaN;
 };
 
+/** One round's operations by kind (accepted / made), and how many ended wrong: a line a round, as it ends. */
+function roundLine(ops: Operation[]): string {
+  const kinds = new Map<string, { made: number; accepted: number; wrong: number }>();
+  for (const op of ops) {
+    const k = kinds.get(op.kind) ?? { made: 0, accepted: 0, wrong: 0 };
+    k.made++;
+    if (op.answer.ok) k.accepted++;
+    if (op.wrong) k.wrong++;
+    kinds.set(op.kind, k);
+  }
+  const parts = [...kinds].map(
+    ([kind, k]) => `${k.accepted}/${k.made} ${kind}${k.wrong ? ` (${k.wrong} wrong)` : ''}`,
+  );
+  const wrong = ops.filter((o) => o.wrong).length;
+  return `${parts.join(', ')} accepted; ${wrong} ended wrong`;
+}
+
 export async function runFault(world: World, fault: Fault, rng: Rng, options: RunOptions): Promise<FaultRow> {
   const row: FaultRow = {
     fault: fault.name,
@@ -95,6 +112,10 @@ export async function runFault(world: World, fault: Fault, rng: Rng, options: Ru
     }
     row.duplicates.push(...findings.duplicates);
     row.lost.push(...findings.lost);
+    world.say(`  ${fault.name} round ${round + 1}: ${roundLine(work.operations)}`);
+    for (const op of work.operations.filter((o) => o.wrong)) {
+      world.say(`  ${fault.name} round ${round + 1}: WRONG: ${op.wrong}`);
+    }
     // A backup or restore that failed as the fault allows: the tenant tries again, and that must work.
     const retries = { backup: [] as string[], restore: [] as string[] };
     for (const [kind, failures, retry] of [

@@ -5,6 +5,9 @@
 // - `addThrottled` lets a key through at most once per interval: the first event at once, a burst's
 //   later events together at the interval's end.
 
+/** The longest delay Node's timers keep (2^31-1 ms); longer ones fire at once. */
+const maxTimerMs = 2_147_483_647;
+
 export interface QueueOptions {
   baseDelayMs?: number;
   maxDelayMs?: number;
@@ -67,10 +70,25 @@ export class WorkQueue {
     const pending = this.timers.get(key);
     if (pending && pending.at <= at) return;
     if (pending) clearTimeout(pending.timer);
-    const timer = setTimeout(() => {
-      this.timers.delete(key);
-      this.add(key);
-    }, delayMs);
+    this.arm(key, at);
+  }
+
+  /**
+   * A timer that adds the key at `at`. Node runs a timer of more than 2^31-1 ms (about 24.8 days) after
+   * 1 ms instead, so a longer wait (a yearly schedule's next run, say) goes in steps of at most that.
+   */
+  private arm(key: string, at: number): void {
+    const timer = setTimeout(
+      () => {
+        if (Date.now() < at) {
+          this.arm(key, at);
+          return;
+        }
+        this.timers.delete(key);
+        this.add(key);
+      },
+      Math.min(Math.max(0, at - Date.now()), maxTimerMs),
+    );
     timer.unref();
     this.timers.set(key, { at, timer });
   }

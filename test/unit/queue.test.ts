@@ -52,6 +52,17 @@ describe('WorkQueue', () => {
     q.shutdown();
   });
 
+  it('waits a delay longer than a Node timer holds (2^31-1 ms) instead of firing at once', async () => {
+    const q = new WorkQueue();
+    q.addAfter('yearly', 300 * 24 * 3600_000);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(q.length).toBe(0);
+    // An earlier schedule for the same key still wins.
+    q.addAfter('yearly', 10);
+    expect(await q.get()).toBe('yearly');
+    q.shutdown();
+  });
+
   it('releases waiting workers on shutdown', async () => {
     const q = new WorkQueue();
     const waiting = q.get();

@@ -87,28 +87,52 @@ export function limitHold(nas: NonAdminSchedule, all: NonAdminSchedule[], limit:
 }
 
 /**
+ * How long before its next run a schedule takes a place in the namespace's share of Velero's queue. One
+ * due later needs none yet: it is not held (Velero makes nothing before it is due) and is looked at again
+ * this long before it is due (`queueRecheckAt`), when it competes for a place with the others due by then.
+ */
+export const queueHorizonMs = 2 * minuteMs;
+
+/** When a schedule not held for the queue must be looked at again (undefined: no need, or now). */
+export function queueRecheckAt(schedule: VeleroSchedule, nowMs: number): number | undefined {
+  const due = dueOf(schedule);
+  return !Number.isNaN(due) && due - queueHorizonMs > nowMs ? due - queueHorizonMs : undefined;
+}
+
+/**
  * The namespace's share of Velero's queue: with `inQueue` of its Backups unfinished in Velero, the
- * `limit - inQueue` schedules due first (then oldest) among `candidates` may run; `nas` waits otherwise.
+ * `limit - inQueue` schedules due first (then oldest) among the `candidates` due within `queueHorizonMs`
+ * may run; `nas` waits otherwise. A schedule due later is not held at all (a yearly schedule must not be
+ * paused for months because other schedules take the places).
  */
 export function queueHold(
   nas: NonAdminSchedule,
   candidates: { nas: NonAdminSchedule; schedule: VeleroSchedule }[],
   inQueue: number,
   limit: number,
+  nowMs: number,
 ): Hold | undefined {
   if (limit === 0) return undefined;
-  const free = limit - inQueue;
   const due = (s: VeleroSchedule) => {
     const d = dueOf(s);
     return Number.isNaN(d) ? Number.POSITIVE_INFINITY : d;
   };
-  const ranked = [...candidates].sort(
+  // An unknown due time counts as due now: it competes (ranked last) rather than running unbounded.
+  const soon = candidates.filter((c) => {
+    const d = dueOf(c.schedule);
+    return Number.isNaN(d) || d <= nowMs + queueHorizonMs;
+  });
+  const own = candidates.find((c) => c.nas === nas);
+  if (own && !soon.includes(own)) return undefined;
+  const free = limit - inQueue;
+  const ranked = [...soon].sort(
     (a, b) => due(a.schedule) - due(b.schedule) || (createdBefore(a.nas, b.nas) ? -1 : 1),
   );
   const at = ranked.findIndex((c) => c.nas === nas);
   if (at >= 0 && at < free) return undefined;
+  const ahead = Math.max(0, at >= 0 ? at : ranked.length);
   return {
     reason: 'NamespaceQueueLimit',
-    message: `${inQueue} backups of namespace ${nas.metadata.namespace} are in Velero's queue and the admin allows ${limit} at once (NonAdminBackupConfig "cluster" spec.nonAdmin.maxQueuedBackupsPerNamespace); this schedule's next run is made when a place is free`,
+    message: `${inQueue} backups of namespace ${nas.metadata.namespace} are in Velero's queue and the admin allows ${limit} at once (NonAdminBackupConfig "cluster" spec.nonAdmin.maxQueuedBackupsPerNamespace)${ahead > 0 ? `, and ${ahead} of its schedules due before this one take ${ahead === 1 ? 'a place' : 'places'} first` : ''}; this schedule's next run is made when a place is free`,
   };
 }

@@ -41,7 +41,7 @@ import { IndexFunctions, ManagedTypes, managedCache, scheduleCache } from '../ca
 import { type StorageLocationLookup, storageLocationLookup } from '../location/lookup.ts';
 import { ensureSyncedNab } from '../sync/adopt.ts';
 import { createOnce, managedMeta } from '../velero-objects.ts';
-import { type Hold, intervalHold, limitHold, queueHold } from './hold.ts';
+import { type Hold, intervalHold, limitHold, queueHold, queueRecheckAt } from './hold.ts';
 import {
   nextRunOf,
   runLabels,
@@ -163,9 +163,14 @@ export class ScheduleReconciler extends ObjectReconciler<ScheduleSources, NonAdm
       template: template.template,
     };
     if (!seen.schedule) return this.create(seen, seen.uuid, desired);
-    if (await this.update(seen, seen.schedule, desired)) return requeue(hold);
+    // Not held while its next run is far: looked at again before it is due, to take a place or be held.
+    const recheck =
+      hold || seen.policy.maxQueuedBackupsPerNamespace === 0
+        ? undefined
+        : queueRecheckAt(seen.schedule, Date.now());
+    if (await this.update(seen, seen.schedule, desired)) return requeue(hold, recheck);
     await this.mirror(seen, seen.uuid, seen.schedule, hold);
-    return requeue(hold);
+    return requeue(hold, recheck);
   }
 
   /** The namespace's live schedules. */
@@ -212,7 +217,7 @@ export class ScheduleReconciler extends ObjectReconciler<ScheduleSources, NonAdm
       return [{ nas: n, schedule: s }];
     });
     const { nabs, runs } = inVeleroQueue(this.from.runs.backups.list(), veleroNs, ns);
-    return queueHold(nas, candidates, nabs + runs, limit);
+    return queueHold(nas, candidates, nabs + runs, limit, now);
   }
 
   protected override read(nas: NonAdminSchedule, ctx: ReconcileContext): Seen {
@@ -412,11 +417,14 @@ export class ScheduleReconciler extends ObjectReconciler<ScheduleSources, NonAdm
   }
 }
 
-/** A hold that ends by itself brings the schedule back then; others end with an event. */
-const requeue = (hold: Hold | undefined) =>
-  hold?.untilMs !== undefined
-    ? { requeueAfterMs: Math.max(1000, hold.untilMs - Date.now() + 1000) }
-    : undefined;
+/**
+ * A hold that ends by itself brings the schedule back then; others end with an event. A schedule not held
+ * comes back at `recheckAt` (before its next run, to take a place in the queue share or be held).
+ */
+const requeue = (hold: Hold | undefined, recheckAt?: number) => {
+  const at = hold?.untilMs ?? recheckAt;
+  return at !== undefined ? { requeueAfterMs: Math.max(1000, at - Date.now() + 1000) } : undefined;
+};
 
 const accepted = (policy: BackupPolicy) => ({
   type: 'Accepted',
