@@ -118,7 +118,6 @@ async function veleroByOrigin(
   return by;
 }
 
-
 /**
  * Velero's reason for a backup that did not complete, as the tenant reads it in her NAB's status: its
  * failure reason, or (PartiallyFailed has none) the error counts the Queued condition gives.
