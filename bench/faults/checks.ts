@@ -137,6 +137,8 @@ interface RequestKind<T> {
   veleroKind: 'Backups' | 'Restores';
   phase(o: T): string | undefined;
   reason(o: T): string | undefined;
+  /** The spec of the tenant's retry after a failure. */
+  retrySpec(world: World): Record<string, unknown>;
 }
 
 const requestKinds = {
@@ -147,6 +149,9 @@ const requestKinds = {
     veleroKind: 'Backups',
     phase: (nab: NonAdminBackup) => nab.status?.veleroBackup?.status?.phase,
     reason: failureOf,
+    retrySpec: (world: World) => ({
+      backupSpec: world.bucket ? { defaultVolumesToFsBackup: true } : {},
+    }),
   } satisfies RequestKind<NonAdminBackup>,
   restore: {
     crd: NonAdminRestoreCrd,
@@ -157,6 +162,7 @@ const requestKinds = {
     reason: (nar: NonAdminRestore) =>
       nar.status?.veleroRestore?.status?.failureReason ??
       nar.status?.conditions?.find((c) => c.status === 'False' || /Fail/.test(c.reason ?? ''))?.message,
+    retrySpec: (world: World) => ({ restoreSpec: { backupName: world.baseBackup } }),
   } satisfies RequestKind<NonAdminRestore>,
 };
 
@@ -212,30 +218,22 @@ async function settledEnd(
   return last;
 }
 
-/** The tenant restores again after a failure: her retry must complete, with one Velero Restore. */
-export async function retryRestore(
+/**
+ * The tenant tries again after a failed backup (restore): her retry `name` must complete, with one Velero
+ * Backup (Restore). Resolves with what is wrong with it, or undefined.
+ */
+export async function retryRequest(
   world: World,
+  kind: 'backup' | 'restore',
   name: string,
   timeoutMs: number,
 ): Promise<string | undefined> {
-  await world.tenant.create(NonAdminRestoreCrd.type, {
+  const k = requestKinds[kind];
+  await world.tenant.create(k.crd.type, {
     metadata: { name, namespace: world.home },
-    spec: { restoreSpec: { backupName: world.baseBackup } },
+    spec: k.retrySpec(world),
   } as KubeObject);
-  return (await settledEnd(world, 'restore', name, false, timeoutMs)).problem;
-}
-
-/** The tenant backs up again after a failure: her retry must complete, with one Velero Backup. */
-export async function retryBackup(
-  world: World,
-  name: string,
-  timeoutMs: number,
-): Promise<string | undefined> {
-  await world.tenant.create(NonAdminBackupCrd.type, {
-    metadata: { name, namespace: world.home },
-    spec: { backupSpec: world.bucket ? { defaultVolumesToFsBackup: true } : {} },
-  } as KubeObject);
-  return (await settledEnd(world, 'backup', name, false, timeoutMs)).problem;
+  return (await settledEnd(world, kind, name, false, timeoutMs)).problem;
 }
 
 /**

@@ -2,7 +2,7 @@
 // comes back, the tenant's work settles and is checked, and the round's objects are removed by their
 // owners. Rows sum the rounds; `table` prints them.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { checkOperations, cleanUp, indexDifference, retryBackup, retryRestore } from './checks.ts';
+import { checkOperations, cleanUp, indexDifference, retryRequest } from './checks.ts';
 import type { Fault, FaultRow, Operation, Rng, World } from './model.ts';
 import { type Pace, TenantWork } from './work.ts';
 
@@ -118,14 +118,14 @@ export async function runFault(world: World, fault: Fault, rng: Rng, options: Ru
     }
     // A backup or restore that failed as the fault allows: the tenant tries again, and that must work.
     const retries = { backup: [] as string[], restore: [] as string[] };
-    for (const [kind, failures, retry] of [
-      ['backup', findings.failed, retryBackup],
-      ['restore', findings.failedRestores, retryRestore],
+    for (const [kind, failures] of [
+      ['backup', findings.failed],
+      ['restore', findings.failedRestores],
     ] as const) {
       for (const failed of failures) {
         row.failedWithReason++;
         retries[kind].push(`${failed}-retry`);
-        const problem = await retry(world, `${failed}-retry`, options.settleMs ?? 120_000);
+        const problem = await retryRequest(world, kind, `${failed}-retry`, options.settleMs ?? 120_000);
         if (problem) row.wrong.push(`retry after a failure: ${problem}`);
         else row.retriesCompleted++;
       }
