@@ -168,6 +168,14 @@ describe('NonAdminRestore', { timeout: veleroQueueMs + 30_000 }, () => {
       reason: 'RestoreScheduled',
       observedGeneration: generation,
     });
+    // The outcome as an Event too, which the tenant may read, as a NonAdminBackup's is.
+    const outcome = await eventually(async () => {
+      const list = await tenant.list<
+        KubeObject & { reason?: string; note?: string; regarding?: { name?: string } }
+      >(Resources.events, { namespace: ns });
+      return list.items.find((e) => e.reason === 'RestoreCompleted' && e.regarding?.name === 'undo');
+    });
+    expect(outcome?.note).toBe(`Velero Restore ${done.status?.veleroRestore?.name} is Completed`);
 
     // The Velero Restore: named and labelled by the NACUUID, from the NAB's Velero backup (not the NAB
     // name the tenant wrote), into the tenant's namespace only, with the enforced field filled in.

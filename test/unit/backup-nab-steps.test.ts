@@ -4,7 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { deleteRefusal } from '../../src/backup/controllers/backup/delete.ts';
 import { queueLimitReached, waiting } from '../../src/backup/controllers/backup/queue-limit.ts';
-import { outcomeOf, refusalOf } from '../../src/backup/controllers/backup/reconciler.ts';
+import { refusalOf } from '../../src/backup/controllers/backup/reconciler.ts';
+import { outcomeOf } from '../../src/backup/controllers/outcome.ts';
 import type { VeleroObject } from '../../src/backup/model.ts';
 import type { BackupPolicy } from '../../src/backup/policy/config.ts';
 import { nacObjectName } from '../../src/backup/velero/names.ts';
@@ -145,22 +146,35 @@ describe("a namespace's share of Velero's queue", () => {
 
 describe("a Velero Backup's outcome, as the tenant reads it", () => {
   it('says why a backup did not complete and how to read the items Velero names', () => {
-    expect(outcomeOf('nightly', 'ns-nightly-u1', 'InProgress', {})).toBe(
+    expect(outcomeOf('Backup', 'nightly', 'ns-nightly-u1', 'InProgress', {})).toBe(
       'Velero Backup ns-nightly-u1 is InProgress',
     );
-    expect(outcomeOf('nightly', 'ns-nightly-u1', 'Completed', { warnings: 2 })).toBe(
+    expect(outcomeOf('Backup', 'nightly', 'ns-nightly-u1', 'Completed', { warnings: 2 })).toBe(
       'Velero Backup ns-nightly-u1 is Completed',
     );
     // PartiallyFailed has no failure reason: the counts, and where the items are named.
-    expect(outcomeOf('nightly', 'ns-nightly-u1', 'PartiallyFailed', { errors: 3, warnings: 1 })).toBe(
+    expect(
+      outcomeOf('Backup', 'nightly', 'ns-nightly-u1', 'PartiallyFailed', { errors: 3, warnings: 1 }),
+    ).toBe(
       "Velero Backup ns-nightly-u1 is PartiallyFailed: 3 errors and 1 warning; Velero's results name each item: kubectl tenantkit backup describe nightly --details (or: kubectl tenantkit backup logs nightly)",
     );
-    expect(outcomeOf('nightly', 'b', 'Failed', { failureReason: 'the store is full' })).toMatch(
+    expect(outcomeOf('Backup', 'nightly', 'b', 'Failed', { failureReason: 'the store is full' })).toMatch(
       /^Velero Backup b is Failed: the store is full; /,
     );
     // Counts that are not counts are not repeated.
-    expect(outcomeOf('nightly', 'b', 'PartiallyFailed', { errors: '9; rm -rf', warnings: -1 })).toMatch(
-      /^Velero Backup b is PartiallyFailed; Velero's results/,
+    expect(
+      outcomeOf('Backup', 'nightly', 'b', 'PartiallyFailed', { errors: '9; rm -rf', warnings: -1 }),
+    ).toMatch(/^Velero Backup b is PartiallyFailed; Velero's results/);
+  });
+
+  it("says the same of a restore Velero did not complete: it has no failure reason, so Velero's counts", () => {
+    // What bench:faults found: a restore whose node-agent was killed ended PartiallyFailed, and the
+    // tenant's NonAdminRestore said only "is PartiallyFailed".
+    expect(outcomeOf('Restore', 'undo', 'shop-undo-u2', 'PartiallyFailed', { errors: 1, warnings: 4 })).toBe(
+      "Velero Restore shop-undo-u2 is PartiallyFailed: 1 error and 4 warnings; Velero's results name each item: kubectl tenantkit restore describe undo --details (or: kubectl tenantkit restore logs undo)",
+    );
+    expect(outcomeOf('Restore', 'undo', 'r', 'Completed', { warnings: 4 })).toBe(
+      'Velero Restore r is Completed',
     );
   });
 });

@@ -41,6 +41,7 @@ import { backOff, type Refusal } from '../back-off.ts';
 import { ManagedTypes, managedCache, Origin } from '../caches.ts';
 import { type StorageLocationLookup, storageLocationLookup } from '../location/lookup.ts';
 import { type LocationUse, locationUse } from '../location/use.ts';
+import { outcomeOf } from '../outcome.ts';
 import { backupProgress, type ProgressSource, withProgress } from '../progress.ts';
 import { backupQueuePhases, backupRunningPhases, phaseOf, type QueueTracker, trackQueue } from '../queue.ts';
 import { type StallTracker, stallOutcome, trackStalls } from '../stall.ts';
@@ -353,7 +354,7 @@ export class NabReconciler extends ObjectReconciler<NabSources, NonAdminBackup, 
     const veleroPhase = phaseOf(backup) || 'New';
     // One Event when the outcome is known (not one per step: that would double the API writes per NAB).
     const before = nab.status?.veleroBackup?.status?.phase;
-    const outcome = outcomeOf(nab.metadata.name!, name, veleroPhase, backup.status);
+    const outcome = outcomeOf('Backup', nab.metadata.name!, name, veleroPhase, backup.status);
     if (before !== veleroPhase && (finishedPhases as readonly string[]).includes(veleroPhase)) {
       status.event({
         type: veleroPhase === 'Completed' ? 'Normal' : 'Warning',
@@ -446,33 +447,3 @@ const spec = (nab: NonAdminBackup) => nab.spec ?? { backupSpec: {} };
 const unfinished = (phase: string): boolean => backupQueuePhases.includes(phase);
 
 const tenantSpec = (nab: NonAdminBackup): JsonObject => ({ ...((spec(nab).backupSpec ?? {}) as JsonObject) });
-
-/** A count Velero wrote, or 0 (its status is not to be trusted blindly). */
-const counted = (value: unknown): number =>
-  typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : 0;
-
-/**
- * Where the Velero Backup stands, in the words the tenant reads in her NAB's Queued condition and Event:
- * a backup that did not complete says why (Velero's failure reason), or how many errors and warnings
- * Velero counted and how she reads them (a PartiallyFailed backup has no failure reason of its own).
- */
-export function outcomeOf(
-  nab: string,
-  backup: string,
-  phase: string,
-  veleroStatus: Record<string, unknown> | undefined,
-): string {
-  if (phase === 'Completed' || !(finishedPhases as readonly string[]).includes(phase)) {
-    return `Velero Backup ${backup} is ${phase}`;
-  }
-  const reason = typeof veleroStatus?.failureReason === 'string' ? veleroStatus.failureReason : '';
-  const errors = counted(veleroStatus?.errors);
-  const warnings = counted(veleroStatus?.warnings);
-  const said = [
-    reason,
-    errors || warnings
-      ? `${errors} error${errors === 1 ? '' : 's'} and ${warnings} warning${warnings === 1 ? '' : 's'}`
-      : '',
-  ].filter(Boolean);
-  return `Velero Backup ${backup} is ${phase}${said.length ? `: ${said.join('; ')}` : ''}; Velero's results name each item: kubectl tenantkit backup describe ${nab} --details (or: kubectl tenantkit backup logs ${nab})`;
-}

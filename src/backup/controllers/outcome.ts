@@ -1,0 +1,35 @@
+// How a tenant reads where her request to Velero stands: one sentence for the Queued condition and the
+// Event of a NonAdminBackup or NonAdminRestore. A request that did not complete says why (Velero's
+// failure reason), or how many errors and warnings Velero counted and where it names each item: a
+// PartiallyFailed backup or restore has no failure reason of its own.
+import { finishedPhases } from '../../crds/velero.ts';
+
+/** A count Velero wrote, or 0 (its status is not to be trusted blindly). */
+const counted = (value: unknown): number =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : 0;
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/**
+ * `kind` is Velero's kind; `tenantName` the tenant's object, named in the command she can run;
+ * `veleroName` the Velero object; `veleroStatus` its status as Velero wrote it.
+ */
+export function outcomeOf(
+  kind: 'Backup' | 'Restore',
+  tenantName: string,
+  veleroName: string,
+  phase: string,
+  veleroStatus: Record<string, unknown> | undefined,
+): string {
+  const head = `Velero ${kind} ${veleroName} is ${phase}`;
+  if (phase === 'Completed' || !(finishedPhases as readonly string[]).includes(phase)) return head;
+  const reason = typeof veleroStatus?.failureReason === 'string' ? veleroStatus.failureReason : '';
+  const errors = counted(veleroStatus?.errors);
+  const warnings = counted(veleroStatus?.warnings);
+  const said = [
+    reason,
+    errors || warnings ? `${plural(errors, 'error')} and ${plural(warnings, 'warning')}` : '',
+  ].filter(Boolean);
+  const noun = kind.toLowerCase();
+  return `${head}${said.length ? `: ${said.join('; ')}` : ''}; Velero's results name each item: kubectl tenantkit ${noun} describe ${tenantName} --details (or: kubectl tenantkit ${noun} logs ${tenantName})`;
+}
