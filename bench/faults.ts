@@ -1,5 +1,6 @@
 // bench:faults: tenantkit installed by its chart on the local node with Velero beside it, one tenant
-// working through her own credentials (namespaces, backups, restores, scope changes, searches), and each
+// working through her own credentials (namespaces, backups, restores of objects and of volume data,
+// schedules, scope changes, searches), and each
 // fault of bench/faults/catalog.ts injected round after round at random moments; then every round's end
 // state is checked.
 // Prints one table row per fault (docs/faults.md keeps the last full run's) and the seed that replays it.
@@ -61,6 +62,9 @@ const bench = await startBenchCluster({
   node: true,
   apiserverFlags: ['--etcd-compaction-interval=10s'],
   nodeVolumesMiB: 2048,
+  // The Pod faults kill the same containers round after round: kubelet waits at most 5 s (not 300 s)
+  // before it restarts one, so that each round times tenantkit's recovery, not kubelet's back-off.
+  maxRestartBackOffSeconds: 5,
 });
 const { admin, cp, dir } = bench;
 const node = bench.node!;
@@ -131,9 +135,12 @@ try {
   say(
     `her base backup ${world.baseBackup} completed: in every round she restores it every 3 s and binds ScopeTemplate ${scopeTemplate} in ${world.home} every 2.5 s`,
   );
-  // Her data: a claim of known bytes, which the Velero faults' backups copy file by file.
+  // Her data: a claim of known bytes, which the Velero faults' backups copy file by file, and her backup
+  // of it, which the volume restore faults restore after she deleted it.
   await deployStore(admin, node, world.home, 32);
-  await storeSums(admin, world.home);
+  world.volumeSums = await storeSums(admin, world.home);
+  world.volumeBackup = await makeBaseBackup(world, true);
+  say(`her volume backup ${world.volumeBackup} completed: the volume restore faults restore it`);
   world.restartControlPlane = () => bench.restartControlPlane();
   world.restartNode = () => node.restart();
   world.fillDisk = (what) => fillDisk(what === 'database' ? node.volumesDir : storeDir);

@@ -92,6 +92,8 @@ export async function startBenchCluster(options: {
   apiserverFlags?: string[];
   /** The node's volumes (the default StorageClass) on a file system of this size (see NodeOptions). */
   nodeVolumesMiB?: number;
+  /** kubelet's longest crash back-off (see NodeOptions); its default 300 s. */
+  maxRestartBackOffSeconds?: number;
 }): Promise<BenchCluster> {
   const noNode = options.node ? nodeUnavailable() : 'not asked for';
   const dir = await mkdtemp(join(tmpdir(), 'tenantkit-bench-'));
@@ -120,6 +122,9 @@ export async function startBenchCluster(options: {
           dir: join(dir, 'node'),
           progress,
           ...(options.nodeVolumesMiB ? { volumesMiB: options.nodeVolumesMiB } : {}),
+          ...(options.maxRestartBackOffSeconds
+            ? { maxRestartBackOffSeconds: options.maxRestartBackOffSeconds }
+            : {}),
         },
       )
     : undefined;

@@ -9,6 +9,14 @@ import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { cacheDifference, indexDifference } from './checks.ts';
 import type { Fault, Injected, Rng, World } from './model.ts';
 import { allReady, componentPods, type Ending, endPod, leaderPod, type Pod } from './pods.ts';
+import {
+  describeVolumeRestores,
+  removeStore,
+  restoreStore,
+  runningRestore,
+  settleStoreRestore,
+  volumeRestoresOf,
+} from './volumes.ts';
 import { knownQuery, searchProblem } from './work.ts';
 
 /** Polls `probe` until it resolves true; throws after `timeoutMs` saying `what`. */
@@ -358,6 +366,17 @@ async function veleroBack(world: World): Promise<void> {
   });
 }
 
+/** Velero's server Pod, or its node-agent's (on the one node). */
+async function veleroPod(world: World, part: 'server' | 'node-agent'): Promise<Pod> {
+  const pods = await world.admin.list<Pod>(Resources.pods, {
+    namespace: world.veleroNamespace,
+    labelSelector: part === 'server' ? 'deploy=velero' : 'name=node-agent',
+  });
+  const victim = pods.items.find((p) => !p.metadata.deletionTimestamp);
+  if (!victim) throw new Error(`no Velero ${part} Pod`);
+  return victim;
+}
+
 /**
  * Velero's server or its node-agent SIGKILLed while one of the tenant's file-system backups runs: Velero
  * marks a backup it finds InProgress at its start Failed, with its reason; the tenant sees that reason in
@@ -381,13 +400,7 @@ const veleroKilled = (part: 'server' | 'node-agent'): Fault => ({
       if (!running) await sleep(100);
     }
     await sleep(rng.between(0, 1_000));
-    const selector = part === 'server' ? 'deploy=velero' : 'name=node-agent';
-    const pods = await world.admin.list<Pod>(Resources.pods, {
-      namespace: world.veleroNamespace,
-      labelSelector: selector,
-    });
-    const victim = pods.items.find((p) => !p.metadata.deletionTimestamp);
-    if (!victim) throw new Error(`no Velero ${part} Pod`);
+    const victim = await veleroPod(world, part);
     const what = await endPod(world, victim, 'SIGKILL');
     return {
       what: `${what} ${running ? `while Backup ${running.metadata.name} ran` : '(no backup was running)'}`,
@@ -395,6 +408,41 @@ const veleroKilled = (part: 'server' | 'node-agent'): Fault => ({
         await sleep(1_500);
         await veleroBack(world);
       },
+    };
+  },
+});
+
+/**
+ * Velero's server or its node-agent SIGKILLed while it writes the tenant's files back: she deleted her
+ * store, restores it from her volume backup, and the kill lands while its PodVolumeRestore runs. Velero
+ * marks what it finds InProgress at its start Failed; she reads why in her NonAdminRestore, removes what
+ * the dropped restore left, and restores again, which must bring back every byte.
+ */
+const veleroKilledInRestore = (part: 'server' | 'node-agent'): Fault => ({
+  name: `Velero ${part} (SIGKILL during a volume restore)`,
+  cheap: false,
+  backupsMayFail: true,
+  guarantee:
+    "a NonAdminRestore of volume data that Velero drops ends Failed or PartiallyFailed with Velero's reason and counts, and the tenant's restore again brings back every byte",
+  async inject(world, rng, round) {
+    if (!world.volumeBackup || !world.volumeSums) throw new Error('this run has no volume backup to restore');
+    const name = `${round}-vr`;
+    await removeStore(world);
+    await restoreStore(world, name);
+    // Each round a crash point of the PodVolumeRestore: just made, taken by the node-agent, or writing.
+    const stage = rng.pick(['New', 'Accepted', 'InProgress'] as const);
+    const restore = await runningRestore(world, name, stage);
+    if (stage === 'New') await sleep(rng.between(0, 500));
+    const pvrs = restore ? describeVolumeRestores(await volumeRestoresOf(world, restore)) : '';
+    const victim = await veleroPod(world, part);
+    const what = await endPod(world, victim, 'SIGKILL');
+    return {
+      what: `${what} ${restore ? `while Restore ${restore} ran (aimed at ${stage}: ${pvrs})` : `after NonAdminRestore ${name} had ended`}`,
+      async recovered() {
+        await sleep(1_500);
+        await veleroBack(world);
+      },
+      settled: () => settleStoreRestore(world, name, 180_000),
     };
   },
 });
@@ -411,4 +459,6 @@ export const faults: Fault[] = [
   diskFull('store'),
   veleroKilled('server'),
   veleroKilled('node-agent'),
+  veleroKilledInRestore('server'),
+  veleroKilledInRestore('node-agent'),
 ];

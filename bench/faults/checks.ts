@@ -2,7 +2,8 @@
 // every namespace the tenant was given is bound to her organization, every NonAdminBackup and
 // NonAdminRestore she made ran once (one Velero Backup, one Velero Restore) and completed, every
 // NonAdminSchedule has one Velero Schedule, every ScopeInstance one binding, nothing is left of what she
-// deleted, and the search index holds exactly the API server's objects.
+// deleted (the node-agent's PodVolumeBackups and PodVolumeRestores included), and the search index holds
+// exactly the API server's objects.
 import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -119,15 +120,17 @@ async function veleroByOrigin(
 }
 
 /**
- * Velero's reason for a backup that did not complete, as the tenant reads it in her NAB's status: its
- * failure reason, or (PartiallyFailed has none) the error counts the Queued condition gives.
+ * Velero's reason for a backup (restore) that did not complete, as the tenant reads it in her NAB's (NAR's)
+ * status: its failure reason, or (PartiallyFailed has none) the error counts the Queued condition gives.
  */
-const failureOf = (nab: NonAdminBackup) =>
-  nab.status?.veleroBackup?.status?.failureReason ??
-  nab.status?.conditions?.find(
-    (c) => c.type === 'Queued' && /is PartiallyFailed: \d+ errors?/.test(c.message ?? ''),
-  )?.message ??
-  nab.status?.conditions?.find((c) => c.status === 'False' || /Fail/.test(c.reason ?? ''))?.message;
+const failureOf = (
+  velero: { status?: { failureReason?: string } } | undefined,
+  conditions: { type: string; status: string; reason?: string; message?: string }[] | undefined,
+) =>
+  velero?.status?.failureReason ??
+  conditions?.find((c) => c.type === 'Queued' && /is PartiallyFailed: \d+ errors?/.test(c.message ?? ''))
+    ?.message ??
+  conditions?.find((c) => c.status === 'False' || /Fail/.test(c.reason ?? ''))?.message;
 
 /** What tells the end of a tenant's request to Velero: her kind, Velero's, and where its phase and reason are. */
 interface RequestKind<T> {
@@ -148,7 +151,7 @@ const requestKinds = {
     velero: 'backup',
     veleroKind: 'Backups',
     phase: (nab: NonAdminBackup) => nab.status?.veleroBackup?.status?.phase,
-    reason: failureOf,
+    reason: (nab: NonAdminBackup) => failureOf(nab.status?.veleroBackup, nab.status?.conditions),
     retrySpec: (world: World) => ({
       backupSpec: world.bucket ? { defaultVolumesToFsBackup: true } : {},
     }),
@@ -159,9 +162,7 @@ const requestKinds = {
     velero: 'restore',
     veleroKind: 'Restores',
     phase: (nar: NonAdminRestore) => nar.status?.veleroRestore?.status?.phase,
-    reason: (nar: NonAdminRestore) =>
-      nar.status?.veleroRestore?.status?.failureReason ??
-      nar.status?.conditions?.find((c) => c.status === 'False' || /Fail/.test(c.reason ?? ''))?.message,
+    reason: (nar: NonAdminRestore) => failureOf(nar.status?.veleroRestore, nar.status?.conditions),
     retrySpec: (world: World) => ({ restoreSpec: { backupName: world.baseBackup } }),
   } satisfies RequestKind<NonAdminRestore>,
 };
@@ -196,8 +197,11 @@ async function requestEnd<T extends NonAdminBackup | NonAdminRestore>(
   return { problem: `${k.kind} ${name} ended ${phase}${reason ? `: ${reason}` : ' without a reason'}` };
 }
 
-/** The end of a tenant object of `kind`, polled until it is right or `timeoutMs` passed. */
-async function settledEnd(
+/**
+ * The end of a tenant object of `kind`, polled until it is right or `timeoutMs` passed: `problem` says
+ * what is not right yet, `failed` Velero's reason when it failed as `mayFail` allows.
+ */
+export async function settledEnd(
   world: World,
   kind: 'backup' | 'restore',
   name: string,
@@ -300,8 +304,13 @@ export async function cleanUp(
   for (const name of schedules)
     await world.tenant.delete(NonAdminScheduleCrd.type, name, world.home).catch(() => {});
   for (const name of scopes) await world.tenant.delete(ScopeInstanceCrd.type, name).catch(() => {});
-  for (const name of nars)
+  const restoreNames = new Map<string, string>();
+  for (const name of nars) {
+    const nar = await world.admin.get<NonAdminRestore>(NonAdminRestoreCrd.type, name, world.home);
+    const restore = nar?.status?.veleroRestore?.name;
+    if (restore) restoreNames.set(name, restore);
     await world.tenant.delete(NonAdminRestoreCrd.type, name, world.home).catch(() => {});
+  }
   for (const name of nabs) {
     const nab = await world.admin.get<NonAdminBackup>(NonAdminBackupCrd.type, name, world.home);
     const backup = nab?.status?.veleroBackup?.name;
@@ -340,6 +349,18 @@ export async function cleanUp(
     ] as const) {
       const left = [...(await veleroByOrigin(world, kind))].filter(([origin]) => mine.includes(origin));
       problems.push(...left.map(([origin, o]) => `Velero ${what} ${o.join(', ')} of deleted ${origin}`));
+    }
+    // The node-agent's work for a deleted backup (restore) goes with its Velero object (their owner).
+    for (const [type, owner, mine] of [
+      [VeleroResources.podVolumeBackups, 'Backup', names],
+      [VeleroResources.podVolumeRestores, 'Restore', restoreNames],
+    ] as const) {
+      const of = new Map([...mine].map(([tenantName, velero]) => [velero, tenantName]));
+      const items = (await world.admin.list<KubeObject>(type, { namespace: world.veleroNamespace })).items;
+      for (const o of items) {
+        const ref = o.metadata.ownerReferences?.find((r) => r.kind === owner && of.has(r.name));
+        if (ref) problems.push(`${type.kind} ${o.metadata.name} of deleted ${of.get(ref.name)}`);
+      }
     }
     // A deleted ScopeInstance's bindings go with it (their owner reference): any left still grants.
     const granting = [...(await scopeBindings(world))].filter(([instance]) => scopes.includes(instance));

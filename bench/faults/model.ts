@@ -21,6 +21,13 @@ export interface World {
    */
   baseBackup?: string;
   /**
+   * A Completed NonAdminBackup of her store (its Deployment, ReplicaSet, Pod and claim; the claim's files
+   * copied by Velero's node-agent) that the volume restore faults restore after she deleted the store.
+   */
+  volumeBackup?: string;
+  /** The checksum lines her store printed before the first fault: what every restore must bring back. */
+  volumeSums?: string;
+  /**
    * An admin's ScopeTemplate (one role) that her ScopeInstances bind in `home`: her scope changes. Without
    * it she makes none.
    */
@@ -60,6 +67,22 @@ export interface Injected {
   what: string;
   /** Resolves once the faulted part works again (it is back, and a probe through it succeeds). */
   recovered(): Promise<void>;
+  /**
+   * The end of what the fault itself had the tenant do (a restore of her volume data it hit), checked
+   * once the round's work was: called after the round's checks, before its clean-up.
+   */
+  settled?(): Promise<FaultWork>;
+}
+
+/** What a fault had the tenant do, and how it ended. */
+export interface FaultWork {
+  /** Her requests (NonAdminRestores in `home`), the retries too: the round's clean-up deletes them. */
+  restores: string[];
+  wrong: string[];
+  failedWithReason: number;
+  retriesCompleted: number;
+  /** What she read in their status, one line each. */
+  seen: string[];
 }
 
 export interface Fault {
@@ -68,7 +91,8 @@ export interface Fault {
   cheap: boolean;
   /** The component's guarantee under this fault, in one sentence (docs/faults.md). */
   guarantee: string;
-  inject(world: World, rng: Rng): Promise<Injected>;
+  /** `round` prefixes every name the injection makes (unique per run). */
+  inject(world: World, rng: Rng, round: string): Promise<Injected>;
   /** The tenant's NABs back up her volume's files too (Velero's node-agent), not her objects alone. */
   volumeBackups?: boolean;
   /**

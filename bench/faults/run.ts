@@ -3,7 +3,7 @@
 // owners. Rows sum the rounds; `table` prints them.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { checkOperations, cleanUp, indexDifference, retryRequest } from './checks.ts';
-import type { Fault, FaultRow, Operation, Rng, World } from './model.ts';
+import type { Fault, FaultRow, Injected, Operation, Rng, World } from './model.ts';
 import { type Pace, TenantWork } from './work.ts';
 
 export interface RunOptions {
@@ -32,6 +32,15 @@ const percentile = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]! : Number.NaN;
 };
+
+/**
+ * How long a round's accepted work may take to end right once the faulted part is back: `base` (120 s by
+ * default), and 15 s more for each backup and restore, which Velero runs one at a time.
+ */
+export function checkWindow(ops: Operation[], base = 120_000): number {
+  const queued = ops.filter((o) => (o.kind === 'backup' || o.kind === 'restore') && o.answer.ok).length;
+  return base + 15_000 * queued;
+}
 
 /** One round's operations by kind (accepted / made), and how many ended wrong: a line a round, as it ends. */
 function roundLine(ops: Operation[]): string {
@@ -76,8 +85,9 @@ export async function runFault(world: World, fault: Fault, rng: Rng, options: Ru
     });
     await sleep(rng.between(300, 3_000));
     const at = work.now();
+    let injected: Injected | undefined;
     try {
-      const injected = await fault.inject(world, rng);
+      injected = await fault.inject(world, rng, `${options.prefix}-${round}`);
       row.injected++;
       row.inFlight += work.inFlightAt(at);
       const started = performance.now();
@@ -96,7 +106,7 @@ export async function runFault(world: World, fault: Fault, rng: Rng, options: Ru
     const findings = await checkOperations(
       world,
       work.operations,
-      options.settleMs ?? 120_000,
+      checkWindow(work.operations, options.settleMs),
       fault.backupsMayFail,
     );
     row.operations += work.operations.length;
@@ -129,6 +139,17 @@ export async function runFault(world: World, fault: Fault, rng: Rng, options: Ru
         if (problem) row.wrong.push(`retry after a failure: ${problem}`);
         else row.retriesCompleted++;
       }
+    }
+    // What the fault itself had her do (a restore of her volume data it hit), and its retry.
+    const own = injected?.settled ? await injected.settled() : undefined;
+    if (own) {
+      row.operations += own.restores.length;
+      row.wrong.push(...own.wrong);
+      row.failedWithReason += own.failedWithReason;
+      row.retriesCompleted += own.retriesCompleted;
+      retries.restore.push(...own.restores);
+      for (const line of own.seen) see(line);
+      for (const w of own.wrong) world.say(`  ${fault.name} round ${round + 1}: WRONG: ${w}`);
     }
     const accepted = (kind: Operation['kind']) =>
       work.operations.filter((o) => o.kind === kind && o.answer.ok).map((o) => o.name);

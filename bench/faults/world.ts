@@ -121,14 +121,21 @@ export async function makeWorld(o: WorldOptions): Promise<World> {
 }
 
 /**
- * Her base backup, made the way she makes any (a NonAdminBackup, here of her ConfigMaps alone) and waited
- * for until Velero completed it: what her NonAdminRestores restore from (World.baseBackup).
+ * A backup of hers that her restores restore from, made the way she makes any (a NonAdminBackup) and
+ * waited for until Velero completed it. By default her ConfigMaps alone (World.baseBackup); `volumes`
+ * makes it of her store instead, its claim's files copied by Velero's node-agent (World.volumeBackup).
  */
-export async function makeBaseBackup(world: World, timeoutMs = 180_000): Promise<string> {
-  const name = `${world.home}-base`;
+export async function makeBaseBackup(world: World, volumes = false, timeoutMs = 180_000): Promise<string> {
+  const name = `${world.home}-${volumes ? 'volume' : 'base'}`;
+  const backupSpec = volumes
+    ? {
+        includedResources: ['deployments', 'replicasets', 'pods', 'persistentvolumeclaims'],
+        defaultVolumesToFsBackup: true,
+      }
+    : { includedResources: ['configmaps'] };
   await world.tenant.create(NonAdminBackupCrd.type, {
     metadata: { name, namespace: world.home },
-    spec: { backupSpec: { includedResources: ['configmaps'] } },
+    spec: { backupSpec },
   } as KubeObject);
   for (const deadline = Date.now() + timeoutMs; ; await sleep(500)) {
     const nab = await world.tenant.get<NonAdminBackup>(NonAdminBackupCrd.type, name, world.home);

@@ -69,7 +69,7 @@ export async function writeNodeFiles(
   cluster: NodeClusterAccess,
   dir: string,
   binaries: NodeBinaries,
-  options: { nri?: boolean } = {},
+  options: { nri?: boolean; maxRestartBackOffSeconds?: number } = {},
 ): Promise<NodeFiles> {
   const pki = join(dir, 'pki');
   const state = join(dir, 'containerd');
@@ -150,6 +150,11 @@ export async function writeNodeFiles(
         imageGCLowThresholdPercent: 99,
         evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '1%', 'imagefs.available': '1%' },
         nodeStatusReportFrequency: '10s',
+        // kubelet's longest wait before it restarts a crashed container (KubeletCrashLoopBackOffMax, on by
+        // default since 1.35); its own default is 300 s.
+        ...(options.maxRestartBackOffSeconds
+          ? { crashLoopBackOff: { maxContainerRestartPeriod: `${options.maxRestartBackOffSeconds}s` } }
+          : {}),
       },
       null,
       2,

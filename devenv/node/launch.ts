@@ -87,6 +87,12 @@ export interface NodeOptions {
    * stop), so that a run can fill it (a full disk); without it they share the machine's disk.
    */
   volumesMiB?: number;
+  /**
+   * kubelet's longest crash back-off (1 to 300 s; its default 300): a run that kills the same container
+   * again and again (the fault bench) sets it low, so that each restart measures the component, not
+   * kubelet's waiting.
+   */
+  maxRestartBackOffSeconds?: number;
 }
 
 export interface LocalNode {
@@ -225,7 +231,12 @@ export async function startNode(cluster: NodeClusterAccess, options: NodeOptions
     progress(`node ${nodeName} Ready again ${Date.now() - started} ms after its restart`);
   };
   try {
-    files = await writeNodeFiles(cluster, dir, binaries, { nri: enforcer !== undefined });
+    files = await writeNodeFiles(cluster, dir, binaries, {
+      nri: enforcer !== undefined,
+      ...(options.maxRestartBackOffSeconds
+        ? { maxRestartBackOffSeconds: options.maxRestartBackOffSeconds }
+        : {}),
+    });
     await prepareHost();
     progress(
       `starting node ${nodeName} (${nodeIP}): containerd ${binaries.containerdVersion}, runc ${binaries.runcVersion}`,

@@ -127,6 +127,7 @@ export const Resources = {
   nodes: core('nodes', 'Node', false),
   services: core('services', 'Service'),
   deployments: resourceType('apps', 'v1', 'deployments', 'Deployment'),
+  replicaSets: resourceType('apps', 'v1', 'replicasets', 'ReplicaSet'),
   statefulSets: resourceType('apps', 'v1', 'statefulsets', 'StatefulSet'),
   daemonSets: resourceType('apps', 'v1', 'daemonsets', 'DaemonSet'),
   podDisruptionBudgets: resourceType('policy', 'v1', 'poddisruptionbudgets', 'PodDisruptionBudget'),
