@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { deleteRefusal } from '../../src/backup/controllers/backup/delete.ts';
 import { queueLimitReached, waiting } from '../../src/backup/controllers/backup/queue-limit.ts';
 import { refusalOf } from '../../src/backup/controllers/backup/reconciler.ts';
-import { outcomeOf } from '../../src/backup/controllers/outcome.ts';
+import { outcomeEvent, outcomeOf } from '../../src/backup/controllers/outcome.ts';
 import type { VeleroObject } from '../../src/backup/model.ts';
 import type { BackupPolicy } from '../../src/backup/policy/config.ts';
 import { nacObjectName } from '../../src/backup/velero/names.ts';
@@ -176,6 +176,16 @@ describe("a Velero Backup's outcome, as the tenant reads it", () => {
     expect(outcomeOf('Restore', 'undo', 'r', 'Completed', { warnings: 4 })).toBe(
       'Velero Restore r is Completed',
     );
+    // One Event, when it has just finished: a Warning unless it completed.
+    expect(outcomeEvent('Restore', 'InProgress', 'PartiallyFailed', 'm')).toEqual({
+      type: 'Warning',
+      reason: 'RestorePartiallyFailed',
+      action: 'Restore',
+      message: 'm',
+    });
+    expect(outcomeEvent('Backup', 'InProgress', 'Completed', 'm')?.type).toBe('Normal');
+    expect(outcomeEvent('Restore', 'PartiallyFailed', 'PartiallyFailed', 'm')).toBeUndefined();
+    expect(outcomeEvent('Restore', 'New', 'InProgress', 'm')).toBeUndefined();
   });
 });
 

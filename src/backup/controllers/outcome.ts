@@ -3,6 +3,7 @@
 // failure reason), or how many errors and warnings Velero counted and where it names each item: a
 // PartiallyFailed backup or restore has no failure reason of its own.
 import { finishedPhases } from '../../crds/velero.ts';
+import type { StatusEvent } from '../../kube/status.ts';
 
 /** A count Velero wrote, or 0 (its status is not to be trusted blindly). */
 const counted = (value: unknown): number =>
@@ -32,4 +33,24 @@ export function outcomeOf(
   ].filter(Boolean);
   const noun = kind.toLowerCase();
   return `${head}${said.length ? `: ${said.join('; ')}` : ''}; Velero's results name each item: kubectl tenantkit ${noun} describe ${tenantName} --details (or: kubectl tenantkit ${noun} logs ${tenantName})`;
+}
+
+/**
+ * The one Event of an outcome: when the Velero object has just finished (its phase `before` was another),
+ * `Backup<Phase>` or `Restore<Phase>` with `message`, a Warning unless it completed. One per outcome, not
+ * one per step: that would double the API writes per request.
+ */
+export function outcomeEvent(
+  kind: 'Backup' | 'Restore',
+  before: string | undefined,
+  phase: string,
+  message: string,
+): StatusEvent | undefined {
+  if (before === phase || !(finishedPhases as readonly string[]).includes(phase)) return undefined;
+  return {
+    type: phase === 'Completed' ? 'Normal' : 'Warning',
+    reason: `${kind}${phase}`,
+    action: kind,
+    message,
+  };
 }

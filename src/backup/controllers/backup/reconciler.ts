@@ -8,7 +8,7 @@ import {
   NonAdminBackupCrd,
   NonAdminBackupStorageLocationCrd,
 } from '../../../crds/backup.ts';
-import { finishedPhases, VeleroResources } from '../../../crds/velero.ts';
+import { VeleroResources } from '../../../crds/velero.ts';
 import { type Condition, findCondition } from '../../../kube/conditions.ts';
 import {
   generationChanged,
@@ -41,7 +41,7 @@ import { backOff, type Refusal } from '../back-off.ts';
 import { ManagedTypes, managedCache, Origin } from '../caches.ts';
 import { type StorageLocationLookup, storageLocationLookup } from '../location/lookup.ts';
 import { type LocationUse, locationUse } from '../location/use.ts';
-import { outcomeOf } from '../outcome.ts';
+import { outcomeEvent, outcomeOf } from '../outcome.ts';
 import { backupProgress, type ProgressSource, withProgress } from '../progress.ts';
 import { backupQueuePhases, backupRunningPhases, phaseOf, type QueueTracker, trackQueue } from '../queue.ts';
 import { type StallTracker, stallOutcome, trackStalls } from '../stall.ts';
@@ -352,17 +352,10 @@ export class NabReconciler extends ObjectReconciler<NabSources, NonAdminBackup, 
     const name = backup.metadata.name!;
     if (!this.from.queue.has(veleroNs, name)) return undefined;
     const veleroPhase = phaseOf(backup) || 'New';
-    // One Event when the outcome is known (not one per step: that would double the API writes per NAB).
     const before = nab.status?.veleroBackup?.status?.phase;
     const outcome = outcomeOf('Backup', nab.metadata.name!, name, veleroPhase, backup.status);
-    if (before !== veleroPhase && (finishedPhases as readonly string[]).includes(veleroPhase)) {
-      status.event({
-        type: veleroPhase === 'Completed' ? 'Normal' : 'Warning',
-        reason: `Backup${veleroPhase}`,
-        action: 'Backup',
-        message: outcome,
-      });
-    }
+    const ended = outcomeEvent('Backup', before, veleroPhase, outcome);
+    if (ended) status.event(ended);
     const position = this.from.queue.position(veleroNs, name);
     const stall = await stallOutcome(this.from.stalls, {
       name,

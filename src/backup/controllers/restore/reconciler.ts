@@ -42,7 +42,7 @@ import { type Ownerships, ownerships } from '../../velero/ownerships.ts';
 import { backOff, type Refusal } from '../back-off.ts';
 import { ManagedTypes, managedCache, Origin } from '../caches.ts';
 import { type LocationUse, locationUse } from '../location/use.ts';
-import { outcomeOf } from '../outcome.ts';
+import { outcomeEvent, outcomeOf } from '../outcome.ts';
 import { type ProgressSource, restoreProgress, withProgress } from '../progress.ts';
 import { type QueueTracker, restoreQueuePhases, restoreRunningPhases, trackQueue } from '../queue.ts';
 import { type StallTracker, stallOutcome, trackStalls } from '../stall.ts';
@@ -331,14 +331,8 @@ export class NarReconciler extends ObjectReconciler<NarSources, NonAdminRestore,
     // One Event when the outcome is known, as for a NonAdminBackup: what failed and where to read why.
     const outcome = outcomeOf('Restore', seen.nar.metadata.name!, name, veleroPhase, restore.status);
     const before = seen.nar.status?.veleroRestore?.status?.phase;
-    if (before !== veleroPhase && (finishedPhases as readonly string[]).includes(veleroPhase)) {
-      status.event({
-        type: veleroPhase === 'Completed' ? 'Normal' : 'Warning',
-        reason: `Restore${veleroPhase}`,
-        action: 'Restore',
-        message: outcome,
-      });
-    }
+    const ended = outcomeEvent('Restore', before, veleroPhase, outcome);
+    if (ended) status.event(ended);
     const position = this.from.queue.position(veleroNs, name);
     const stall = await stallOutcome(this.from.stalls, {
       name,
