@@ -168,8 +168,9 @@ describe("a Velero Backup's outcome, as the tenant reads it", () => {
   });
 
   it("says the same of a restore Velero did not complete: it has no failure reason, so Velero's counts", () => {
-    // What bench:faults found: a restore whose node-agent was killed ended PartiallyFailed, and the
-    // tenant's NonAdminRestore said only "is PartiallyFailed".
+    // Before this, a NonAdminRestore whose Velero Restore ended PartiallyFailed said only "is
+    // PartiallyFailed", and one that Failed did not carry Velero's reason (bench:faults kills Velero
+    // during a volume restore; the kills seen so far ended Failed or Completed).
     expect(outcomeOf('Restore', 'undo', 'shop-undo-u2', 'PartiallyFailed', { errors: 1, warnings: 4 })).toBe(
       "Velero Restore shop-undo-u2 is PartiallyFailed: 1 error and 4 warnings; Velero's results name each item: kubectl tenantkit restore describe undo --details (or: kubectl tenantkit restore logs undo)",
     );
