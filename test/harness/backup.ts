@@ -24,7 +24,7 @@ import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources, type ResourceType, resourcePath } from '../../src/kube/resources.ts';
 import { eventually, type TestCluster } from './cluster.ts';
 import { type RunningCapability, runCapability } from './components.ts';
-import { startTestVelero, type TestVelero } from './velero.ts';
+import { startTestVelero, type TestVelero, testVeleroIn } from './velero.ts';
 
 /**
  * How long a wait on Velero may take: Velero v1.18 now and then leaves a new Backup Queued until its
@@ -276,14 +276,25 @@ async function settled<T extends NonAdminBackup | NonAdminRestore>(
   veleroPhase: (o: T) => string | undefined,
   timeoutMs: number,
 ): Promise<T> {
-  return eventually(
-    async () => {
-      const o = await cluster.admin.get<T>(type, name, namespace);
-      return o && (o.status?.phase === 'BackingOff' || isFinished(veleroPhase(o))) ? o : undefined;
-    },
-    { timeoutMs, what: `${type.kind} ${namespace}/${name} settled` },
-  );
+  try {
+    return await eventually(
+      async () => {
+        const o = await cluster.admin.get<T>(type, name, namespace);
+        return o && (o.status?.phase === 'BackingOff' || isFinished(veleroPhase(o))) ? o : undefined;
+      },
+      { timeoutMs, what: `${type.kind} ${namespace}/${name} settled` },
+    );
+  } catch (err) {
+    // Not settled in time: where Velero left it (a CI run once saw a first backup wait over 225 s).
+    const o = await cluster.admin.get<T>(type, name, namespace).catch(() => undefined);
+    const ref = (o?.status as { veleroBackup?: VeleroRef; veleroRestore?: VeleroRef } | undefined) ?? {};
+    const kind = type.kind === NonAdminBackupCrd.type.kind ? 'backup' : 'restore';
+    const story = await veleroStory(cluster, kind, ref.veleroBackup ?? ref.veleroRestore, true);
+    throw new Error(`${(err as Error).message}${story}`);
+  }
 }
+
+type VeleroRef = { name?: string; namespace?: string };
 
 /** A NonAdminBackup once refused (BackingOff) or its Velero Backup finished. */
 export function settledBackup(
@@ -332,7 +343,9 @@ const outcome = (o: NonAdminBackup | NonAdminRestore, veleroPhase: string | unde
 async function veleroStory(
   cluster: TestCluster,
   kind: 'backup' | 'restore',
-  ref: { name?: string; namespace?: string } | undefined,
+  ref: VeleroRef | undefined,
+  /** Also Velero's queue (each unfinished one's phase and position) and its every log line naming it. */
+  waiting = false,
 ): Promise<string> {
   if (!ref?.name || !ref.namespace) return '';
   const { name, namespace } = ref;
@@ -367,11 +380,23 @@ async function veleroStory(
           `  Pod ${pod.metadata.name}/${c.name} restarted ${c.restartCount}x, last ${JSON.stringify(c.lastState)}`,
         );
   }
-  const log = await veleroPodLog(admin, namespace);
-  const mentions = log.split('\n').filter((l) => l.includes(name) && /level=(error|warning)/.test(l));
+  if (waiting) {
+    const all = await admin.list<Backup | Restore>(type, { namespace }).catch(() => ({ items: [] }));
+    const queue = all.items
+      .filter((o) => !isFinished(o.status?.phase))
+      .map(
+        (o) =>
+          `${o.metadata.name} ${o.status?.phase ?? 'New'} ${(o.status as { queuePosition?: number })?.queuePosition ?? ''}`,
+      );
+    lines.push(`  Velero's unfinished ${kind}s: ${queue.join('; ') || 'none'}`);
+  }
+  const local = testVeleroIn(namespace);
+  const log = local ? (await local.logLines(name)).join('\n') : await veleroPodLog(admin, namespace);
+  const level = waiting ? /./ : /level=(error|warning)/;
+  const mentions = log.split('\n').filter((l) => l.includes(name) && level.test(l));
   if (mentions.length)
     lines.push(
-      '  Velero server log, errors and warnings naming it:',
+      `  Velero server log, ${waiting ? 'lines' : 'errors and warnings'} naming it:`,
       ...mentions.slice(-15).map((l) => `    ${l}`),
     );
   return `\n${lines.join('\n')}`;

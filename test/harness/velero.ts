@@ -33,6 +33,12 @@ export interface TestVelero extends Velero {
   finished<T extends Backup | Restore>(type: ResourceType, name: string, timeoutMs?: number): Promise<T>;
 }
 
+/** The local `velero server` of each Velero namespace this process runs, for a failure's story. */
+const running = new Map<string, TestVelero>();
+
+/** The local Velero server of `namespace`, if this process runs it (not one in a Pod). */
+export const testVeleroIn = (namespace: string): TestVelero | undefined => running.get(namespace);
+
 export async function startTestVelero(
   cluster: TestCluster,
   options: Pick<VeleroOptions, 'restoreGuard' | 'onNode'> = {},
@@ -90,7 +96,7 @@ export async function startTestVelero(
     return state === '' || state === 'T' || state === 't' || state === 'Z' || state === 'X';
   };
 
-  return {
+  const test: TestVelero = {
     ...velero,
     finished,
     async paused(during) {
@@ -145,7 +151,10 @@ export async function startTestVelero(
         }
       }
       await admin.delete(Resources.namespaces, namespace);
+      running.delete(namespace);
       await rm(dir, { recursive: true, force: true });
     },
   };
+  running.set(namespace, test);
+  return test;
 }

@@ -3,7 +3,7 @@
 // the real API server and Velero in test/integration/backup-nab.test.ts.)
 import { describe, expect, it } from 'vitest';
 import { deleteRefusal } from '../../src/backup/controllers/backup/delete.ts';
-import { queueLimitReached, waiting } from '../../src/backup/controllers/backup/queue-limit.ts';
+import { freesPlaces, queueLimitReached, waiting } from '../../src/backup/controllers/backup/queue-limit.ts';
 import { refusalOf } from '../../src/backup/controllers/backup/reconciler.ts';
 import { outcomeEvent, outcomeOf } from '../../src/backup/controllers/outcome.ts';
 import type { VeleroObject } from '../../src/backup/model.ts';
@@ -126,6 +126,36 @@ describe("a namespace's share of Velero's queue", () => {
     expect(queueLimitReached(d, [a, b, c, d], limit2, (n) => (n === a ? running : undefined))?.reason).toBe(
       'NamespaceQueueLimit',
     );
+  });
+
+  it('counts an earlier NAB whose identity write it has not seen yet, unless that one was refused', () => {
+    // What CI found: with a limit of 1, "second" was handed to Velero beside "first" when it was decided
+    // before first's NACUUID reached the cache (both reconciled at once).
+    const limit1 = policy({ maxQueuedBackupsPerNamespace: 1 });
+    const first = nab('first', '2026-01-01T00:00:01Z');
+    const second = nab('second', '2026-01-01T00:00:02Z', accepted('second'));
+    expect(queueLimitReached(second, [first, second], limit1, none)?.message).toContain(
+      '1 earlier NonAdminBackups of namespace shop',
+    );
+    const refused = nab('first', '2026-01-01T00:00:01Z', { phase: 'BackingOff' });
+    expect(queueLimitReached(second, [refused, second], limit1, none)).toBeUndefined();
+    const deleting = { ...first, metadata: { ...first.metadata, deletionTimestamp: 't' } };
+    expect(queueLimitReached(second, [deleting, second], limit1, none)).toBeUndefined();
+    // The earlier one's changes wake the waiting ones; the waiting ones' own writes do not.
+    const held = nab('second', 't', {
+      ...accepted('second'),
+      conditions: [
+        {
+          type: 'Queued',
+          status: 'False',
+          reason: 'NamespaceQueueLimit',
+          message: '',
+          lastTransitionTime: '',
+        },
+      ],
+    });
+    expect([first, refused, second].map(freesPlaces)).toEqual([true, true, true]);
+    expect(freesPlaces(held)).toBe(false);
   });
 
   it('finds the NABs waiting for the queue or a location, by namespace', () => {

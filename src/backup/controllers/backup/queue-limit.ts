@@ -34,7 +34,10 @@ const before = (n: NonAdminBackup, nab: NonAdminBackup) => {
  * The namespace's share of Velero's queue (policy.maxQueuedBackupsPerNamespace): `nab` waits while that
  * many earlier NABs of its namespace are unfinished in Velero or about to be handed to it. Decided by
  * creation order, so two reconciles at once cannot both take the last place, and a NAB waiting for its
- * own location (not Velero's queue) holds no place.
+ * own location (not Velero's queue) holds no place. An earlier NAB not looked at yet (no NACUUID, not
+ * refused) holds its place too: its identity write may be on its way while this one is decided, and it
+ * will be handed over as soon as it has one. A place it does not take after all (it is refused, or waits
+ * for its location) frees this one again: NAB changes wake the NABs that wait (see `freesPlaces`).
  */
 export function queueLimitReached(
   nab: NonAdminBackup,
@@ -49,9 +52,8 @@ export function queueLimitReached(
   const ns = nab.metadata.namespace;
   const inLine = (n: NonAdminBackup) => {
     if (n.metadata.namespace !== ns || n === nab || !before(n, nab)) return false;
-    if (!n.status?.veleroBackup?.nacuuid || n.metadata.deletionTimestamp || n.spec?.deleteBackup)
-      return false;
-    if (syncedFromOf(n) !== undefined) return false;
+    if (n.metadata.deletionTimestamp || n.spec?.deleteBackup || syncedFromOf(n) !== undefined) return false;
+    if (!n.status?.veleroBackup?.nacuuid) return n.status?.phase !== 'BackingOff';
     const b = veleroBackupOf(n);
     if (b) return !(finishedPhases as readonly string[]).includes(String(b.status?.phase ?? ''));
     const reason = findCondition(n.status?.conditions as Condition[] | undefined, 'Queued')?.reason;
@@ -69,6 +71,16 @@ export function queueLimitReached(
     reason: 'NamespaceQueueLimit',
     message: `${nabs} earlier NonAdminBackups of namespace ${ns}${runs} are in Velero's queue or waiting for it, and the admin allows ${limit} at once (NonAdminBackupConfig "cluster" spec.nonAdmin.maxQueuedBackupsPerNamespace); this one is handed to Velero when one of them finishes`,
   };
+}
+
+/**
+ * Whether a change of `nab` may free a place in its namespace's share for the NABs that wait: any change
+ * but one of a NAB that itself waits for the queue (it holds none, and its own status writes must not
+ * wake every other waiting NAB of the namespace again and again).
+ */
+export function freesPlaces(nab: NonAdminBackup): boolean {
+  const reason = findCondition(nab.status?.conditions as Condition[] | undefined, 'Queued')?.reason;
+  return reason !== 'NamespaceQueueLimit' || nab.metadata.deletionTimestamp !== undefined;
 }
 
 /**

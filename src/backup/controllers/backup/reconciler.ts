@@ -17,7 +17,7 @@ import {
   type ReconcileResult,
 } from '../../../kube/controller.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../../kube/finalizers.ts';
-import type { Informer } from '../../../kube/informer.ts';
+import { ByNamespace, type Informer } from '../../../kube/informer.ts';
 import type { Manager } from '../../../kube/manager.ts';
 import { type KubeObject, objectKey } from '../../../kube/resources.ts';
 import { type StatusView, StatusWriter } from '../../../kube/status.ts';
@@ -48,7 +48,7 @@ import { type StallTracker, stallOutcome, trackStalls } from '../stall.ts';
 import { adoptedBackup, nabKeysFor, reconcileAdoption } from '../sync/adopt.ts';
 import { createOnce, managedMeta } from '../velero-objects.ts';
 import { deleteBackup } from './delete.ts';
-import { inVeleroQueue, queueLimitReached, waiting } from './queue-limit.ts';
+import { freesPlaces, inVeleroQueue, queueLimitReached, waiting } from './queue-limit.ts';
 
 type Status = NonNullable<NonAdminBackup['status']>;
 type Result = Promise<ReconcileResult | undefined>;
@@ -130,6 +130,12 @@ export function registerNabController(manager: Manager): void {
           b.metadata.annotations?.[Annotations.nasNamespace] ??
           '',
       ),
+    )
+    // ... or an earlier NAB of their namespace was refused, deleted, or waits for its location instead.
+    .watches(NonAdminBackupCrd.type, (n) =>
+      freesPlaces(n as NonAdminBackup)
+        ? waiting(nabs.byIndex(ByNamespace, n.metadata.namespace ?? ''), n.metadata.namespace)
+        : [],
     )
     // Progress counts: a PodVolumeBackup or DataUpload of a tenant's Backup moved.
     .watches(progress.podVolumes, progress.map)
