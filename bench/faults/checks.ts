@@ -20,6 +20,7 @@ import {
 } from '../../src/crds/backup.ts';
 import { type ScopeInstance, ScopeInstanceCrd } from '../../src/crds/scopes.ts';
 import { finishedPhases, VeleroResources } from '../../src/crds/velero.ts';
+import { type Condition, findCondition } from '../../src/kube/conditions.ts';
 import { cacheDigest, type InformerCache } from '../../src/kube/informer.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { instanceAnnotation, managedBy, managedByLabel } from '../../src/scopes/model.ts';
@@ -332,8 +333,15 @@ export async function cleanUp(
       [NonAdminScheduleCrd, schedules, 'NonAdminSchedules'],
     ] as const) {
       const items = (await world.admin.list<KubeObject>(crd.type, { namespace: world.home })).items;
-      const n = items.filter((o) => mine.includes(o.metadata.name!)).length;
-      if (n) left.push(`${n} ${what} not gone after ${timeoutMs / 1000} s`);
+      const stay = items.filter((o) => mine.includes(o.metadata.name!));
+      // Each one named, with what its own Deleting condition says (Velero's refusal, say).
+      const why = stay.slice(0, 3).map((o) => {
+        const conditions = (o as { status?: { conditions?: Condition[] } }).status?.conditions;
+        const deleting = findCondition(conditions, 'Deleting');
+        return `${o.metadata.name}${deleting ? ` (${deleting.reason}: ${deleting.message.slice(0, 160)})` : ''}`;
+      });
+      if (stay.length)
+        left.push(`${stay.length} ${what} not gone after ${timeoutMs / 1000} s: ${why.join('; ')}`);
     }
     return left.length ? left.join('; ') : undefined;
   }, timeoutMs);

@@ -2,7 +2,7 @@
 // mid-queue in test/integration/backup-nab.test.ts.
 import { describe, expect, it } from 'vitest';
 import { backupQueuePhases, backupRunningPhases, QueueTracker } from '../../src/backup/controllers/queue.ts';
-import { StallTracker } from '../../src/backup/controllers/stall.ts';
+import { StallTracker, stalledMessage } from '../../src/backup/controllers/stall.ts';
 import type { KubeObject } from '../../src/kube/resources.ts';
 
 type Obj = KubeObject & { status?: Record<string, unknown> };
@@ -186,5 +186,29 @@ describe('StallTracker', () => {
     w.tick(3_000);
     expect(w.stalls.state('velero')).toEqual({ stalledAfterMs: 10_000 });
     expect(w.stalls.state('velero-2')).toEqual({ checkInMs: 7_000 });
+  });
+});
+
+describe('the stalled message', () => {
+  const restore = {
+    name: 'shop-undo-u1',
+    phase: 'InProgress',
+    unfinished: true,
+    position: 0,
+    veleroNamespace: 'velero',
+    conditions: undefined,
+  };
+
+  it('names what an admin can do for a volume operation the node-agent took and never started, and not whose it is', () => {
+    // What bench:faults found: the node-agent SIGKILLed while a PodVolumeRestore was Accepted; restarted,
+    // it left that one Accepted for its 30-minute prepare timeout although its data mover Pod ran, and
+    // every later restore waited. Annotating that Pod started it at once.
+    const plain = stalledMessage('Restore', restore, 60_000);
+    expect(plain).not.toContain('Accepted');
+    const hinted = stalledMessage('Restore', restore, 60_000, ['PodVolumeRestore', 'DataDownload']);
+    expect(hinted.startsWith(plain)).toBe(true);
+    expect(hinted).toContain('A DataDownload or PodVolumeRestore in velero is Accepted but not started');
+    expect(hinted).toContain('kubectl -n velero get datadownloads,podvolumerestores | grep Accepted');
+    expect(hinted).toContain('kubectl -n velero annotate pod <its name> tenantkit.io/resume=1 --overwrite');
   });
 });

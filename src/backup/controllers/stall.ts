@@ -27,7 +27,7 @@ import { VeleroResources } from '../../crds/velero.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { type Condition, findCondition } from '../../kube/conditions.ts';
 import type { ReconcileResult } from '../../kube/controller.ts';
-import type { EventHandlers, Informer } from '../../kube/informer.ts';
+import { ByNamespace, type EventHandlers, type Informer } from '../../kube/informer.ts';
 import type { Manager } from '../../kube/manager.ts';
 import { jsonEqual } from '../../kube/merge-patch.ts';
 import { registry } from '../../kube/metrics.ts';
@@ -55,6 +55,11 @@ export interface StallTrackerOptions {
    * clock starts with the process.
    */
   recorded?: (namespace: string) => Promise<number | undefined>;
+  /**
+   * The kinds of the volume operations in `namespace` that Velero's node-agent took but has not started
+   * (phase Accepted), e.g. ['PodVolumeRestore']: a stalled queue with one names the likely cause.
+   */
+  acceptedOperations?: (namespace: string) => string[];
   now?: () => number;
 }
 
@@ -105,6 +110,11 @@ export class StallTracker {
     }
     if (at !== undefined && !this.movedHere.has(namespace))
       this.lastMove.set(namespace, Math.min(at, this.now()));
+  }
+
+  /** Kinds of volume operations of `namespace` taken by the node-agent and not started (see options). */
+  acceptedOperations(namespace: string): string[] {
+    return this.options.acceptedOperations?.(namespace) ?? [];
   }
 
   /** How long the queue of `namespace` has held unfinished Backups without moving, in ms; 0 if empty. */
@@ -249,7 +259,12 @@ export async function stallOutcome(stalls: StallTracker, o: QueuedObject): Promi
   const state = o.unfinished ? stalls.state(o.veleroNamespace) : undefined;
   if (state === undefined) return {};
   if ('checkInMs' in state) return { requeue: { requeueAfterMs: state.checkInMs + 100 } };
-  const message = stalledMessage(stalls.kind, o, state.stalledAfterMs);
+  const message = stalledMessage(
+    stalls.kind,
+    o,
+    state.stalledAfterMs,
+    stalls.acceptedOperations(o.veleroNamespace),
+  );
   const was = findCondition(o.conditions, 'Queued')?.reason === StalledReason;
   return {
     stalled: { reason: StalledReason, message },
@@ -260,11 +275,40 @@ export async function stallOutcome(stalls: StallTracker, o: QueuedObject): Promi
   };
 }
 
-/** Where the object stands, that nothing moves, and who can act on it. */
-function stalledMessage(kind: Kind, o: QueuedObject, afterMs: number): string {
+/**
+ * Where the object stands, that nothing moves, and who can act on it. `accepted`: kinds of volume
+ * operations the node-agent took and has not started, in the queue's namespace. They are not named: one
+ * may be another tenant's, and its name carries that tenant's namespace.
+ */
+export function stalledMessage(
+  kind: Kind,
+  o: QueuedObject,
+  afterMs: number,
+  accepted: string[] = [],
+): string {
   const word = kind.toLowerCase();
+  const ns = o.veleroNamespace;
   const where = o.position > 0 ? `, ${o.position} ahead of it in Velero's queue` : '';
-  return `Velero ${kind} ${o.name} is ${o.phase}${where}, but nothing in Velero's ${word} queue has moved for over ${formatDuration(afterMs)} (no ${word} started, progressed or finished, no volume moved): Velero runs one ${word} at a time, so a stuck one holds every later one. Ask an admin to check Velero (kubectl -n ${o.veleroNamespace} logs deploy/velero, and the node-agent's logs); when Velero restarts it fails a ${word} it finds InProgress, and this NonAdmin${kind} then shows Velero's reason`;
+  const base = `Velero ${kind} ${o.name} is ${o.phase}${where}, but nothing in Velero's ${word} queue has moved for over ${formatDuration(afterMs)} (no ${word} started, progressed or finished, no volume moved): Velero runs one ${word} at a time, so a stuck one holds every later one. Ask an admin to check Velero (kubectl -n ${ns} logs deploy/velero, and the node-agent's logs); when Velero restarts it fails a ${word} it finds InProgress, and this NonAdmin${kind} then shows Velero's reason`;
+  if (accepted.length === 0) return base;
+  // Velero v1.18's node-agent starts an Accepted operation when its data mover Pod (named as the
+  // operation) turns Running; a node-agent restarted in between never sees that change, and the operation
+  // waits for the prepare timeout. Any later change of the Pod starts it (seen in bench:faults).
+  const kinds = [...new Set(accepted)].sort();
+  const list = kinds.map((k) => `${k.toLowerCase()}s`).join(',');
+  return `${base}. A ${kinds.join(' or ')} in ${ns} is Accepted but not started: Velero's node-agent starts one when its data mover Pod (of the same name) runs, and a node-agent restarted in between misses that and waits for its prepare timeout (--data-mover-prepare-timeout, 30 minutes by default). An admin starts it now by changing that Pod: kubectl -n ${ns} get ${list} | grep Accepted, then kubectl -n ${ns} annotate pod <its name> tenantkit.io/resume=1 --overwrite`;
+}
+
+/** The kinds of the volume operations in `namespace` with phase Accepted, from the informers' caches. */
+function acceptedIn(operations: Watched[], namespace: string): string[] {
+  const kinds: string[] = [];
+  for (const { type, informer } of operations) {
+    const accepted = informer
+      .byIndex(ByNamespace, namespace)
+      .some((o) => (o.status as { phase?: string } | undefined)?.phase === 'Accepted');
+    if (accepted) kinds.push(type.kind);
+  }
+  return kinds;
 }
 
 /**
@@ -292,6 +336,7 @@ export function trackStalls(
     warnAfterMs: () => currentPolicy(configs).stalledQueueWarningAfterMs,
     recorded: (namespace) =>
       recordedLastMove(manager.client, namespace, { type, informer: objects, phases }, operations),
+    acceptedOperations: (namespace) => acceptedIn(operations, namespace),
   });
   // Objects an informer hands over while it first lists, or when handlers join a synced one, were there
   // before: not moves.
