@@ -201,8 +201,8 @@ describe('the stalled message', () => {
 
   it('names what an admin can do for a volume operation the node-agent took and never started, and not whose it is', () => {
     // What bench:faults found: the node-agent SIGKILLed while a PodVolumeRestore was Accepted; restarted,
-    // it left that one Accepted for its 30-minute prepare timeout although its data mover Pod ran, and
-    // every later restore waited. Annotating that Pod started it at once.
+    // it left that one Accepted for its 30-minute prepare timeout, and every later restore waited: once
+    // although its data mover Pod ran (annotating that Pod started it at once), once with no Pod made.
     const plain = stalledMessage('Restore', restore, 60_000);
     expect(plain).not.toContain('Accepted');
     const hinted = stalledMessage('Restore', restore, 60_000, ['PodVolumeRestore', 'DataDownload']);
@@ -210,5 +210,6 @@ describe('the stalled message', () => {
     expect(hinted).toContain('A DataDownload or PodVolumeRestore in velero is Accepted but not started');
     expect(hinted).toContain('kubectl -n velero get datadownloads,podvolumerestores | grep Accepted');
     expect(hinted).toContain('kubectl -n velero annotate pod <its name> tenantkit.io/resume=1 --overwrite');
+    expect(hinted).toContain('(kubectl -n velero rollout restart deploy/velero) fails the stuck restore');
   });
 });

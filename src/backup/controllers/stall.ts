@@ -292,11 +292,12 @@ export function stalledMessage(
   const base = `Velero ${kind} ${o.name} is ${o.phase}${where}, but nothing in Velero's ${word} queue has moved for over ${formatDuration(afterMs)} (no ${word} started, progressed or finished, no volume moved): Velero runs one ${word} at a time, so a stuck one holds every later one. Ask an admin to check Velero (kubectl -n ${ns} logs deploy/velero, and the node-agent's logs); when Velero restarts it fails a ${word} it finds InProgress, and this NonAdmin${kind} then shows Velero's reason`;
   if (accepted.length === 0) return base;
   // Velero v1.18's node-agent starts an Accepted operation when its data mover Pod (named as the
-  // operation) turns Running; a node-agent restarted in between never sees that change, and the operation
-  // waits for the prepare timeout. Any later change of the Pod starts it (seen in bench:faults).
+  // operation) turns Running. A node-agent restarted in between either never sees that change (any later
+  // change of the Pod starts it) or never made the Pod; either way the operation waits for the prepare
+  // timeout. Both seen in bench:faults.
   const kinds = [...new Set(accepted)].sort();
   const list = kinds.map((k) => `${k.toLowerCase()}s`).join(',');
-  return `${base}. A ${kinds.join(' or ')} in ${ns} is Accepted but not started: Velero's node-agent starts one when its data mover Pod (of the same name) runs, and a node-agent restarted in between misses that and waits for its prepare timeout (--data-mover-prepare-timeout, 30 minutes by default). An admin starts it now by changing that Pod: kubectl -n ${ns} get ${list} | grep Accepted, then kubectl -n ${ns} annotate pod <its name> tenantkit.io/resume=1 --overwrite`;
+  return `${base}. A ${kinds.join(' or ')} in ${ns} is Accepted but not started: Velero's node-agent starts one once its data mover Pod (of the same name) runs, and a node-agent restarted in between misses that or never makes the Pod, leaving it until its prepare timeout (--data-mover-prepare-timeout, 30 minutes by default). An admin finds it with kubectl -n ${ns} get ${list} | grep Accepted; if its Pod runs, kubectl -n ${ns} annotate pod <its name> tenantkit.io/resume=1 --overwrite starts it; if there is no such Pod, restarting the Velero server (kubectl -n ${ns} rollout restart deploy/velero) fails the stuck ${word} with Velero's reason`;
 }
 
 /** The kinds of the volume operations in `namespace` with phase Accepted, from the informers' caches. */
