@@ -43,6 +43,12 @@ const accepted = (name: string, ns = 'shop') => {
   return { phase: 'New' as const, veleroBackup: { nacuuid: uuid, name: uuid, namespace: 'velero' } };
 };
 
+/** An accepted NAB's status while it waits before Velero, `Queued=False` for `reason`. */
+const waitingFor = (name: string, reason: string) => ({
+  ...accepted(name),
+  conditions: [{ type: 'Queued', status: 'False' as const, reason, message: '', lastTransitionTime: '' }],
+});
+
 describe('refusalOf', () => {
   it('acts on a NACUUID tenantkit wrote for this NAB, and on none yet', () => {
     expect(refusalOf({ nab: nab('a', 't1'), ns: 'shop', uuid: undefined, policy: policy() })).toBeUndefined();
@@ -105,18 +111,7 @@ describe("a namespace's share of Velero's queue", () => {
 
   it('frees a place when an earlier backup finished in Velero, or waits for its own location', () => {
     const a = nab('a', '2026-01-01T00:00:01Z', { ...accepted('a'), phase: 'Created' });
-    const b = nab('b', '2026-01-01T00:00:02Z', {
-      ...accepted('b'),
-      conditions: [
-        {
-          type: 'Queued',
-          status: 'False',
-          reason: 'StorageLocationNotReady',
-          message: '',
-          lastTransitionTime: '',
-        },
-      ],
-    });
+    const b = nab('b', '2026-01-01T00:00:02Z', waitingFor('b', 'StorageLocationNotReady'));
     const c = nab('c', '2026-01-01T00:00:03Z', accepted('c'));
     const d = nab('d', '2026-01-01T00:00:04Z');
     const finished = { metadata: { name: a.status!.veleroBackup!.nacuuid }, status: { phase: 'Completed' } };
@@ -142,32 +137,17 @@ describe("a namespace's share of Velero's queue", () => {
     const deleting = { ...first, metadata: { ...first.metadata, deletionTimestamp: 't' } };
     expect(queueLimitReached(second, [deleting, second], limit1, none)).toBeUndefined();
     // The earlier one's changes wake the waiting ones; the waiting ones' own writes do not.
-    const held = nab('second', 't', {
-      ...accepted('second'),
-      conditions: [
-        {
-          type: 'Queued',
-          status: 'False',
-          reason: 'NamespaceQueueLimit',
-          message: '',
-          lastTransitionTime: '',
-        },
-      ],
-    });
+    const held = nab('second', 't', waitingFor('second', 'NamespaceQueueLimit'));
     expect([first, refused, second].map(freesPlaces)).toEqual([true, true, true]);
     expect(freesPlaces(held)).toBe(false);
   });
 
   it('finds the NABs waiting for the queue or a location, by namespace', () => {
-    const wait = (reason: string) => ({
-      ...accepted('x'),
-      conditions: [{ type: 'Queued', status: 'False' as const, reason, message: '', lastTransitionTime: '' }],
-    });
     const all = [
-      nab('q', 't', wait('NamespaceQueueLimit')),
-      nab('u', 't', wait('StorageLocationUnavailable')),
-      nab('n', 't', wait('StorageLocationNotReady')),
-      nab('b', 't', wait('NamespaceQueueLimit'), 'bank'),
+      nab('q', 't', waitingFor('x', 'NamespaceQueueLimit')),
+      nab('u', 't', waitingFor('x', 'StorageLocationUnavailable')),
+      nab('n', 't', waitingFor('x', 'StorageLocationNotReady')),
+      nab('b', 't', waitingFor('x', 'NamespaceQueueLimit'), 'bank'),
     ];
     expect(waiting(all)).toEqual(['shop/q', 'shop/u', 'bank/b']);
     expect(waiting(all, 'bank')).toEqual(['bank/b']);
