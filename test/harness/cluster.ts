@@ -10,6 +10,7 @@ import { inject } from 'vitest';
 import { renderKubeconfig } from '../../devenv/controlplane/kubeconfig.ts';
 import type { TokenUser } from '../../devenv/controlplane/launch.ts';
 import { processAlive } from '../../devenv/node/host.ts';
+import { type AccessQuery, subjectCan, type UserInfo } from '../../src/kube/access.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import {
@@ -237,7 +238,39 @@ export class TestCluster {
       apply,
     );
     if (!namespace) this.defer(() => this.admin.delete(Resources.clusterRoleBindings, name));
+    await this.effective(subject, 'rules' in what ? what.rules : undefined, roleRef, namespace);
     return roleRef.name;
+  }
+
+  /**
+   * Waits until the API server's authorizer sees a new binding: it reads RBAC from its own informers, so
+   * for a moment after the write (longer on a loaded machine) the subject is still refused. Asks it
+   * (SubjectAccessReview) about one request the bound role allows.
+   */
+  private async effective(
+    subject: { kind: 'User' | 'Group' | 'ServiceAccount'; name: string; namespace?: string },
+    rules: unknown[] | undefined,
+    roleRef: { kind: string; name: string },
+    namespace: string | undefined,
+  ): Promise<void> {
+    const role =
+      rules ??
+      (await this.admin.get<KubeObject & { rules?: unknown[] }>(Resources.clusterRoles, roleRef.name))?.rules;
+    const probe = probeOf((role ?? []) as PolicyRule[], namespace);
+    if (!probe) return;
+    const user: UserInfo =
+      subject.kind === 'User'
+        ? { username: subject.name, groups: ['system:authenticated'] }
+        : subject.kind === 'Group'
+          ? { username: this.unique('probe'), groups: [subject.name, 'system:authenticated'] }
+          : {
+              username: `system:serviceaccount:${subject.namespace}:${subject.name}`,
+              groups: ['system:serviceaccounts', `system:serviceaccounts:${subject.namespace}`],
+            };
+    await eventually(() => subjectCan(this.admin, user, probe), {
+      timeoutMs: 30_000,
+      what: `the authorizer to honour the new binding of ${subject.kind} ${subject.name} to ${roleRef.kind} ${roleRef.name}`,
+    });
   }
 
   /**
@@ -292,4 +325,44 @@ export async function eventually<T>(
     }
     await sleep(options.intervalMs ?? 100);
   }
+}
+
+interface PolicyRule {
+  apiGroups?: string[];
+  resources?: string[];
+  verbs?: string[];
+  resourceNames?: string[];
+  nonResourceURLs?: string[];
+}
+
+/** One request that `rules` allow, in concrete terms (a wildcard stands for any value, so any one does). */
+function probeOf(rules: PolicyRule[], namespace: string | undefined): AccessQuery | undefined {
+  const concrete = (values: string[] | undefined, any: string) => {
+    const v = values?.[0];
+    return v === undefined || v === '*' ? any : v;
+  };
+  const rule = rules.find((r) => r.resources?.length && r.verbs?.length);
+  if (rule) {
+    const [resource, subresource] = concrete(rule.resources, 'pods').split('/');
+    return {
+      resource: {
+        ...(namespace ? { namespace } : {}),
+        verb: concrete(rule.verbs, 'get'),
+        group: concrete(rule.apiGroups, ''),
+        resource: resource!,
+        ...(subresource && subresource !== '*' ? { subresource } : {}),
+        ...(rule.resourceNames?.length ? { name: rule.resourceNames[0] } : {}),
+      },
+    };
+  }
+  const url = rules.find((r) => r.nonResourceURLs?.length && r.verbs?.length);
+  if (url && !namespace) {
+    return {
+      nonResource: {
+        path: concrete(url.nonResourceURLs, '/').replace(/\*$/, ''),
+        verb: concrete(url.verbs, 'get'),
+      },
+    };
+  }
+  return undefined;
 }
