@@ -102,6 +102,14 @@ export const backup: Capability = {
         // refusals the plugin recorded for a finished tenant Restore (by name, never listed).
         { apiGroups: ['velero.io'], resources: ['serverstatusrequests'], verbs: ['create', 'get'] },
         { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] },
+        // Velero volume operations its node-agent left Accepted (controllers/resume/): their data mover
+        // Pods are read by name and annotated, and an operation without one is canceled (spec.cancel).
+        { apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] },
+        {
+          apiGroups: ['velero.io'],
+          resources: ['podvolumebackups', 'podvolumerestores', 'datauploads', 'datadownloads'],
+          verbs: ['patch'],
+        },
         // Copies of tenants' credential Secrets (read back by name, never listed).
         { apiGroups: [''], resources: ['secrets'], verbs: ['create', 'update', 'delete'] },
         // Approval requests for tenant storage locations.

@@ -538,6 +538,10 @@ export const NonAdminBackupConfigCrd = defineCrd({
             "How long Velero's backup (restore) queue may hold unfinished Backups (Restores) without any moving (none started, progressed or finished, no volume moved) before each NonAdminBackup (NonAdminRestore) in it says the queue is stalled: its Queued condition, reason VeleroQueueStalled, and a Warning Event. Velero runs them one at a time, so one stuck backup holds every later one. 0 disables.",
             '10m',
           ),
+          resumeStuckVolumeOperationsAfter: period(
+            "How long a volume operation of Velero's node-agent (PodVolumeBackup, PodVolumeRestore, DataUpload, DataDownload) may stay Accepted before tenantkit acts on it: when its data mover Pod has been running that long, it annotates the Pod, which the node-agent waits for to start the operation (a node-agent restarted at that moment misses it); when there is no data mover Pod, it cancels the operation (spec.cancel, Velero's own way), so its backup or restore ends with Velero's reason instead of holding Velero's queue for the 30-minute prepare timeout. 0 disables.",
+            '2m',
+          ),
           allowedStorageEndpoints: Type.Optional(
             Type.Array(
               Type.String({

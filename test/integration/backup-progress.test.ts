@@ -5,13 +5,18 @@
 // test/e2e/volumes.test.ts, where several backups of one namespace each count their own volumes only.
 // Data mover counts (DataUploads, DataDownloads) need a CSI driver, which does not build here: their
 // counting is unit-tested on plain objects (test/unit/backup-progress.test.ts), not simulated.
+// Last, the resumption of volume operations a node-agent left Accepted (controllers/resume/): with no
+// node-agent here, the test writes the operations and the data mover Pod as Velero leaves them (its
+// node-agent killed at that moment in bench:faults), and the controllers act on them under their own RBAC.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ResumedAtAnnotation } from '../../src/backup/controllers/resume/index.ts';
 import {
   type NonAdminBackup,
   NonAdminBackupCrd,
   type NonAdminRestore,
   NonAdminRestoreCrd,
 } from '../../src/crds/backup.ts';
+import { VeleroResources } from '../../src/crds/velero.ts';
 import { registry } from '../../src/kube/metrics.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import {
@@ -104,5 +109,124 @@ describe('progress counts', { timeout: veleroQueueMs + 60_000 }, () => {
     const nar: NonAdminRestore = await completedRestore(cluster, ns, 'volumes');
     expect(nar.status?.fileSystemPodVolumeRestores).toBeUndefined();
     expect(nar.status?.dataMoverDataDownloads).toBeUndefined();
+  });
+});
+
+describe('volume operations a node-agent left Accepted', { timeout: 120_000 }, () => {
+  type Operation = KubeObject & { spec?: { cancel?: boolean }; status?: { phase?: string } };
+  const pvrs = VeleroResources.podVolumeRestores;
+
+  /** A PodVolumeRestore as Velero's node-agent leaves it when it dies right after accepting it. */
+  async function accepted(namespace: string, prefix: string): Promise<Operation> {
+    const name = cluster.unique(prefix);
+    await admin.create<Operation>(pvrs, {
+      apiVersion: 'velero.io/v1',
+      kind: 'PodVolumeRestore',
+      metadata: { name, namespace, labels: { 'velero.io/restore-name': `${name}-restore` } },
+      spec: {
+        backupStorageLocation: 'default',
+        pod: { kind: 'Pod', namespace: ns, name: 'store' },
+        repoIdentifier: 'planted',
+        snapshotID: 'planted',
+        sourceNamespace: ns,
+        volume: 'data',
+      },
+    } as KubeObject);
+    cluster.defer(() => admin.delete(pvrs, name, namespace));
+    return admin.patch<Operation>(pvrs, name, namespace, {
+      status: { phase: 'Accepted', acceptedTimestamp: new Date().toISOString() },
+    });
+  }
+
+  /** Its data mover Pod, running (the API server is told so: there is no node here to run it). */
+  async function runningPodOf(operation: Operation): Promise<void> {
+    const { name, namespace, uid } = operation.metadata;
+    await admin.create(Resources.pods, {
+      metadata: {
+        name,
+        namespace,
+        ownerReferences: [
+          { apiVersion: 'velero.io/v1', kind: 'PodVolumeRestore', name, uid, controller: true },
+        ],
+      },
+      spec: { containers: [{ name: 'restore', image: 'velero/velero:v1.18.3' }] },
+    } as KubeObject);
+    cluster.defer(() => admin.delete(Resources.pods, name!, namespace));
+    const now = new Date().toISOString();
+    await admin.patch(
+      Resources.pods,
+      name!,
+      namespace,
+      {
+        status: {
+          phase: 'Running',
+          startTime: now,
+          conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: now }],
+        },
+      },
+      undefined,
+      'status',
+    );
+  }
+
+  const eventOn = (namespace: string, name: string, reason: string) =>
+    eventually(
+      async () =>
+        (
+          await admin.list<KubeObject & { reason?: string; note?: string; regarding?: { name?: string } }>(
+            Resources.events,
+            { namespace },
+          )
+        ).items.find((e) => e.reason === reason && e.regarding?.name === name),
+      { timeoutMs: 30_000, what: `Event ${reason} on ${name}` },
+    );
+
+  it("cancels one without a data mover Pod, starts one whose Pod runs, and leaves what is not in Velero's namespace", async () => {
+    const veleroNs = env.velero.namespace;
+    await env.setPolicy({ resumeStuckVolumeOperationsAfter: '2s' });
+    try {
+      const lone = await accepted(veleroNs, 'lone');
+      const held = await accepted(veleroNs, 'held');
+      await runningPodOf(held);
+      // Not Velero's namespace: whoever wrote it there, tenantkit does not act on it.
+      const elsewhere = await accepted(ns, 'elsewhere');
+
+      const canceled = await eventually(
+        async () => {
+          const o = await admin.get<Operation>(pvrs, lone.metadata.name!, veleroNs);
+          return o?.spec?.cancel === true ? o : undefined;
+        },
+        { timeoutMs: 30_000, what: 'the lone PodVolumeRestore canceled' },
+      );
+      expect(canceled.status?.phase).toBe('Accepted');
+      expect((await eventOn(veleroNs, lone.metadata.name!, 'CanceledStuckOperation')).note).toMatch(
+        /no data mover Pod exists.*Set spec.cancel/,
+      );
+
+      const pod = await eventually(
+        async () => {
+          const p = await admin.get<KubeObject>(Resources.pods, held.metadata.name!, veleroNs);
+          return p?.metadata.annotations?.[ResumedAtAnnotation] ? p : undefined;
+        },
+        { timeoutMs: 30_000, what: 'the running data mover Pod annotated' },
+      );
+      expect(Date.parse(pod.metadata.annotations![ResumedAtAnnotation]!)).toBeGreaterThan(
+        Date.now() - 60_000,
+      );
+      expect((await eventOn(veleroNs, held.metadata.name!, 'ResumedStuckOperation')).note).toMatch(
+        /while its data mover Pod .* runs/,
+      );
+      expect((await admin.get<Operation>(pvrs, held.metadata.name!, veleroNs))?.spec?.cancel).not.toBe(true);
+      expect((await admin.get<Operation>(pvrs, elsewhere.metadata.name!, ns))?.spec?.cancel).not.toBe(true);
+      const counted = await registry
+        .getSingleMetric('tenantkit_velero_volume_operations_resumed_total')!
+        .get();
+      const count = (action: string) =>
+        counted.values.find((v) => v.labels.kind === 'PodVolumeRestore' && v.labels.action === action)?.value;
+      expect(count('cancel')).toBeGreaterThanOrEqual(1);
+      expect(count('resume')).toBeGreaterThanOrEqual(1);
+    } finally {
+      await env.setPolicy({});
+    }
   });
 });

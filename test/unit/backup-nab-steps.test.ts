@@ -22,6 +22,7 @@ const policy = (over: Partial<BackupPolicy> = {}): BackupPolicy => ({
   garbageCollectionPeriodMs: 0,
   minimumScheduleIntervalMs: 0,
   stalledQueueWarningAfterMs: 0,
+  resumeStuckVolumeOperationsAfterMs: 0,
   maxSchedulesPerNamespace: 0,
   allowedStorageEndpoints: undefined,
   maxQueuedBackupsPerNamespace: 0,

@@ -1,5 +1,6 @@
 // The backup controllers, one folder per kind (backup/, restore/, download/, location/, schedule/) plus
-// backup sync (sync/), garbage collection (gc/) and transparency (transparency/); what they share is here
+// backup sync (sync/), garbage collection (gc/), transparency (transparency/) and the resumption of Velero
+// volume operations its node-agent left stuck (resume/); what they share is here
 // (caches.ts, back-off.ts, velero-objects.ts, queue.ts, progress.ts). Glossary: NAB NonAdminBackup, NAR
 // NonAdminRestore, NADR NonAdminDownloadRequest, NABSL NonAdminBackupStorageLocation, NAS NonAdminSchedule,
 // BSL Velero's BackupStorageLocation, GC garbage collection.
@@ -9,6 +10,7 @@ import { registerNadrController } from './download/index.ts';
 import { registerGarbageCollector } from './gc/index.ts';
 import { registerNabslController } from './location/index.ts';
 import { registerNarController } from './restore/index.ts';
+import { registerResumeControllers } from './resume/index.ts';
 import { registerScheduleController } from './schedule/index.ts';
 import { registerSyncController } from './sync/index.ts';
 import { registerTransparencyController } from './transparency/index.ts';
@@ -23,4 +25,5 @@ export function registerBackupControllers(manager: Manager): void {
   registerGarbageCollector(manager);
   registerScheduleController(manager);
   registerSyncController(manager);
+  registerResumeControllers(manager);
 }

@@ -153,6 +153,17 @@ export function withProgress<S extends object>(status: S, counts: Record<string,
 const ByOperation = 'backup/progress-operation';
 const labelled = (type: ResourceType, label: string): ResourceType => ({ ...type, labelSelector: label });
 
+/**
+ * Velero's volume operations as tenantkit watches them: those of a Backup or a Restore (labelled with its
+ * name), which is every one Velero makes. One informer per kind, shared by whoever reads them.
+ */
+export const VolumeOperationTypes: readonly ResourceType[] = [
+  labelled(VeleroResources.podVolumeBackups, BackupNameLabel),
+  labelled(VeleroResources.dataUploads, BackupNameLabel),
+  labelled(VeleroResources.podVolumeRestores, RestoreNameLabel),
+  labelled(VeleroResources.dataDownloads, RestoreNameLabel),
+];
+
 export interface ProgressSource {
   /** The status fields for the Velero operation `<namespace>/<name>` (undefined ones are to be removed). */
   counts(namespace: string, name: string): Record<string, JsonObject | undefined>;

@@ -15,7 +15,7 @@
 // how long it has been still. Velero's Restores wait for each other the same way (a PodVolumeRestore
 // whose node-agent died, say), and their queue is tracked alike for NonAdminRestores
 // (`tenantkit_velero_restore_queue_stalled_seconds`). Nothing here acts on Velero: restarting it is the
-// admin's call.
+// admin's call (resume/ ends the one stall tenantkit can tell for sure: an Accepted volume operation).
 //
 // A controller that restarts did not see the moves before it: the clock of each queue is then taken from
 // what Velero's objects record (recordedLastMove), before the first answer about that queue, so a queue

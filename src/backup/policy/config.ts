@@ -12,6 +12,7 @@ export const DefaultBackupSyncPeriod = '2m';
 export const DefaultGarbageCollectionPeriod = '24h';
 export const DefaultMinimumScheduleInterval = '1h';
 export const DefaultStalledQueueWarningAfter = '10m';
+export const DefaultResumeStuckVolumeOperationsAfter = '2m';
 export const DefaultMaxQueuedBackupsPerNamespace = 5;
 export const DefaultMaxSchedulesPerNamespace = 10;
 
@@ -31,6 +32,8 @@ export interface BackupPolicy {
   minimumScheduleIntervalMs: number;
   /** How long Velero's backup queue may stand still before NABs in it say it is stalled, in ms; 0 is off. */
   stalledQueueWarningAfterMs: number;
+  /** How long a volume operation may stay Accepted before tenantkit resumes or cancels it, in ms; 0 is off. */
+  resumeStuckVolumeOperationsAfterMs: number;
   /** The endpoints tenant locations may use (see endpointProblems); undefined allows any but link-local. */
   allowedStorageEndpoints: readonly string[] | undefined;
   /** How many of a namespace's NonAdminBackups may be in Velero's queue at once; 0 allows any. */
@@ -87,6 +90,10 @@ export function currentPolicy(configs: Informer<NonAdminBackupConfig>): BackupPo
     garbageCollectionPeriodMs: periodMs(nonAdmin?.garbageCollectionPeriod, DefaultGarbageCollectionPeriod),
     minimumScheduleIntervalMs: periodMs(nonAdmin?.minimumScheduleInterval, DefaultMinimumScheduleInterval),
     stalledQueueWarningAfterMs: periodMs(nonAdmin?.stalledQueueWarningAfter, DefaultStalledQueueWarningAfter),
+    resumeStuckVolumeOperationsAfterMs: periodMs(
+      nonAdmin?.resumeStuckVolumeOperationsAfter,
+      DefaultResumeStuckVolumeOperationsAfter,
+    ),
     allowedStorageEndpoints: nonAdmin?.allowedStorageEndpoints,
     maxQueuedBackupsPerNamespace:
       nonAdmin?.maxQueuedBackupsPerNamespace ?? DefaultMaxQueuedBackupsPerNamespace,
