@@ -415,6 +415,8 @@ describe('NonAdminBackupConfig', () => {
         maxSchedulesPerNamespace: 10,
         // And how long Velero's queue may stand still before the NABs and NARs in it say so.
         stalledQueueWarningAfter: '10m',
+        // And how long a volume operation may sit Accepted after its node-agent restarted.
+        resumeStuckVolumeOperationsAfter: '2m',
         veleroNamespace: 'velero',
       },
     });

@@ -448,12 +448,14 @@ describe('NonAdminBackupConfig', () => {
         'veleroNamespace',
         // tenantkit's: how often a NonAdminSchedule may run at most, where tenant locations may point,
         // a namespace's share of Velero's queue, how many schedules it may have, and when a queue that
-        // does not move is called stalled.
+        // does not move is called stalled, and when a volume operation a restarted node-agent left
+        // Accepted is resumed or canceled.
         'minimumScheduleInterval',
         'allowedStorageEndpoints',
         'maxQueuedBackupsPerNamespace',
         'maxSchedulesPerNamespace',
         'stalledQueueWarningAfter',
+        'resumeStuckVolumeOperationsAfter',
       ].sort(),
     );
     expect(all.get('.spec.nonAdmin.stalledQueueWarningAfter')).toMatchObject({
