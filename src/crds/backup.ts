@@ -535,7 +535,7 @@ export const NonAdminBackupConfigCrd = defineCrd({
             '1h',
           ),
           stalledQueueWarningAfter: period(
-            "How long Velero's backup (restore) queue may hold unfinished Backups (Restores) without any moving (none started, progressed or finished, no volume moved) before each NonAdminBackup (NonAdminRestore) in it says the queue is stalled: its Queued condition, reason VeleroQueueStalled, and a Warning Event. Velero runs them one at a time, so one stuck backup holds every later one. 0 disables.",
+            "How long Velero's backup (restore) queue may hold unfinished Backups (Restores) without any moving (none started, progressed or finished, no volume moved) before each NonAdminBackup (NonAdminRestore) in it says the queue is stalled: its Queued condition, reason VeleroQueueStalled, and a Warning Event. Velero runs them one at a time, so one stuck backup holds every later one. A running Backup (Restore) that alone has not changed for as long while Velero goes on with others (--concurrent-backups above 1) says it is stuck (reason VeleroBackupStuck, VeleroRestoreStuck). 0 disables.",
             '10m',
           ),
           resumeStuckVolumeOperationsAfter: period(

@@ -2,7 +2,12 @@
 // mid-queue in test/integration/backup-nab.test.ts.
 import { describe, expect, it } from 'vitest';
 import { backupQueuePhases, backupRunningPhases, QueueTracker } from '../../src/backup/controllers/queue.ts';
-import { StallTracker, stalledMessage } from '../../src/backup/controllers/stall.ts';
+import {
+  StallTracker,
+  stalledMessage,
+  stallOutcome,
+  stuckMessage,
+} from '../../src/backup/controllers/stall.ts';
 import type { KubeObject } from '../../src/kube/resources.ts';
 
 type Obj = KubeObject & { status?: Record<string, unknown> };
@@ -30,7 +35,13 @@ function world(warnAfterMs = 10_000) {
     queuePhases: backupQueuePhases,
     originOf: (o) => o.metadata.annotations?.origin,
   });
-  const stalls = new StallTracker({ kind: 'Backup', queue, warnAfterMs: () => warnAfterMs, now: () => now });
+  const stalls = new StallTracker({
+    kind: 'Backup',
+    queue,
+    warnAfterMs: () => warnAfterMs,
+    ownerOf: (o) => o.metadata.labels?.['velero.io/backup-name'],
+    now: () => now,
+  });
   const q = queue.handlers();
   const s = stalls.queueHandlers(phases);
   const ops = stalls.operationHandlers();
@@ -178,6 +189,93 @@ describe('StallTracker', () => {
     expect(stalls.stillFor('velero')).toBe(21_000);
   });
 
+  it('with backups run side by side (--concurrent-backups 2), says the one that alone does not move is stuck while the queue moves', async () => {
+    const w = world();
+    const a = backup('a', 1, { phase: 'InProgress' });
+    w.add(a);
+    let b = backup('b', 2, { phase: 'InProgress', progress: { itemsBackedUp: 0 } });
+    w.add(b);
+    w.add(backup('c', 3, { phase: 'Queued' }));
+    // b goes on, item after item and through its volume; a never changes again.
+    const pvb = (phase: string) =>
+      ({
+        metadata: { name: 'b-x', namespace: 'velero', labels: { 'velero.io/backup-name': 'b' } },
+        status: { phase },
+      }) as Obj;
+    for (let i = 1; i <= 4; i++) {
+      w.tick(3_000);
+      const next = backup('b', 2, { phase: 'InProgress', progress: { itemsBackedUp: i } });
+      w.update(b, next);
+      b = next;
+    }
+    w.ops.onUpdate!(pvb('Accepted'), pvb('InProgress'));
+    expect(w.stalls.state('velero')).toEqual({ checkInMs: 10_000 });
+    expect(w.stalls.state('velero', 'a')).toEqual({ stalledAfterMs: 10_000, alone: true });
+    expect(w.stalls.state('velero', 'b')).toEqual({ checkInMs: 10_000 });
+    // A waiting one is not held by a alone: the other worker takes it.
+    expect(w.stalls.state('velero', 'c')).toEqual({ checkInMs: 10_000 });
+    expect(w.stalls.runningStillness()).toEqual([['velero', 12]]);
+    const outcome = await stallOutcome(w.stalls, {
+      name: 'a',
+      phase: 'InProgress',
+      unfinished: true,
+      position: 0,
+      veleroNamespace: 'velero',
+      conditions: undefined,
+    });
+    expect(outcome.stalled?.reason).toBe('VeleroBackupStuck');
+    expect(outcome.event?.reason).toBe('VeleroBackupStuck');
+    expect(w.stalls.drain()).toEqual([]);
+    // a's own volume operation moves: a is no longer stuck, and its NAB is told.
+    const own = {
+      metadata: { name: 'a-x', namespace: 'velero', labels: { 'velero.io/backup-name': 'a' } },
+      status: { phase: 'Accepted' },
+    } as Obj;
+    w.ops.onUpdate!(own, { ...own, status: { phase: 'InProgress' } });
+    expect(w.stalls.state('velero', 'a')).toEqual({ checkInMs: 10_000 });
+    expect(w.stalls.drain()).toEqual(['tenant/a']);
+    // Finished, it has no clock left.
+    w.update(a, backup('a', 1, { phase: 'Completed' }));
+    expect(w.stalls.runningStillFor('velero', 'a')).toBeUndefined();
+  });
+
+  it('takes the clock of a backup found running from its queue’s recorded clock, which later moves of others do not reset', async () => {
+    let now = 1_000_000;
+    const queue = new QueueTracker({
+      queuePhases: backupQueuePhases,
+      originOf: (o) => o.metadata.annotations?.origin,
+    });
+    const stalls = new StallTracker({
+      kind: 'Backup',
+      queue,
+      warnAfterMs: () => 10_000,
+      recorded: async () => now - 4_000,
+      now: () => now,
+    });
+    let live = false;
+    const q = queue.handlers();
+    const s = stalls.queueHandlers(phases, () => live);
+    const add = (o: Obj) => {
+      q.onAdd!(o);
+      s.onAdd!(o);
+    };
+    add(backup('a', 1, { phase: 'InProgress' }));
+    let b = backup('b', 2, { phase: 'InProgress', progress: { itemsBackedUp: 0 } });
+    add(b);
+    live = true;
+    await stalls.recall('velero');
+    for (let i = 1; i <= 3; i++) {
+      now += 2_000;
+      const next = backup('b', 2, { phase: 'InProgress', progress: { itemsBackedUp: i } });
+      q.onUpdate!(b, next);
+      s.onUpdate!(b, next);
+      b = next;
+    }
+    expect(stalls.runningStillFor('velero', 'a')).toBe(10_000);
+    expect(stalls.state('velero', 'a')).toEqual({ stalledAfterMs: 10_000, alone: true });
+    expect(stalls.state('velero', 'b')).toEqual({ checkInMs: 10_000 });
+  });
+
   it('keeps each Velero namespace apart', () => {
     const w = world();
     w.add(backup('a', 1, { phase: 'InProgress' }, 'velero'));
@@ -198,6 +296,16 @@ describe('the stalled message', () => {
     veleroNamespace: 'velero',
     conditions: undefined,
   };
+
+  it('says of a backup stuck beside others that it holds one of the backups Velero runs at once', () => {
+    const text = stuckMessage('Backup', { ...restore, name: 'nac-1' }, 600_000, ['PodVolumeBackup']);
+    expect(text).toMatch(
+      /^Velero Backup nac-1 is InProgress, but neither it nor any of its volume operations has changed for over 10m/,
+    );
+    expect(text).toContain('holding one of the backups Velero runs at once');
+    expect(text).toContain('kubectl -n velero logs deploy/velero | grep nac-1');
+    expect(text).toContain('A PodVolumeBackup in velero is Accepted but not started');
+  });
 
   it('names what an admin can do for a volume operation the node-agent took and never started, and not whose it is', () => {
     // What bench:faults found: the node-agent SIGKILLed while a PodVolumeRestore was Accepted; restarted,

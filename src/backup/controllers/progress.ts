@@ -172,6 +172,8 @@ export interface ProgressSource {
   dataMovers: ResourceType;
   /** A counted object to the key of the tenant object whose counts it moves. */
   map: (object: KubeObject) => string[];
+  /** The name of the Velero Backup (Restore) a counted object belongs to, from Velero's label. */
+  ownerName: (object: KubeObject) => string | undefined;
 }
 
 interface ProgressKind {
@@ -221,6 +223,7 @@ function progressSource(manager: Manager, kind: ProgressKind, moreKeys?: MoreKey
     podVolumes: podVolumes.type,
     dataMovers: dataMovers.type,
     map,
+    ownerName: (o) => o.metadata.labels?.[kind.label],
   };
 }
 

@@ -118,6 +118,11 @@ export class QueueTracker {
     return (this.queues.get(namespace) ?? []).flatMap((e) => (e.origin ? [e.origin] : []));
   }
 
+  /** The tenant object of the unfinished object `namespace/name`, if it has one. */
+  origin(namespace: string, name: string): string | undefined {
+    return this.entries.get(`${namespace}/${name}`)?.origin;
+  }
+
   /** The tenant objects whose position may have changed since the last call, once each. */
   drain(): string[] {
     if (this.changed.size === 0) return [];

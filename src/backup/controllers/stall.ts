@@ -17,6 +17,14 @@
 // (`tenantkit_velero_restore_queue_stalled_seconds`). Nothing here acts on Velero: restarting it is the
 // admin's call (resume/ ends the one stall tenantkit can tell for sure: an Accepted volume operation).
 //
+// Velero v1.18 can run several backups at once (`--concurrent-backups`): a stuck one then holds one worker
+// while the others go on, and the queue moves. Each running Backup (Restore) therefore has a clock of its
+// own too: its status changes and those of its volume operations (Velero labels each with its name). One
+// that has not moved for the warning time says so in its tenant object although the queue moves
+// (`Velero<Kind>Stuck`), and `tenantkit_velero_<kind>_running_still_seconds` shows the admin the longest
+// such time per namespace. A running object this process found already running takes the queue's
+// recorded clock as its own (never earlier than its true last move: it is not called stuck too soon).
+//
 // A controller that restarts did not see the moves before it: the clock of each queue is then taken from
 // what Velero's objects record (recordedLastMove), before the first answer about that queue, so a queue
 // stalled before the restart stays stalled after it, and one that moved a moment ago is not called
@@ -41,7 +49,7 @@ import { phaseOf, type QueueTracker } from './queue.ts';
 type WithStatus = KubeObject & { status?: unknown };
 
 /** What the tracker needs of Velero's queue: how many Backups are unfinished, and whose they are. */
-export type QueueView = Pick<QueueTracker, 'length' | 'origins'>;
+export type QueueView = Pick<QueueTracker, 'length' | 'origins' | 'origin'>;
 
 export interface StallTrackerOptions {
   /** What Velero queues: Backups or Restores (each has a queue of its own). */
@@ -60,8 +68,13 @@ export interface StallTrackerOptions {
    * (phase Accepted), e.g. ['PodVolumeRestore']: a stalled queue with one names the likely cause.
    */
   acceptedOperations?: (namespace: string) => string[];
+  /** The name of the Backup (Restore) a volume operation belongs to, if it tells. */
+  ownerOf?: (operation: KubeObject) => string | undefined;
   now?: () => number;
 }
+
+/** Whether a queue, or one running object in it, is stalled; else when to look again. */
+export type StallState = { stalledAfterMs: number; alone?: true } | { checkInMs: number };
 
 export class StallTracker {
   private readonly lastMove = new Map<string, number>();
@@ -75,6 +88,11 @@ export class StallTracker {
   private readonly recalled = new Map<string, Promise<void>>();
   /** Namespaces whose queue this process saw move. */
   private readonly movedHere = new Set<string>();
+  /**
+   * Running objects (`namespace/name`) and when each last moved itself; undefined for one found running
+   * before this process watched, until its queue's recorded clock is known.
+   */
+  private readonly running = new Map<string, number | undefined>();
 
   constructor(options: StallTrackerOptions) {
     this.options = options;
@@ -110,6 +128,10 @@ export class StallTracker {
     }
     if (at !== undefined && !this.movedHere.has(namespace))
       this.lastMove.set(namespace, Math.min(at, this.now()));
+    // Objects found running: the queue's clock, which is no earlier than any of their own moves.
+    const clock = this.lastMove.get(namespace) ?? this.started;
+    for (const [key, since] of this.running)
+      if (since === undefined && key.startsWith(`${namespace}/`)) this.running.set(key, clock);
   }
 
   /** Kinds of volume operations of `namespace` taken by the node-agent and not started (see options). */
@@ -123,15 +145,28 @@ export class StallTracker {
     return Math.max(0, this.now() - (this.lastMove.get(namespace) ?? this.started));
   }
 
+  /** How long the running object `namespace/name` has gone without moving, in ms; undefined if not running. */
+  runningStillFor(namespace: string, name: string): number | undefined {
+    const key = `${namespace}/${name}`;
+    if (!this.running.has(key)) return undefined;
+    const since = this.running.get(key) ?? this.lastMove.get(namespace) ?? this.started;
+    return Math.max(0, this.now() - since);
+  }
+
   /**
-   * Whether the queue of `namespace` is stalled now, else in how many ms it would be if nothing moves
-   * (undefined when the warning is off or the queue is empty: nothing to wait for).
+   * Whether the queue of `namespace` is stalled now, or (given `name`) that running object alone, else in
+   * how many ms one would be if nothing moves (undefined when the warning is off or the queue is empty:
+   * nothing to wait for).
    */
-  state(namespace: string): { stalledAfterMs: number } | { checkInMs: number } | undefined {
+  state(namespace: string, name?: string): StallState | undefined {
     const warnAfter = this.options.warnAfterMs();
     if (warnAfter <= 0 || this.options.queue.length(namespace) === 0) return undefined;
     const still = this.stillFor(namespace);
-    return still >= warnAfter ? { stalledAfterMs: warnAfter } : { checkInMs: warnAfter - still };
+    if (still >= warnAfter) return { stalledAfterMs: warnAfter };
+    const own = name === undefined ? undefined : this.runningStillFor(namespace, name);
+    if (own === undefined) return { checkInMs: warnAfter - still };
+    if (own >= warnAfter) return { stalledAfterMs: warnAfter, alone: true };
+    return { checkInMs: warnAfter - Math.max(still, own) };
   }
 
   /** The tenant objects whose stalled queue moved since the last call, once each. */
@@ -145,6 +180,19 @@ export class StallTracker {
   /** A Backup entered the queue: if the queue was empty, its clock starts now. */
   private entered(namespace: string): void {
     if (this.options.queue.length(namespace) === 1) this.lastMove.set(namespace, this.now());
+  }
+
+  /** The running object `namespace/name` moved (and with it its queue). */
+  private movedItself(namespace: string, name: string): void {
+    const key = `${namespace}/${name}`;
+    if (!this.running.has(key)) return;
+    const warnAfter = this.options.warnAfterMs();
+    const own = this.runningStillFor(namespace, name) ?? 0;
+    if (warnAfter > 0 && own >= warnAfter) {
+      const origin = this.options.queue.origin(namespace, name);
+      if (origin) this.changed.add(origin);
+    }
+    this.running.set(key, this.now());
   }
 
   /** Something in the queue of `namespace` moved. */
@@ -165,20 +213,29 @@ export class StallTracker {
    */
   queueHandlers(phases: QueuePhases, live: () => boolean = () => true): EventHandlers<WithStatus> {
     const queued = (o: WithStatus) => phases.queued.includes(phaseOf(o));
-    const running = (o: WithStatus) => phases.running.includes(phaseOf(o));
+    const running = (o: WithStatus) => phases.running.includes(phaseOf(o)) && !o.metadata.deletionTimestamp;
+    const key = (o: WithStatus) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
     return {
       onAdd: (o) => {
-        if (live() && queued(o)) this.entered(o.metadata.namespace ?? '');
+        const isLive = live();
+        if (isLive && queued(o)) this.entered(o.metadata.namespace ?? '');
+        if (running(o)) this.running.set(key(o), isLive ? this.now() : undefined);
       },
       onUpdate: (p, o) => {
         const ns = o.metadata.namespace ?? '';
         // Started, progressed, or finished (left the queue from any phase but a waiting one's).
         if (running(p) || running(o)) {
-          if (!jsonEqual(p.status as never, o.status as never)) this.moved(ns);
+          if (!jsonEqual(p.status as never, o.status as never)) {
+            this.moved(ns);
+            if (running(p) && running(o)) this.movedItself(ns, o.metadata.name ?? '');
+          }
         } else if (queued(o) && !queued(p)) this.entered(ns);
+        if (!running(o)) this.running.delete(key(o));
+        else if (!running(p)) this.running.set(key(o), this.now());
       },
       onDelete: (o) => {
         if (running(o)) this.moved(o.metadata.namespace ?? '');
+        this.running.delete(key(o));
       },
     };
   }
@@ -187,18 +244,38 @@ export class StallTracker {
   operationHandlers(live: () => boolean = () => true): EventHandlers<WithStatus> {
     return {
       onAdd: (o) => {
-        if (live()) this.moved(o.metadata.namespace ?? '');
+        if (live()) this.operationMoved(o);
       },
       onUpdate: (p, o) => {
-        if (!jsonEqual(p.status as never, o.status as never)) this.moved(o.metadata.namespace ?? '');
+        if (!jsonEqual(p.status as never, o.status as never)) this.operationMoved(o);
       },
-      onDelete: (o) => this.moved(o.metadata.namespace ?? ''),
+      onDelete: (o) => this.operationMoved(o),
     };
+  }
+
+  /** A volume operation changed: its queue moved, and so did the running object it belongs to. */
+  private operationMoved(o: WithStatus): void {
+    const ns = o.metadata.namespace ?? '';
+    this.moved(ns);
+    const owner = this.options.ownerOf?.(o);
+    if (owner) this.movedItself(ns, owner);
   }
 
   /** Every namespace seen, with how long its queue has been still (for the gauge). */
   stillness(): [string, number][] {
     return [...this.lastMove.keys()].map((ns) => [ns, this.stillFor(ns) / 1000]);
+  }
+
+  /** Every namespace with running objects, with the longest any of them has gone without moving (s). */
+  runningStillness(): [string, number][] {
+    const longest = new Map<string, number>();
+    for (const key of this.running.keys()) {
+      const at = key.indexOf('/');
+      const ns = key.slice(0, at);
+      const still = this.runningStillFor(ns, key.slice(at + 1)) ?? 0;
+      longest.set(ns, Math.max(longest.get(ns) ?? 0, still));
+    }
+    return [...longest].map(([ns, ms]) => [ns, ms / 1000]);
   }
 
   close(): void {
@@ -228,9 +305,22 @@ for (const kind of ['Backup', 'Restore'] as const) {
         for (const [namespace, seconds] of tracker.stillness()) this.set({ namespace }, seconds);
     },
   });
+  new Gauge({
+    name: `tenantkit_velero_${word}_running_still_seconds`,
+    help: `The longest time any running ${kind} in a namespace has gone without its status or its volume operations changing. With Velero's --concurrent-backups above 1 a stuck ${word} holds one worker while the queue still moves: this shows it.`,
+    labelNames: ['namespace'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const tracker of trackers[kind])
+        for (const [namespace, seconds] of tracker.runningStillness()) this.set({ namespace }, seconds);
+    },
+  });
 }
 
 export const StalledReason = 'VeleroQueueStalled';
+/** The reason of a running Velero Backup (Restore) that alone does not move while its queue does. */
+export const stuckReason = (kind: Kind): string => `Velero${kind}Stuck`;
 
 /** A tenant object's Velero Backup or Restore, as its Queued condition tells it. */
 export interface QueuedObject {
@@ -256,21 +346,19 @@ export interface StallOutcome {
 /** What the tenant object of `o` says about a stalled queue, if anything. */
 export async function stallOutcome(stalls: StallTracker, o: QueuedObject): Promise<StallOutcome> {
   if (o.unfinished) await stalls.recall(o.veleroNamespace);
-  const state = o.unfinished ? stalls.state(o.veleroNamespace) : undefined;
+  const state = o.unfinished ? stalls.state(o.veleroNamespace, o.name) : undefined;
   if (state === undefined) return {};
   if ('checkInMs' in state) return { requeue: { requeueAfterMs: state.checkInMs + 100 } };
-  const message = stalledMessage(
-    stalls.kind,
-    o,
-    state.stalledAfterMs,
-    stalls.acceptedOperations(o.veleroNamespace),
-  );
-  const was = findCondition(o.conditions, 'Queued')?.reason === StalledReason;
+  const accepted = stalls.acceptedOperations(o.veleroNamespace);
+  const message = state.alone
+    ? stuckMessage(stalls.kind, o, state.stalledAfterMs, accepted)
+    : stalledMessage(stalls.kind, o, state.stalledAfterMs, accepted);
+  const reason = state.alone ? stuckReason(stalls.kind) : StalledReason;
+  const previous = findCondition(o.conditions, 'Queued')?.reason;
+  const was = previous === StalledReason || previous === stuckReason(stalls.kind);
   return {
-    stalled: { reason: StalledReason, message },
-    ...(was
-      ? {}
-      : { event: { type: 'Warning', reason: StalledReason, action: stalls.kind, message } as StatusEvent }),
+    stalled: { reason, message },
+    ...(was ? {} : { event: { type: 'Warning', reason, action: stalls.kind, message } as StatusEvent }),
     requeue: { requeueAfterMs: Math.min(state.stalledAfterMs, 60_000) },
   };
 }
@@ -290,14 +378,31 @@ export function stalledMessage(
   const ns = o.veleroNamespace;
   const where = o.position > 0 ? `, ${o.position} ahead of it in Velero's queue` : '';
   const base = `Velero ${kind} ${o.name} is ${o.phase}${where}, but nothing in Velero's ${word} queue has moved for over ${formatDuration(afterMs)} (no ${word} started, progressed or finished, no volume moved): Velero runs one ${word} at a time, so a stuck one holds every later one. Ask an admin to check Velero (kubectl -n ${ns} logs deploy/velero, and the node-agent's logs); when Velero restarts it fails a ${word} it finds InProgress, and this NonAdmin${kind} then shows Velero's reason`;
-  if (accepted.length === 0) return base;
+  return base + acceptedHint(kind, ns, accepted);
+}
+
+/**
+ * A running object that has not moved while Velero went on with others (`--concurrent-backups` above
+ * 1): it holds one of Velero's workers, not the whole queue.
+ */
+export function stuckMessage(kind: Kind, o: QueuedObject, afterMs: number, accepted: string[] = []): string {
+  const word = kind.toLowerCase();
+  const ns = o.veleroNamespace;
+  const base = `Velero ${kind} ${o.name} is ${o.phase}, but neither it nor any of its volume operations has changed for over ${formatDuration(afterMs)} while Velero went on with other ${word}s: it is likely stuck, holding one of the ${word}s Velero runs at once. Ask an admin to check Velero (kubectl -n ${ns} logs deploy/velero | grep ${o.name}, and the node-agent's logs); when Velero restarts it fails a ${word} it finds InProgress, and this NonAdmin${kind} then shows Velero's reason`;
+  return base + acceptedHint(kind, ns, accepted);
+}
+
+/** What an admin does for a volume operation the node-agent took and never started ('' when none). */
+function acceptedHint(kind: Kind, ns: string, accepted: string[]): string {
+  const word = kind.toLowerCase();
+  if (accepted.length === 0) return '';
   // Velero v1.18's node-agent starts an Accepted operation when its data mover Pod (named as the
   // operation) turns Running. A node-agent restarted in between either never sees that change (any later
   // change of the Pod starts it) or never made the Pod; either way the operation waits for the prepare
   // timeout. Both seen in bench:faults.
   const kinds = [...new Set(accepted)].sort();
   const list = kinds.map((k) => `${k.toLowerCase()}s`).join(',');
-  return `${base}. A ${kinds.join(' or ')} in ${ns} is Accepted but not started: Velero's node-agent starts one once its data mover Pod (of the same name) runs, and a node-agent restarted in between misses that or never makes the Pod, leaving it until its prepare timeout (--data-mover-prepare-timeout, 30 minutes by default). An admin finds it with kubectl -n ${ns} get ${list} | grep Accepted; if its Pod runs, kubectl -n ${ns} annotate pod <its name> tenantkit.io/resume=1 --overwrite starts it; if there is no such Pod, restarting the Velero server (kubectl -n ${ns} rollout restart deploy/velero) fails the stuck ${word} with Velero's reason`;
+  return `. A ${kinds.join(' or ')} in ${ns} is Accepted but not started: Velero's node-agent starts one once its data mover Pod (of the same name) runs, and a node-agent restarted in between misses that or never makes the Pod, leaving it until its prepare timeout (--data-mover-prepare-timeout, 30 minutes by default). An admin finds it with kubectl -n ${ns} get ${list} | grep Accepted; if its Pod runs, kubectl -n ${ns} annotate pod <its name> tenantkit.io/resume=1 --overwrite starts it; if there is no such Pod, restarting the Velero server (kubectl -n ${ns} rollout restart deploy/velero) fails the stuck ${word} with Velero's reason`;
 }
 
 /** The kinds of the volume operations in `namespace` with phase Accepted, from the informers' caches. */
@@ -322,7 +427,7 @@ export function trackStalls(
   kind: Kind,
   queue: QueueTracker,
   phases: QueuePhases,
-  progress: Pick<ProgressSource, 'podVolumes' | 'dataMovers'>,
+  progress: Pick<ProgressSource, 'podVolumes' | 'dataMovers' | 'ownerName'>,
 ): StallTracker {
   const configs = manager.informer<NonAdminBackupConfig>(configType);
   const type = kind === 'Backup' ? VeleroResources.backups : VeleroResources.restores;
@@ -338,6 +443,7 @@ export function trackStalls(
     recorded: (namespace) =>
       recordedLastMove(manager.client, namespace, { type, informer: objects, phases }, operations),
     acceptedOperations: (namespace) => acceptedIn(operations, namespace),
+    ownerOf: progress.ownerName,
   });
   // Objects an informer hands over while it first lists, or when handlers join a synced one, were there
   // before: not moves.
