@@ -274,6 +274,7 @@ describe('namespace ownership', () => {
     // refuses, rather than having checked only the namespace alice sent.
     const other = `${id}-other`;
     await organization(other, [bob], []);
+    let reviewed = false;
     const relabel = await startTestWebhooks(
       cluster,
       [
@@ -286,6 +287,7 @@ describe('namespace ownership', () => {
           ],
           handler: (req) => {
             const ns = req.object as KubeObject;
+            reviewed = true;
             if (!ns.metadata.name?.endsWith('-relabel')) return allow();
             return mutate(ns, { ...ns, metadata: { ...ns.metadata, labels: { [orgLabel]: other } } });
           },
@@ -294,6 +296,16 @@ describe('namespace ownership', () => {
       { configName: `zz-${id}-admin-relabel` },
     );
     try {
+      // The API server picks a new configuration up asynchronously: wait until it calls the webhook.
+      await eventually(
+        async () => {
+          await cluster.admin.create(Resources.namespaces, {
+            metadata: { name: track(cluster.unique('probe')) },
+          });
+          return reviewed;
+        },
+        { what: 'the relabel webhook registered', timeoutMs: 30_000 },
+      );
       const name = track(`${cluster.unique('ns')}-relabel`);
       const err = await rejection(createNamespace(aliceClient, name, { [orgLabel]: orgA }));
       expect(err?.message).toContain(`you (${alice}) are not a member of organization "${other}"`);
