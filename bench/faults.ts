@@ -6,6 +6,7 @@
 // Prints one table row per fault (docs/faults.md keeps the last full run's) and the seed that replays it.
 //
 //   npm run bench:faults -- [--seed N] [--rounds 20] [--cheap-rounds 100] [--faults "webhooks,search"]
+//                           [--restore-at "Pod made,InProgress"]
 import { randomInt } from 'node:crypto';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -16,7 +17,7 @@ import { ScopeTemplateCrd } from '../src/crds/scopes.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import type { KubeObject } from '../src/kube/resources.ts';
 import { faults } from './faults/catalog.ts';
-import type { FaultRow } from './faults/model.ts';
+import { type FaultRow, type RestoreCrashPoint, restoreCrashPoints } from './faults/model.ts';
 import { seeded } from './faults/random.ts';
 import { runFault, table } from './faults/run.ts';
 import { makeBaseBackup, makeWorld } from './faults/world.ts';
@@ -40,6 +41,8 @@ const { values } = parseArgs({
     // Only the faults whose names contain one of these (comma-separated).
     faults: { type: 'string', default: '' },
     set: { type: 'string', multiple: true, default: [] },
+    // Where the volume restore faults kill (comma-separated crash points; default: one picked per round).
+    'restore-at': { type: 'string', default: '' },
   },
 });
 requireNode('bench/faults.ts');
@@ -48,6 +51,15 @@ const seed = Number(values.seed);
 const chosen = faults.filter(
   (f) => !values.faults || values.faults.split(',').some((part) => f.name.includes(part.trim())),
 );
+const restoreAt = values['restore-at']
+  .split(',')
+  .map((p) => p.trim())
+  .filter(Boolean) as RestoreCrashPoint[];
+const unknownPoint = restoreAt.find((p) => !restoreCrashPoints.includes(p));
+if (unknownPoint)
+  throw new Error(
+    `--restore-at ${unknownPoint}: not a crash point; use one or more of ${restoreCrashPoints.join(', ')} (comma-separated)`,
+  );
 say(`bench:faults seed ${seed}: ${chosen.map((f) => f.name).join('; ')}`);
 const apply = { fieldManager: 'bench', force: true };
 const organizationLabel = 'appuio.io/organization';
@@ -130,6 +142,7 @@ try {
     say,
   });
   world.scopeTemplate = scopeTemplate;
+  if (restoreAt.length) world.restoreCrashPoints = restoreAt;
   // What her restores restore from: a backup of her ConfigMaps, made by her before the first fault.
   world.baseBackup = await makeBaseBackup(world);
   say(

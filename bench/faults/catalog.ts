@@ -7,7 +7,7 @@ import { VeleroResources } from '../../src/crds/velero.ts';
 import { ApiError } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { cacheDifference, indexDifference } from './checks.ts';
-import type { Fault, Injected, Rng, World } from './model.ts';
+import { type Fault, type Injected, type Rng, restoreCrashPoints, type World } from './model.ts';
 import { allReady, componentPods, type Ending, endPod, leaderPod, type Pod } from './pods.ts';
 import {
   describeVolumeRestores,
@@ -429,8 +429,9 @@ const veleroKilledInRestore = (part: 'server' | 'node-agent'): Fault => ({
     const name = `${round}-vr`;
     await removeStore(world);
     await restoreStore(world, name);
-    // Each round a crash point of the PodVolumeRestore: just made, taken by the node-agent, or writing.
-    const stage = rng.pick(['New', 'Accepted', 'InProgress'] as const);
+    // Each round a crash point of the PodVolumeRestore: just made, taken by the node-agent, its data mover
+    // Pod made, or writing (or the one the run was given: --restore-at).
+    const stage = rng.pick(world.restoreCrashPoints ?? restoreCrashPoints);
     const restore = await runningRestore(world, name, stage);
     if (stage === 'New') await sleep(rng.between(0, 500));
     const pvrs = restore ? describeVolumeRestores(await volumeRestoresOf(world, restore)) : '';

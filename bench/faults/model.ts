@@ -3,6 +3,14 @@
 // bench/faults.ts runs every fault many times; the e2e chart test runs a slice of the same faults.
 import type { KubeClient } from '../../src/kube/client.ts';
 
+/**
+ * Where a volume restore fault kills: a PodVolumeRestore's phase reached, or `Pod made`: Accepted and its
+ * data mover Pod made (the node-agent starts the operation only on that Pod's update to Running, which a
+ * restarted node-agent never sees).
+ */
+export const restoreCrashPoints = ['New', 'Accepted', 'Pod made', 'InProgress'] as const;
+export type RestoreCrashPoint = (typeof restoreCrashPoints)[number];
+
 /** How the suite reaches what the tenant reaches: her API client, her search token, the release's Pods. */
 export interface World {
   admin: KubeClient;
@@ -32,6 +40,8 @@ export interface World {
    * it she makes none.
    */
   scopeTemplate?: string;
+  /** Where the volume restore faults may kill (default: each of `restoreCrashPoints`, picked per round). */
+  restoreCrashPoints?: readonly RestoreCrashPoint[];
   /** The release (`helm install <release>`) and its namespace. */
   release: string;
   namespace: string;

@@ -10,7 +10,7 @@ import { ApiError } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { storeSums } from '../node.ts';
 import { settledEnd } from './checks.ts';
-import type { FaultWork, World } from './model.ts';
+import type { FaultWork, RestoreCrashPoint, World } from './model.ts';
 
 const gone = (err: unknown) => {
   if (!(err instanceof ApiError && err.status === 404)) throw err;
@@ -74,6 +74,7 @@ export const describeVolumeRestores = (pvrs: VolumeRestore[]) =>
 
 /** A PodVolumeRestore's phases in the order Velero's node-agent moves it through them. */
 export const volumeRestoreStages = ['New', 'Accepted', 'Prepared', 'InProgress', 'Completed'] as const;
+
 const stageOf = (p: VolumeRestore) => {
   const at = volumeRestoreStages.indexOf((p.status?.phase || 'New') as (typeof volumeRestoreStages)[number]);
   // Failed, Canceled: as far as it goes.
@@ -81,17 +82,18 @@ const stageOf = (p: VolumeRestore) => {
 };
 
 /**
- * Waits until Velero runs her restore `name` and its PodVolumeRestore has reached `stage` (made, taken by
- * the node-agent, or writing her files). Resolves with the Velero Restore's name, or undefined when the
+ * Waits until Velero runs her restore `name` and its PodVolumeRestore has reached `point` (made, taken by
+ * the node-agent, its data mover Pod made, or writing her files). Resolves with the Velero Restore's name, or undefined when the
  * restore ended before (then nothing was in flight to hit).
  */
 export async function runningRestore(
   world: World,
   name: string,
-  stage: (typeof volumeRestoreStages)[number],
+  point: RestoreCrashPoint,
   timeoutMs = 120_000,
 ): Promise<string | undefined> {
-  const wanted = volumeRestoreStages.indexOf(stage);
+  const withPod = point === 'Pod made';
+  const wanted = volumeRestoreStages.indexOf(withPod ? 'Accepted' : point);
   for (const deadline = Date.now() + timeoutMs; ; await sleep(25)) {
     const nar = await world.admin.get<NonAdminRestore>(NonAdminRestoreCrd.type, name, world.home);
     const restore = nar?.status?.veleroRestore?.name;
@@ -104,7 +106,12 @@ export async function runningRestore(
       const phase = live?.status?.phase;
       if (phase && !['New', 'InProgress'].includes(phase)) return undefined;
       const pvrs = phase === 'InProgress' ? await volumeRestoresOf(world, restore) : [];
-      if (pvrs.some((p) => stageOf(p) >= wanted)) return restore;
+      if (!withPod && pvrs.some((p) => stageOf(p) >= wanted)) return restore;
+      // Past Accepted is too late for the Pod's moment, but still in flight: kill there.
+      if (withPod && pvrs.some((p) => stageOf(p) > wanted)) return restore;
+      for (const p of withPod ? pvrs.filter((p) => stageOf(p) === wanted) : []) {
+        if (await world.admin.get(Resources.pods, p.metadata.name!, world.veleroNamespace)) return restore;
+      }
     }
     if (Date.now() > deadline)
       throw new Error(`NonAdminRestore ${name} not run by Velero within ${timeoutMs / 1000} s`);
