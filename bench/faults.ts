@@ -6,7 +6,7 @@
 // Prints one table row per fault (docs/faults.md keeps the last full run's) and the seed that replays it.
 //
 //   npm run bench:faults -- [--seed N] [--rounds 20] [--cheap-rounds 100] [--faults "webhooks,search"]
-//                           [--restore-at "Pod made,InProgress"]
+//                           [--restore-at "Pod made,InProgress"] [--store-mib 32]
 import { randomInt } from 'node:crypto';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -43,6 +43,9 @@ const { values } = parseArgs({
     set: { type: 'string', multiple: true, default: [] },
     // Where the volume restore faults kill (comma-separated crash points; default: one picked per round).
     'restore-at': { type: 'string', default: '' },
+    // The size of her volume data: a larger store keeps the node-agent's data path (InProgress) open
+    // longer, so that a kill lands inside it.
+    'store-mib': { type: 'string', default: '32' },
   },
 });
 requireNode('bench/faults.ts');
@@ -59,6 +62,11 @@ const unknownPoint = restoreAt.find((p) => !restoreCrashPoints.includes(p));
 if (unknownPoint)
   throw new Error(
     `--restore-at ${unknownPoint}: not a crash point; use one or more of ${restoreCrashPoints.join(', ')} (comma-separated)`,
+  );
+const storeMiB = Number(values['store-mib']);
+if (!Number.isInteger(storeMiB) || storeMiB < 16 || storeMiB > 512 || storeMiB % 16)
+  throw new Error(
+    `--store-mib ${values['store-mib']}: give a whole number of MiB from 16 to 512, a multiple of 16 (her store's files are 1/16 and 1/2 of it)`,
   );
 say(`bench:faults seed ${seed}: ${chosen.map((f) => f.name).join('; ')}`);
 const apply = { fieldManager: 'bench', force: true };
@@ -150,7 +158,7 @@ try {
   );
   // Her data: a claim of known bytes, which the Velero faults' backups copy file by file, and her backup
   // of it, which the volume restore faults restore after she deleted it.
-  await deployStore(admin, node, world.home, 32);
+  await deployStore(admin, node, world.home, storeMiB);
   world.volumeSums = await storeSums(admin, world.home);
   world.volumeBackup = await makeBaseBackup(world, true);
   say(`her volume backup ${world.volumeBackup} completed: the volume restore faults restore it`);
