@@ -539,7 +539,7 @@ export const NonAdminBackupConfigCrd = defineCrd({
             '10m',
           ),
           resumeStuckVolumeOperationsAfter: period(
-            "How long a volume operation of Velero's node-agent (PodVolumeBackup, PodVolumeRestore, DataUpload, DataDownload) may stay Accepted before tenantkit acts on it: when its data mover Pod has been running that long, it annotates the Pod, which the node-agent waits for to start the operation (a node-agent restarted at that moment misses it); when there is no data mover Pod, it cancels the operation (spec.cancel, Velero's own way), so its backup or restore ends with Velero's reason instead of holding Velero's queue for the 30-minute prepare timeout. 0 disables.",
+            "How long a volume operation of Velero's node-agent (PodVolumeBackup, PodVolumeRestore, DataUpload, DataDownload) may stay Accepted before tenantkit acts on it: when its data mover Pod has been running that long, it annotates the Pod, which the node-agent waits for to start the operation (a node-agent restarted at that moment misses it); when there is no data mover Pod, it cancels the operation (spec.cancel, Velero's own way), so its backup or restore ends with Velero's reason instead of holding Velero's queue for the 30-minute prepare timeout. When an InProgress one's data mover Pod has ended that long (the node-agent was down when it ended and waits 10 minutes for it to run again), it cancels the operation too. 0 disables.",
             '2m',
           ),
           allowedStorageEndpoints: Type.Optional(

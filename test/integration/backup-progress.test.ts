@@ -5,9 +5,10 @@
 // test/e2e/volumes.test.ts, where several backups of one namespace each count their own volumes only.
 // Data mover counts (DataUploads, DataDownloads) need a CSI driver, which does not build here: their
 // counting is unit-tested on plain objects (test/unit/backup-progress.test.ts), not simulated.
-// Last, the resumption of volume operations a node-agent left Accepted (controllers/resume/): with no
-// node-agent here, the test writes the operations and the data mover Pod as Velero leaves them (its
-// node-agent killed at that moment in bench:faults), and the controllers act on them under their own RBAC.
+// Last, the resumption of volume operations a node-agent left Accepted, or InProgress with their data
+// mover Pod ended (controllers/resume/): with no node-agent here, the test writes the operations and the
+// data mover Pod as Velero leaves them (its node-agent killed at that moment in bench:faults), and the
+// controllers act on them under their own RBAC.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ResumedAtAnnotation } from '../../src/backup/controllers/resume/index.ts';
 import {
@@ -114,7 +115,7 @@ describe('progress counts', { timeout: veleroQueueMs + 60_000 }, () => {
   });
 });
 
-describe('volume operations a node-agent left Accepted', { timeout: 120_000 }, () => {
+describe('volume operations a node-agent left Accepted or InProgress', { timeout: 120_000 }, () => {
   type Operation = KubeObject & { spec?: { cancel?: boolean }; status?: { phase?: string } };
   const pvrs = VeleroResources.podVolumeRestores;
 
@@ -140,8 +141,46 @@ describe('volume operations a node-agent left Accepted', { timeout: 120_000 }, (
     });
   }
 
-  /** Its data mover Pod, running (the API server is told so: there is no node here to run it). */
-  async function runningPodOf(operation: Operation): Promise<void> {
+  /** A PodVolumeRestore whose data path the node-agent started before it died. */
+  async function inProgress(namespace: string, prefix: string): Promise<Operation> {
+    const o = await accepted(namespace, prefix);
+    return admin.patch<Operation>(pvrs, o.metadata.name!, namespace, {
+      status: { phase: 'InProgress', startTimestamp: new Date().toISOString() },
+    });
+  }
+
+  /** Its data mover Pod, ended `phase` (the API server is told so: there is no node here to run it). */
+  async function endedPodOf(operation: Operation, phase: 'Succeeded' | 'Failed'): Promise<void> {
+    const { name, namespace } = await podOf(operation);
+    const now = new Date().toISOString();
+    await admin.patch(
+      Resources.pods,
+      name!,
+      namespace,
+      {
+        status: {
+          phase,
+          containerStatuses: [
+            {
+              name: 'restore',
+              image: 'velero/velero:v1.18.3',
+              imageID: '',
+              ready: false,
+              restartCount: 0,
+              state: {
+                terminated: { exitCode: phase === 'Succeeded' ? 0 : 1, startedAt: now, finishedAt: now },
+              },
+            },
+          ],
+        },
+      },
+      undefined,
+      'status',
+    );
+  }
+
+  /** Its data mover Pod, made (owned by it) and not yet started. */
+  async function podOf(operation: Operation): Promise<KubeObject['metadata']> {
     const { name, namespace, uid } = operation.metadata;
     await admin.create(Resources.pods, {
       metadata: {
@@ -154,6 +193,12 @@ describe('volume operations a node-agent left Accepted', { timeout: 120_000 }, (
       spec: { containers: [{ name: 'restore', image: 'velero/velero:v1.18.3' }] },
     } as KubeObject);
     cluster.defer(() => admin.delete(Resources.pods, name!, namespace));
+    return operation.metadata;
+  }
+
+  /** Its data mover Pod, running (the API server is told so: there is no node here to run it). */
+  async function runningPodOf(operation: Operation): Promise<void> {
+    const { name, namespace } = await podOf(operation);
     const now = new Date().toISOString();
     await admin.patch(
       Resources.pods,
@@ -227,6 +272,43 @@ describe('volume operations a node-agent left Accepted', { timeout: 120_000 }, (
         counted.values.find((v) => v.labels.kind === 'PodVolumeRestore' && v.labels.action === action)?.value;
       expect(count('cancel')).toBeGreaterThanOrEqual(1);
       expect(count('resume')).toBeGreaterThanOrEqual(1);
+    } finally {
+      await env.setPolicy({});
+    }
+  });
+
+  it('cancels an InProgress one whose data mover Pod ended, and leaves one whose Pod runs', async () => {
+    const veleroNs = env.velero.namespace;
+    await env.setPolicy({ resumeStuckVolumeOperationsAfter: '2s' });
+    try {
+      const done = await inProgress(veleroNs, 'done');
+      await endedPodOf(done, 'Succeeded');
+      const broken = await inProgress(veleroNs, 'broken');
+      await endedPodOf(broken, 'Failed');
+      const moving = await inProgress(veleroNs, 'moving');
+      await runningPodOf(moving);
+
+      for (const [o, phase] of [
+        [done, 'Succeeded'],
+        [broken, 'Failed'],
+      ] as const) {
+        const canceled = await eventually(
+          async () => {
+            const c = await admin.get<Operation>(pvrs, o.metadata.name!, veleroNs);
+            return c?.spec?.cancel === true ? c : undefined;
+          },
+          { timeoutMs: 30_000, what: `the InProgress PodVolumeRestore with its Pod ${phase} canceled` },
+        );
+        expect(canceled.status?.phase).toBe('InProgress');
+        expect((await eventOn(veleroNs, o.metadata.name!, 'CanceledStuckOperation')).note).toMatch(
+          new RegExp(`InProgress while its data mover Pod .* has been ${phase} for over 2s.*Set spec.cancel`),
+        );
+      }
+      // Past the period with its Pod running: a data path going on is not touched.
+      await new Promise((r) => setTimeout(r, 4_000));
+      expect((await admin.get<Operation>(pvrs, moving.metadata.name!, veleroNs))?.spec?.cancel).not.toBe(
+        true,
+      );
     } finally {
       await env.setPolicy({});
     }

@@ -1,4 +1,5 @@
-// When tenantkit resumes or cancels a Velero volume operation its node-agent left Accepted (the decision
+// When tenantkit resumes or cancels a Velero volume operation its node-agent left Accepted, or InProgress
+// with its data mover Pod ended (the decision
 // only; test/integration/backup-resume.test.ts runs the controller against the API server).
 import { describe, expect, it } from 'vitest';
 import { nextStep, ResumedAtAnnotation } from '../../src/backup/controllers/resume/index.ts';
@@ -45,7 +46,9 @@ const pod = (
 describe('nextStep for an Accepted volume operation', () => {
   it('does nothing when off, or for an operation that is not Accepted or already canceled', () => {
     expect(nextStep(operation(), undefined, t0 + 10 * minute, 0)).toEqual({ action: 'none' });
-    expect(nextStep(operation({ phase: 'InProgress' }), undefined, t0 + 10 * minute, 2 * minute)).toEqual({
+    expect(
+      nextStep(operation({ phase: 'Completed' }), pod('Succeeded'), t0 + 10 * minute, 2 * minute),
+    ).toEqual({
       action: 'none',
     });
     expect(nextStep(operation({}, true), undefined, t0 + 10 * minute, 2 * minute)).toEqual({
@@ -55,7 +58,10 @@ describe('nextStep for an Accepted volume operation', () => {
 
   it('cancels an operation without a data mover Pod once Accepted for the period, and not before', () => {
     expect(nextStep(operation(), undefined, t0 + 30_000, 2 * minute)).toEqual({ action: 'wait', ms: 90_000 });
-    expect(nextStep(operation(), undefined, t0 + 2 * minute, 2 * minute)).toEqual({ action: 'cancel' });
+    expect(nextStep(operation(), undefined, t0 + 2 * minute, 2 * minute)).toEqual({
+      action: 'cancel',
+      stuck: 'unstarted',
+    });
   });
 
   it('annotates a Pod that has run for the period while its operation stayed Accepted', () => {
@@ -96,5 +102,59 @@ describe('nextStep for an Accepted volume operation', () => {
       action: 'wait',
       ms: 2 * minute,
     });
+  });
+});
+
+describe('nextStep for an InProgress volume operation', () => {
+  const ended = (phase: string, finishedAt?: number, options?: Parameters<typeof pod>[2]): Pod => {
+    const p = pod(phase, undefined, options);
+    if (finishedAt !== undefined)
+      p.status!.containerStatuses = [{ state: { terminated: { finishedAt: at(finishedAt) } } }];
+    return p;
+  };
+  const running = operation({ phase: 'InProgress' });
+
+  it('looks again each period while its data mover Pod runs, and leaves one without a Pod to Velero', () => {
+    expect(nextStep(running, pod('Running', 5_000), t0 + 20 * minute, 2 * minute)).toEqual({
+      action: 'wait',
+      ms: 2 * minute,
+    });
+    expect(nextStep(running, undefined, t0 + 20 * minute, 2 * minute)).toEqual({ action: 'none' });
+  });
+
+  it('cancels it once its Pod has ended for the period, and not before', () => {
+    expect(nextStep(running, ended('Succeeded', minute), t0 + 2 * minute, 2 * minute)).toEqual({
+      action: 'wait',
+      ms: minute,
+    });
+    expect(nextStep(running, ended('Succeeded', minute), t0 + 3 * minute, 2 * minute)).toEqual({
+      action: 'cancel',
+      stuck: 'ended',
+      podPhase: 'Succeeded',
+    });
+  });
+
+  it("takes a failed Pod's end from its Ready condition when no container says when it finished", () => {
+    const failed = ended('Failed');
+    failed.status!.conditions = [{ type: 'Ready', status: 'False', lastTransitionTime: at(minute) }];
+    expect(nextStep(running, failed, t0 + 2 * minute, 2 * minute)).toEqual({ action: 'wait', ms: minute });
+    expect(nextStep(running, failed, t0 + 3 * minute, 2 * minute)).toEqual({
+      action: 'cancel',
+      stuck: 'ended',
+      podPhase: 'Failed',
+    });
+  });
+
+  it('never acts on a Pod it does not own or one being deleted, on a canceled operation, or when off', () => {
+    const later = t0 + 20 * minute;
+    const foreign = ended('Succeeded', minute, { owner: 'someone-else' });
+    expect(nextStep(running, foreign, later, 2 * minute)).toEqual({ action: 'none' });
+    const going = ended('Succeeded', minute);
+    going.metadata.deletionTimestamp = at(2 * minute);
+    expect(nextStep(running, going, later, 2 * minute)).toEqual({ action: 'none' });
+    expect(
+      nextStep(operation({ phase: 'InProgress' }, true), ended('Succeeded', minute), later, 2 * minute),
+    ).toEqual({ action: 'none' });
+    expect(nextStep(running, ended('Succeeded', minute), later, 0)).toEqual({ action: 'none' });
   });
 });

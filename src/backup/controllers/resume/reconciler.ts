@@ -1,4 +1,5 @@
-// Resumes Velero volume operations its node-agent left Accepted (step.ts says when and how). Keys are
+// Resumes Velero volume operations its node-agent left Accepted, and cancels those it left InProgress
+// after their data mover Pod ended (step.ts says when and how). Keys are
 // `namespace/name` of one kind of operation; one controller per kind. It acts only in the Velero
 // namespace of the admin's policy, where tenants write nothing: operations and data mover Pods there are
 // Velero's, so nothing a tenant makes can be annotated or canceled by it. Writes are guarded by the
@@ -15,11 +16,11 @@ import { Resources, type ResourceType } from '../../../kube/resources.ts';
 import { configType, currentPolicy } from '../../policy/config.ts';
 import { formatDuration } from '../../policy/cron.ts';
 import { VolumeOperationTypes } from '../progress.ts';
-import { nextStep, type Pod, ResumedAtAnnotation, type VolumeOperation } from './step.ts';
+import { nextStep, type Pod, ResumedAtAnnotation, type Step, type VolumeOperation } from './step.ts';
 
 const resumed = new Counter({
   name: 'tenantkit_velero_volume_operations_resumed_total',
-  help: "Velero volume operations left Accepted by the node-agent that tenantkit acted on: action 'resume' annotated the running data mover Pod, 'cancel' canceled an operation without one.",
+  help: "Velero volume operations left by the node-agent that tenantkit acted on: action 'resume' annotated the running data mover Pod of an Accepted one, 'cancel' canceled an Accepted one without a data mover Pod or an InProgress one whose data mover Pod had ended.",
   labelNames: ['kind', 'action'],
   registers: [registry],
 });
@@ -48,7 +49,7 @@ export class VolumeOperationResumer extends ReconcilerOf<ResumeSources> {
         await this.resume(ctx, operation, pod!, after);
         return { requeueAfterMs: policy.resumeStuckVolumeOperationsAfterMs };
       case 'cancel':
-        await this.cancel(ctx, operation, after);
+        await this.cancel(ctx, operation, cancelNote(operation, step, after));
         return undefined;
     }
   }
@@ -75,7 +76,7 @@ export class VolumeOperationResumer extends ReconcilerOf<ResumeSources> {
   }
 
   /** Cancels the operation, Velero's way: the node-agent ends it Canceled, and its backup or restore ends. */
-  private async cancel(ctx: ReconcileContext, operation: VolumeOperation, after: string) {
+  private async cancel(ctx: ReconcileContext, operation: VolumeOperation, note: string) {
     const { name, namespace, resourceVersion } = operation.metadata;
     try {
       await ctx.client.patch(this.from.type, name!, namespace, {
@@ -88,14 +89,7 @@ export class VolumeOperationResumer extends ReconcilerOf<ResumeSources> {
       throw err;
     }
     resumed.inc({ kind: this.from.type.kind, action: 'cancel' });
-    this.record(
-      ctx,
-      operation,
-      'Warning',
-      'CanceledStuckOperation',
-      'Cancel',
-      `Accepted for over ${after} and no data mover Pod exists: the node-agent stopped before making it and will not start this operation (Velero would fail it only at its prepare timeout). Set spec.cancel: Velero ends it Canceled and its ${operation.metadata.labels?.['velero.io/restore-name'] ? 'restore' : 'backup'} with its reason; retry it.`,
-    );
+    this.record(ctx, operation, 'Warning', 'CanceledStuckOperation', 'Cancel', note);
   }
 
   private record(
@@ -109,6 +103,19 @@ export class VolumeOperationResumer extends ReconcilerOf<ResumeSources> {
     const { group, version, kind } = this.from.type;
     ctx.events.record({ ...operation, apiVersion: `${group}/${version}`, kind }, type, reason, action, note);
   }
+}
+
+/** Why `operation` is canceled, and what follows, for its Event. */
+function cancelNote(
+  operation: VolumeOperation,
+  step: Extract<Step, { action: 'cancel' }>,
+  after: string,
+): string {
+  const owner = operation.metadata.labels?.['velero.io/restore-name'] ? 'restore' : 'backup';
+  const then = `Set spec.cancel: Velero ends it Canceled and its ${owner} with its reason; retry it.`;
+  if (step.stuck === 'unstarted')
+    return `Accepted for over ${after} and no data mover Pod exists: the node-agent stopped before making it and will not start this operation (Velero would fail it only at its prepare timeout). ${then}`;
+  return `InProgress while its data mover Pod ${operation.metadata.name} has been ${step.podPhase} for over ${after}: the node-agent was down when the Pod ended and does not take its end (Velero would cancel it only after its 10-minute resource timeout, holding its queue). ${then}`;
 }
 
 /** One controller per kind of volume operation; the admin's policy changes reconcile every one again. */

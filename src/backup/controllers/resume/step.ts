@@ -12,6 +12,13 @@
 //   backup or restore ends with Velero's reason, which the tenant's object shows;
 // - a Pod still starting (pulling its image, say), or one it does not own: wait. Velero itself cancels an
 //   operation whose Pod cannot start.
+//
+// And once it is InProgress: a node-agent that restarts re-attaches to the running data mover Pod, but one
+// whose Pod ended (Succeeded or Failed) while it was down waits for that Pod to run for its resource
+// timeout (10 minutes), holding the queue, before it cancels the operation itself (bench:faults, session
+// 24). So a Pod of an InProgress operation that has ended for the period (a node-agent that is up takes its
+// end within seconds): cancel the operation, as Velero would 10 minutes later. Velero's end is a
+// Canceled operation, reported as such; its Pod's own end is not taken as the operation's result.
 // Pure: the reconciler reads, this decides.
 import type { KubeObject } from '../../../kube/resources.ts';
 
@@ -28,14 +35,20 @@ export type Pod = KubeObject & {
     phase?: string;
     startTime?: string;
     conditions?: { type: string; status: string; lastTransitionTime?: string }[];
+    containerStatuses?: { state?: { terminated?: { finishedAt?: string } } }[];
   };
 };
 
+/**
+ * What to do. A cancel says why: `unstarted`, Accepted and no data mover Pod; `ended`, InProgress and its
+ * data mover Pod ended (`podPhase`) without the node-agent taking its end.
+ */
 export type Step =
   | { action: 'none' }
   | { action: 'wait'; ms: number }
   | { action: 'resume' }
-  | { action: 'cancel' };
+  | { action: 'cancel'; stuck: 'unstarted' }
+  | { action: 'cancel'; stuck: 'ended'; podPhase: string };
 
 const instant = (time: string | undefined): number => (time ? Date.parse(time) : Number.NaN);
 
@@ -50,6 +63,17 @@ function runningSince(pod: Pod): number {
   return Number.isNaN(at) ? Number.NEGATIVE_INFINITY : at;
 }
 
+/** Since when `pod` has ended: its containers' last finish, else its Ready condition's last change. */
+function endedSince(pod: Pod): number {
+  const finished = (pod.status?.containerStatuses ?? []).map((c) => instant(c.state?.terminated?.finishedAt));
+  const known = finished.filter((t) => !Number.isNaN(t));
+  if (known.length) return Math.max(...known);
+  const at = instant(pod.status?.conditions?.find((c) => c.type === 'Ready')?.lastTransitionTime);
+  return Number.isNaN(at) ? Number.NEGATIVE_INFINITY : at;
+}
+
+const endedPhases = new Set(['Succeeded', 'Failed']);
+
 /** The next step for `operation`, its data mover Pod (undefined: none), at `now`, after `afterMs` (0: off). */
 export function nextStep(
   operation: VolumeOperation,
@@ -57,12 +81,13 @@ export function nextStep(
   now: number,
   afterMs: number,
 ): Step {
-  if (afterMs <= 0 || operation.status?.phase !== 'Accepted' || operation.spec?.cancel === true)
-    return { action: 'none' };
+  if (afterMs <= 0 || operation.spec?.cancel === true) return { action: 'none' };
   const waitFrom = (since: number): Step => {
     const left = since + afterMs - now;
     return left > 0 ? { action: 'wait', ms: left } : { action: 'none' };
   };
+  if (operation.status?.phase === 'InProgress') return inProgressStep(operation, pod, afterMs, waitFrom);
+  if (operation.status?.phase !== 'Accepted') return { action: 'none' };
   if (pod && !pod.metadata.deletionTimestamp) {
     if (!madeFor(pod, operation) || pod.status?.phase !== 'Running') return { action: 'wait', ms: afterMs };
     const resumed = instant(pod.metadata.annotations?.[ResumedAtAnnotation]);
@@ -73,5 +98,23 @@ export function nextStep(
   if (pod) return { action: 'wait', ms: afterMs };
   const accepted = instant(operation.status?.acceptedTimestamp ?? operation.metadata.creationTimestamp);
   const step = waitFrom(Number.isNaN(accepted) ? now : accepted);
-  return step.action === 'wait' ? step : { action: 'cancel' };
+  return step.action === 'wait' ? step : { action: 'cancel', stuck: 'unstarted' };
+}
+
+/**
+ * An InProgress operation: cancel once its own data mover Pod has ended for `afterMs`; while the Pod
+ * runs, look again each period (nothing else says when it ends). No Pod, or one being deleted: Velero's
+ * node-agent fails the operation itself.
+ */
+function inProgressStep(
+  operation: VolumeOperation,
+  pod: Pod | undefined,
+  afterMs: number,
+  waitFrom: (since: number) => Step,
+): Step {
+  if (!pod || pod.metadata.deletionTimestamp || !madeFor(pod, operation)) return { action: 'none' };
+  const phase = pod.status?.phase ?? '';
+  if (!endedPhases.has(phase)) return { action: 'wait', ms: afterMs };
+  const step = waitFrom(endedSince(pod));
+  return step.action === 'wait' ? step : { action: 'cancel', stuck: 'ended', podPhase: phase };
 }
