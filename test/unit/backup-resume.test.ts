@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { nextStep, ResumedAtAnnotation } from '../../src/backup/controllers/resume/index.ts';
 import type { Pod, VolumeOperation } from '../../src/backup/controllers/resume/step.ts';
+import { mayNeedStep } from '../../src/backup/controllers/resume/step.ts';
 
 const t0 = Date.parse('2026-12-05T10:00:00Z');
 const at = (ms: number) => new Date(t0 + ms).toISOString();
@@ -102,6 +103,16 @@ describe('nextStep for an Accepted volume operation', () => {
       action: 'wait',
       ms: 2 * minute,
     });
+  });
+});
+
+describe('mayNeedStep', () => {
+  it('reads the Pod only for an Accepted or InProgress operation not yet canceled', () => {
+    expect(mayNeedStep(operation())).toBe(true);
+    expect(mayNeedStep(operation({ phase: 'InProgress' }))).toBe(true);
+    expect(mayNeedStep(operation({ phase: 'InProgress' }, true))).toBe(false);
+    for (const phase of ['New', 'Prepared', 'Completed', 'Failed', 'Canceled'])
+      expect(mayNeedStep(operation({ phase }))).toBe(false);
   });
 });
 

@@ -16,7 +16,14 @@ import { Resources, type ResourceType } from '../../../kube/resources.ts';
 import { configType, currentPolicy } from '../../policy/config.ts';
 import { formatDuration } from '../../policy/cron.ts';
 import { VolumeOperationTypes } from '../progress.ts';
-import { nextStep, type Pod, ResumedAtAnnotation, type Step, type VolumeOperation } from './step.ts';
+import {
+  mayNeedStep,
+  nextStep,
+  type Pod,
+  ResumedAtAnnotation,
+  type Step,
+  type VolumeOperation,
+} from './step.ts';
 
 const resumed = new Counter({
   name: 'tenantkit_velero_volume_operations_resumed_total',
@@ -36,6 +43,7 @@ export class VolumeOperationResumer extends ReconcilerOf<ResumeSources> {
     const operation = this.from.operations.get(key);
     const policy = currentPolicy(this.from.configs);
     if (!operation || operation.metadata.namespace !== policy.veleroNamespace) return undefined;
+    if (!mayNeedStep(operation)) return undefined;
     const ns = operation.metadata.namespace;
     const pod = await ctx.client.get<Pod>(Resources.pods, operation.metadata.name!, ns);
     const step = nextStep(operation, pod, Date.now(), policy.resumeStuckVolumeOperationsAfterMs);

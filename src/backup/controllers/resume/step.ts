@@ -74,6 +74,10 @@ function endedSince(pod: Pod): number {
 
 const endedPhases = new Set(['Succeeded', 'Failed']);
 
+/** Whether `operation` may need a step at all (no need to read its Pod otherwise). */
+export const mayNeedStep = (operation: VolumeOperation): boolean =>
+  ['Accepted', 'InProgress'].includes(operation.status?.phase ?? '') && operation.spec?.cancel !== true;
+
 /** The next step for `operation`, its data mover Pod (undefined: none), at `now`, after `afterMs` (0: off). */
 export function nextStep(
   operation: VolumeOperation,
