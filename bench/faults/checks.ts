@@ -250,13 +250,13 @@ export async function checkOperations(
   ops: Operation[],
   timeoutMs: number,
   mayFail = false,
-): Promise<RoundFindings & { failed: string[]; failedRestores: string[] }> {
+): Promise<RoundFindings & { failed: FailedEnd[]; failedRestores: FailedEnd[] }> {
   const findings = {
     duplicates: [] as string[],
     orphans: [] as string[],
     lost: [] as string[],
-    failed: [] as string[],
-    failedRestores: [] as string[],
+    failed: [] as FailedEnd[],
+    failedRestores: [] as FailedEnd[],
   };
   const deadline = Date.now() + timeoutMs;
   for (const op of ops) {
@@ -278,7 +278,8 @@ export async function checkOperations(
       if (/has 0 (RoleBindings|Velero Schedules)|is gone/.test(problem)) findings.lost.push(problem);
     } else if (op.kind === 'backup' || op.kind === 'restore') {
       const { problem, failed } = await settledEnd(world, op.kind, op.name, mayFail, left);
-      if (failed) (op.kind === 'backup' ? findings.failed : findings.failedRestores).push(op.name);
+      if (failed)
+        (op.kind === 'backup' ? findings.failed : findings.failedRestores).push({ name: op.name, failed });
       if (!problem) continue;
       op.wrong = problem;
       if (/has ([2-9]|\d\d+) Velero (Backups|Restores)/.test(problem)) findings.duplicates.push(problem);
@@ -286,6 +287,12 @@ export async function checkOperations(
     }
   }
   return findings;
+}
+
+/** A backup (restore) of the round that failed as the fault allows: its name, its phase and Velero's reason. */
+export interface FailedEnd {
+  name: string;
+  failed: string;
 }
 
 /**

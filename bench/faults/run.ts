@@ -22,6 +22,7 @@ export const slowPace: Pace = { namespace: 1_500, backup: 4_000, search: 1_000 }
 /** A refusal's message with its run-specific names and addresses taken out, so that alike ones group. */
 function shape(message: string, prefix: string): string {
   return message
+    .replace(/\b[a-z0-9-]+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/g, '<velero name>')
     .replace(new RegExp(`${prefix}[a-z0-9-]*`, 'g'), '<name>')
     .replace(/\b\d{1,3}(\.\d{1,3}){3}(:\d+)?\b/g, '<address>')
     .replace(/"[a-f0-9-]{36}"/g, '<uid>')
@@ -132,8 +133,9 @@ export async function runFault(world: World, fault: Fault, rng: Rng, options: Ru
       ['backup', findings.failed],
       ['restore', findings.failedRestores],
     ] as const) {
-      for (const failed of failures) {
+      for (const { name: failed, failed: why } of failures) {
         row.failedWithReason++;
+        see(`${kind}: ${shape(why, options.prefix)}`);
         retries[kind].push(`${failed}-retry`);
         const problem = await retryRequest(world, kind, `${failed}-retry`, options.settleMs ?? 120_000);
         if (problem) row.wrong.push(`retry after a failure: ${problem}`);
