@@ -149,38 +149,11 @@ describe('volume operations a node-agent left Accepted or InProgress', { timeout
     });
   }
 
-  /** Its data mover Pod, ended `phase` (the API server is told so: there is no node here to run it). */
-  async function endedPodOf(operation: Operation, phase: 'Succeeded' | 'Failed'): Promise<void> {
-    const { name, namespace } = await podOf(operation);
-    const now = new Date().toISOString();
-    await admin.patch(
-      Resources.pods,
-      name!,
-      namespace,
-      {
-        status: {
-          phase,
-          containerStatuses: [
-            {
-              name: 'restore',
-              image: 'velero/velero:v1.18.3',
-              imageID: '',
-              ready: false,
-              restartCount: 0,
-              state: {
-                terminated: { exitCode: phase === 'Succeeded' ? 0 : 1, startedAt: now, finishedAt: now },
-              },
-            },
-          ],
-        },
-      },
-      undefined,
-      'status',
-    );
-  }
-
-  /** Its data mover Pod, made (owned by it) and not yet started. */
-  async function podOf(operation: Operation): Promise<KubeObject['metadata']> {
+  /**
+   * Its data mover Pod, made (owned by it) with `status` (the API server is told so: there is no node here
+   * to run it).
+   */
+  async function podOf(operation: Operation, status: Record<string, unknown>): Promise<void> {
     const { name, namespace, uid } = operation.metadata;
     await admin.create(Resources.pods, {
       metadata: {
@@ -193,27 +166,36 @@ describe('volume operations a node-agent left Accepted or InProgress', { timeout
       spec: { containers: [{ name: 'restore', image: 'velero/velero:v1.18.3' }] },
     } as KubeObject);
     cluster.defer(() => admin.delete(Resources.pods, name!, namespace));
-    return operation.metadata;
+    await admin.patch(Resources.pods, name!, namespace, { status }, undefined, 'status');
   }
 
-  /** Its data mover Pod, running (the API server is told so: there is no node here to run it). */
-  async function runningPodOf(operation: Operation): Promise<void> {
-    const { name, namespace } = await podOf(operation);
+  /** Its data mover Pod, ended `phase`. */
+  async function endedPodOf(operation: Operation, phase: 'Succeeded' | 'Failed'): Promise<void> {
     const now = new Date().toISOString();
-    await admin.patch(
-      Resources.pods,
-      name!,
-      namespace,
-      {
-        status: {
-          phase: 'Running',
-          startTime: now,
-          conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: now }],
+    const terminated = { exitCode: phase === 'Succeeded' ? 0 : 1, startedAt: now, finishedAt: now };
+    await podOf(operation, {
+      phase,
+      containerStatuses: [
+        {
+          name: 'restore',
+          image: 'velero/velero:v1.18.3',
+          imageID: '',
+          ready: false,
+          restartCount: 0,
+          state: { terminated },
         },
-      },
-      undefined,
-      'status',
-    );
+      ],
+    });
+  }
+
+  /** Its data mover Pod, running. */
+  async function runningPodOf(operation: Operation): Promise<void> {
+    const now = new Date().toISOString();
+    await podOf(operation, {
+      phase: 'Running',
+      startTime: now,
+      conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: now }],
+    });
   }
 
   const eventOn = (namespace: string, name: string, reason: string) =>
