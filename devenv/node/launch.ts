@@ -50,7 +50,7 @@ import {
 } from './host.ts';
 import { networkPolicyObjects } from './netpol-addon.ts';
 import { ensureNetworkPolicyEnforcer } from './netpol-build.ts';
-import { ensureNodeNetwork, nodeIP, nodeName, podCgroupRoot } from './network.ts';
+import { ensureNodeNetwork, nodeIP, nodeName, podCgroupRoot, serviceEndpoints } from './network.ts';
 
 const run = promisify(execFile);
 
@@ -106,6 +106,11 @@ export interface LocalNode {
   volumesDir: string;
   /** kubelet's root directory: Pods' volumes are under `pods/<uid>/volumes/` (Velero's node-agent reads them). */
   kubeletDir: string;
+  /**
+   * The `IP/PORT` endpoints kube-proxy routes a Service's cluster IP to on this node now (empty until its
+   * rules are written): what a client Pod will reach, as the API's EndpointSlices cannot tell.
+   */
+  serviceEndpoints(namespace: string, service: string): Promise<string[]>;
   /** Imports an image archive into containerd, for Pods that name its reference (no registry here). */
   importImage(image: NodeImage): Promise<void>;
   /** The machine as it was before the node started. */
@@ -167,6 +172,7 @@ export async function startNode(cluster: NodeClusterAccess, options: NodeOptions
   const node: LocalNode = {
     name: nodeName,
     importImage,
+    serviceEndpoints,
     ip: nodeIP,
     binaries,
     workloadImage: binaries.workloadImage.ref,

@@ -42,3 +42,20 @@ export async function ensureNodeNetwork(): Promise<NodeNetwork> {
     },
   };
 }
+
+/**
+ * The Pod addresses kube-proxy sends a Service's connections to on this node, from its nftables table:
+ * one `endpoint-…-NAMESPACE/NAME/PROTOCOL/PORTNAME__IP/PORT` chain per ready endpoint. A Service whose
+ * EndpointSlice is ready may still be refused here until kube-proxy's next sync writes these chains.
+ */
+export async function serviceEndpoints(namespace: string, service: string): Promise<string[]> {
+  const { stdout } = await run('nft', ['list', 'table', 'ip', 'kube-proxy']).catch(() => ({ stdout: '' }));
+  const wanted = `-${namespace}/${service}/`;
+  const addresses = new Set<string>();
+  for (const match of stdout.matchAll(/chain "?(endpoint-[^\s"]+)"? \{/g)) {
+    const chain = match[1] ?? '';
+    if (!chain.includes(wanted)) continue;
+    addresses.add(chain.slice(chain.lastIndexOf('__') + 2));
+  }
+  return [...addresses].sort();
+}

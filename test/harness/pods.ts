@@ -2,6 +2,7 @@
 // its phase, and the two tenancy pod policies seen on a running Pod (the run-once deadline, the default
 // node selector), shared by the node test (webhooks in the test process) and the e2e test (the chart's).
 import { expect } from 'vitest';
+import type { LocalNode } from '../../devenv/node/launch.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { eventually } from './cluster.ts';
@@ -147,3 +148,25 @@ export async function fetchFromPod(
 
 /** How tk-workload's `get` says that no answer came: the packets were dropped. */
 export const connectionDropped = /Client\.Timeout|deadline exceeded/;
+
+/**
+ * Waits until kube-proxy on `node` routes Service `namespace/name` to `count` Pods: a client Pod started
+ * before that is refused (no endpoints yet), however Ready the server Pods are.
+ */
+export function serviceRouted(
+  node: Pick<LocalNode, 'serviceEndpoints'>,
+  namespace: string,
+  name: string,
+  count = 1,
+) {
+  return eventually(
+    async () => {
+      const endpoints = await node.serviceEndpoints(namespace, name);
+      if (endpoints.length >= count) return endpoints;
+      throw new Error(
+        `kube-proxy routes it to ${endpoints.length} of ${count} Pods (${endpoints.join(', ') || 'none'})`,
+      );
+    },
+    { what: `Service ${namespace}/${name} routed by kube-proxy`, timeoutMs: 60_000 },
+  );
+}

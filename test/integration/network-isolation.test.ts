@@ -18,7 +18,7 @@ import {
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { runCapability } from '../harness/components.ts';
 import { nodeSkipReason, startTestNode, stopTestNode } from '../harness/node.ts';
-import { connectionDropped, fetchFromPod, podInPhase, testPod } from '../harness/pods.ts';
+import { connectionDropped, fetchFromPod, podInPhase, serviceRouted, testPod } from '../harness/pods.ts';
 import {
   type OrganizationTenant,
   organizationLabel,
@@ -66,6 +66,8 @@ describe.skipIf(nodeSkipReason)('organizations apart on the network', () => {
       spec: { selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] },
     } as KubeObject);
     webIP = (await podInPhase(alice.client, aliceWeb, 'web', 'Running', 60_000)).status?.podIP ?? '';
+    // Clients by the Service's name are refused until kube-proxy routes it (a CI run saw that).
+    await serviceRouted(node, aliceWeb, 'web');
   }, 20 * 60_000);
   afterAll(() => stopTestNode(cluster, node), 180_000);
 

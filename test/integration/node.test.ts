@@ -27,6 +27,7 @@ import {
   type Pod,
   podInPhase,
   podPolicyAnnotations,
+  serviceRouted,
   testPod,
 } from '../harness/pods.ts';
 import { organizationNamespace, organizationTenant } from '../harness/tenancy.ts';
@@ -96,6 +97,11 @@ describe.skipIf(nodeSkipReason)('the local node', () => {
     // Run-once client Pods reach the Service by its cluster IP (CNI, kube-proxy's rules, the endpoints)
     // and by its short name (CoreDNS through the namespace's search path).
     expect(service.spec.clusterIP).toMatch(/^10\.96\./);
+    // Until kube-proxy has written the Service's endpoints a client is refused (CI saw it: its one try
+    // failed and the Pod never Succeeded), so the clients start once both Pods are routed.
+    expect((await serviceRouted(node, ns, 'web', 2)).map((e) => e.split('/')[0]).sort()).toEqual(
+      running.map((p) => p.status?.podIP).sort(),
+    );
     for (const [name, url] of [
       ['by-ip', `http://${service.spec.clusterIP}/`],
       ['by-name', 'http://web/'],
