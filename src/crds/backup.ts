@@ -575,6 +575,16 @@ export const NonAdminBackupConfigCrd = defineCrd({
                 "How many NonAdminSchedules a namespace may have; a schedule beyond this number is refused at admission, and one stored past the webhook (or left over after the number was lowered) makes no runs. Each schedule's runs take places in Velero's one queue, so this bounds what one tenant can take. 0 allows any number.",
             }),
           ),
+          podHookNamespaces: Type.Optional(
+            Type.Array(
+              Type.String({ minLength: 1, maxLength: 63, pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$' }),
+              {
+                maxItems: 256,
+                description:
+                  "Namespaces whose Pods (and workloads' Pod templates) may carry Velero's hook annotations (pre.hook.backup.velero.io/command and the like). Velero runs those hooks in every backup or restore that includes the Pod, whatever the Backup says and for as long as the annotation's timeout, one backup at a time for the whole cluster; so in every other namespace (but Velero's and the cluster's own) tenantkit refuses them. List only namespaces no tenant can create or write Pods in.",
+              },
+            ),
+          ),
           veleroNamespace: Type.Optional(
             Type.String({
               minLength: 1,

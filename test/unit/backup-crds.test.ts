@@ -449,13 +449,14 @@ describe('NonAdminBackupConfig', () => {
         // tenantkit's: how often a NonAdminSchedule may run at most, where tenant locations may point,
         // a namespace's share of Velero's queue, how many schedules it may have, and when a queue that
         // does not move is called stalled, and when a volume operation a restarted node-agent left
-        // Accepted is resumed or canceled.
+        // Accepted is resumed or canceled; the namespaces whose Pods may carry Velero hook annotations.
         'minimumScheduleInterval',
         'allowedStorageEndpoints',
         'maxQueuedBackupsPerNamespace',
         'maxSchedulesPerNamespace',
         'stalledQueueWarningAfter',
         'resumeStuckVolumeOperationsAfter',
+        'podHookNamespaces',
       ].sort(),
     );
     expect(all.get('.spec.nonAdmin.stalledQueueWarningAfter')).toMatchObject({

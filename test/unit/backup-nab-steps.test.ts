@@ -18,6 +18,7 @@ const policy = (over: Partial<BackupPolicy> = {}): BackupPolicy => ({
   enforceRestoreSpec: {},
   enforceBSLSpec: {},
   requireApprovalForBSL: false,
+  podHookNamespaces: [],
   backupSyncPeriodMs: 0,
   garbageCollectionPeriodMs: 0,
   minimumScheduleIntervalMs: 0,

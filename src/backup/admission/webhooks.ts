@@ -23,6 +23,7 @@ import { ownerships } from '../velero/ownerships.ts';
 import { reviewNonAdminBackup, reviewNonAdminRestore } from './backup-restore.ts';
 import { reviewNonAdminDownloadRequest } from './download.ts';
 import { reviewNonAdminBackupStorageLocation } from './location.ts';
+import { carriesHookKeys, podHookRules, reviewPodHooks } from './pod-hooks.ts';
 import { recordRequester, requesterUnchanged } from './requester.ts';
 import { reviewNonAdminSchedule } from './schedule.ts';
 import { reviewSyncedFrom } from './synced-from.ts';
@@ -96,7 +97,35 @@ export function backupWebhooks(manager: Manager): WebhookDefinition[] {
     onWrite('nonadmindownloadrequests', NonAdminDownloadRequestCrd, (request) =>
       reviewNonAdminDownloadRequest(request as AdmissionRequest<NonAdminDownloadRequest>),
     ),
+    podHookWebhook(configs),
   ];
+}
+
+/**
+ * Velero hook annotations on Pods and Pod templates (admission/pod-hooks.ts): fail closed, whoever writes
+ * (a ReplicaSet's Pods are written by the control plane), but called only for objects that carry such a
+ * key, and never for the cluster's own namespaces.
+ */
+export function podHookWebhook(configs: Informer<NonAdminBackupConfig>): WebhookDefinition {
+  return {
+    name: 'pod-hooks',
+    type: 'validating',
+    failurePolicy: 'Fail',
+    timeoutSeconds: 5,
+    rules: podHookRules,
+    namespaceSelector: {
+      matchExpressions: [
+        {
+          key: 'kubernetes.io/metadata.name',
+          operator: 'NotIn',
+          values: ['kube-system', 'kube-public', 'kube-node-lease'],
+        },
+      ],
+    },
+    includeControlPlane: true,
+    matchConditions: [carriesHookKeys],
+    handler: (request) => reviewPodHooks(configs, request),
+  };
 }
 
 /** A NonAdminBackup: a sync label only for a Backup its namespace owns, then the policy's rules. */

@@ -40,6 +40,8 @@ export interface BackupPolicy {
   maxQueuedBackupsPerNamespace: number;
   /** How many NonAdminSchedules a namespace may have; 0 allows any. */
   maxSchedulesPerNamespace: number;
+  /** Namespaces whose Pods may carry Velero's hook annotations (policy/pod-hooks.ts); none by default. */
+  podHookNamespaces: readonly string[];
   /** metadata.generation of the config (0 when there is none). */
   generation: number;
 }
@@ -98,6 +100,7 @@ export function currentPolicy(configs: Informer<NonAdminBackupConfig>): BackupPo
     maxQueuedBackupsPerNamespace:
       nonAdmin?.maxQueuedBackupsPerNamespace ?? DefaultMaxQueuedBackupsPerNamespace,
     maxSchedulesPerNamespace: nonAdmin?.maxSchedulesPerNamespace ?? DefaultMaxSchedulesPerNamespace,
+    podHookNamespaces: nonAdmin?.podHookNamespaces ?? [],
     generation: config?.metadata.generation ?? 0,
   };
 }
