@@ -291,13 +291,18 @@ async function applyVeleroDeployment(
   await client.apply(Resources.deployments, veleroDeployment({ ...pod, image, replicas: 0 }), apply);
 }
 
-/** The default BackupStorageLocation: the store's bucket, with the credentials Secret. */
+/**
+ * The default BackupStorageLocation: the store's bucket, with the server's own credentials file
+ * (AWS_SHARED_CREDENTIALS_FILE, the credentials Secret mounted on the node), as `velero install` makes it.
+ * Not `spec.credential`: Velero v1.18 rewrites (truncates, then writes) a location's credentials file on
+ * every use, and a backup that reads it at that moment finds no keys and fails ("no EC2 IMDS role found");
+ * CI met it once, with the store validated every 5 s.
+ */
 async function applyDefaultLocation(
   client: KubeClient,
   name: string,
   namespace: string,
   bucket: string,
-  credentialsSecret: string,
   s3Url: string,
 ): Promise<void> {
   const location: BackupStorageLocation = {
@@ -306,7 +311,6 @@ async function applyDefaultLocation(
       provider: 'aws',
       default: true,
       objectStorage: { bucket },
-      credential: { name: credentialsSecret, key: 'cloud' },
       config: { region: 'minio', s3ForcePathStyle: 'true', s3Url },
     },
   };
@@ -454,7 +458,7 @@ export async function startVelero(options: VeleroOptions): Promise<Velero> {
       binaries.veleroVersion,
     );
     const storageLocation = 'default';
-    await applyDefaultLocation(client, storageLocation, namespace, bucket, credentialsSecret, store.url);
+    await applyDefaultLocation(client, storageLocation, namespace, bucket, store.url);
 
     const logFile = join(dir, 'velero.log');
     const watched: Watched[] = [store.watched];

@@ -173,6 +173,16 @@ describe("a Velero Backup's outcome, as the tenant reads it", () => {
     expect(outcomeOf('Backup', 'nightly', 'b', 'Failed', { failureReason: 'the store is full' })).toMatch(
       /^Velero Backup b is Failed: the store is full; /,
     );
+    // Velero's words when it read a location's credentials file while rewriting it (CI met it once): the
+    // tenant is told what happened and what to do.
+    const emptyKeys =
+      'backup execution failed: rpc error: code = Unknown desc = failed to refresh cached credentials, no EC2 IMDS role found, operation error ec2imds: GetMetadata';
+    expect(outcomeOf('Backup', 'nightly', 'b', 'Failed', { failureReason: emptyKeys })).toContain(
+      `${emptyKeys}; Velero found no keys for the storage location at that moment (it rewrites the location's credentials file on each use, and a use at the same moment can read it empty): create it again`,
+    );
+    expect(
+      outcomeOf('Backup', 'nightly', 'b', 'Failed', { failureReason: 'the store is full' }),
+    ).not.toContain('Velero found no keys');
     // Counts that are not counts are not repeated.
     expect(
       outcomeOf('Backup', 'nightly', 'b', 'PartiallyFailed', { errors: '9; rm -rf', warnings: -1 }),

@@ -12,6 +12,16 @@ const counted = (value: unknown): number =>
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /**
+ * What a failure reason means when Velero's object store plugin found no keys for the location: Velero
+ * v1.18 rewrites a location's credentials file (truncate, then write) each time it uses it, so a backup
+ * or restore that reads it at that moment finds it empty, and the AWS plugin's last resort (the EC2
+ * metadata service) fails. Its words say nothing of that.
+ */
+const noCredentials = /no EC2 IMDS role found|failed to refresh cached credentials/;
+const noCredentialsHint =
+  "Velero found no keys for the storage location at that moment (it rewrites the location's credentials file on each use, and a use at the same moment can read it empty): create it again, and if it fails the same way, have the location's Secret checked";
+
+/**
  * `kind` is Velero's kind; `tenantName` the tenant's object, named in the command she can run;
  * `veleroName` the Velero object; `veleroStatus` its status as Velero wrote it.
  */
@@ -29,6 +39,7 @@ export function outcomeOf(
   const warnings = counted(veleroStatus?.warnings);
   const said = [
     reason,
+    noCredentials.test(reason) ? noCredentialsHint : '',
     errors || warnings ? `${plural(errors, 'error')} and ${plural(warnings, 'warning')}` : '',
   ].filter(Boolean);
   const noun = kind.toLowerCase();
