@@ -350,6 +350,42 @@ describe('NonAdminRestore as its requester', { timeout: 3 * veleroQueueMs }, () 
     );
   });
 
+  it('never restores a Pod with a Velero hook annotation into a namespace that may no longer have them', async () => {
+    const { namespace: ns, tenant } = await env.tenantNamespace('guard-hooks');
+    const hooked = (name: string) =>
+      ({
+        metadata: {
+          name,
+          namespace: ns,
+          // A restore hook: Velero would run it in the restored Pod, holding every tenant's restores.
+          annotations: { 'post.hook.restore.velero.io/command': '["/bin/sleep", "86400"]' },
+        },
+        spec: { containers: [{ name: 'main', image: 'registry.example/db:1' }] },
+      }) as KubeObject;
+    const hookedPodAdmitted = () => mayCreate(tenant, Resources.pods, hooked(cluster.unique('probe')));
+    // Allowed when the backup was taken...
+    await env.setPolicy({ podHookNamespaces: [ns] });
+    await eventually(hookedPodAdmitted, { what: 'a Pod with a hook admitted in the listed namespace' });
+    await tenant.create(Resources.pods, hooked('db'));
+    const backupName = await backupOf(ns, tenant);
+    // ...not any more when the tenant restores it.
+    await env.setPolicy({});
+    await eventually(async () => !(await hookedPodAdmitted()), { what: 'the namespace taken off the list' });
+    await cluster.admin.delete(Resources.pods, 'db', ns);
+    await eventually(async () => !(await cluster.admin.get(Resources.pods, 'db', ns)), {
+      what: 'Pod db gone',
+    });
+
+    const nar = await restoreAs(tenant, ns, backupName);
+    expect(await cluster.admin.get(Resources.pods, 'db', ns)).toBeUndefined();
+    const item = refused(nar).get('Pod/db');
+    expect(item, JSON.stringify(nar.status?.refusedItems)).toMatchObject({ verb: 'create' });
+    expect(item?.message).toContain(
+      'may not carry Velero hook annotations (post.hook.restore.velero.io/command)',
+    );
+    expect(condition(nar, 'ItemsRefused')).toMatchObject({ status: 'True' });
+  });
+
   it('runs a retargeted restore with the rights of whoever retargeted it (an editor retargets an admin’s waiting restore)', async () => {
     const ns = await env.namespace('guard-retarget');
     const alice = await cluster.user(cluster.unique('alice'));
