@@ -115,7 +115,7 @@ export interface Fault {
 
 /** A tenant operation, and how it ended. */
 export interface Operation {
-  kind: 'namespace' | 'backup' | 'restore' | 'schedule' | 'scope' | 'search';
+  kind: 'namespace' | 'backup' | 'restore' | 'schedule' | 'scope' | 'search' | 'hook-pod';
   name: string;
   /** ms since the round started. */
   startedAt: number;

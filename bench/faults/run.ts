@@ -17,7 +17,7 @@ export interface RunOptions {
 }
 
 /** A tenant at a person's pace, for a run beside other work (the e2e slice). */
-export const slowPace: Pace = { namespace: 1_500, backup: 4_000, search: 1_000 };
+export const slowPace: Pace = { namespace: 1_500, backup: 4_000, search: 1_000, hookPod: 3_000 };
 
 /** A refusal's message with its run-specific names and addresses taken out, so that alike ones group. */
 function shape(message: string, prefix: string): string {

@@ -1,13 +1,13 @@
 // The tenant at work while a fault hits: namespaces created in her organization, NonAdminBackups of her
 // namespace, NonAdminRestores of her base backup into it, NonAdminSchedules of it, ScopeInstances binding
-// an admin's template in it, searches for her ConfigMaps, each through her own credentials and each
-// answer recorded.
+// an admin's template in it, searches for her ConfigMaps, Pods with a Velero hook annotation that must
+// never be admitted (dry runs), each through her own credentials and each answer recorded.
 // Nothing here decides whether an end state is right: checks.ts does, once the round settled.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NonAdminBackupCrd, NonAdminRestoreCrd, NonAdminScheduleCrd } from '../../src/crds/backup.ts';
 import { ScopeInstanceCrd } from '../../src/crds/scopes.ts';
 import { ApiError } from '../../src/kube/client.ts';
-import { type KubeObject, Resources } from '../../src/kube/resources.ts';
+import { type KubeObject, Resources, resourcePath } from '../../src/kube/resources.ts';
 import type { Operation, World } from './model.ts';
 
 /** Her search: the ConfigMaps of her namespace, which must be exactly `world.known`. */
@@ -50,7 +50,15 @@ export interface Pace {
   scope?: number;
   /** NonAdminSchedules (due once a year: the hand-over to Velero is what is checked); none without this. */
   schedule?: number;
+  /**
+   * Pods carrying a Velero hook annotation in her namespace (dry runs): each must be refused, by the
+   * pod-hooks webhook or by kube-apiserver when it cannot call it (fail closed); none without this.
+   */
+  hookPod?: number;
 }
+
+/** The hook her refused Pods carry: Velero would run it, with its default 30 s timeout, in every backup. */
+export const hookAnnotation = { 'pre.hook.backup.velero.io/command': '["/bin/sleep", "86400"]' };
 
 /** A schedule that does not run during a round: on January 1st at 03:00. */
 export const yearlySchedule = '0 3 1 1 *';
@@ -63,6 +71,7 @@ export const benchPace: Pace = {
   restore: 3_000,
   scope: 2_500,
   schedule: 4_000,
+  hookPod: 1_000,
 };
 
 export class TenantWork {
@@ -96,6 +105,9 @@ export class TenantWork {
     }
     if (paceMs.schedule) {
       this.loops.push(this.every(paceMs.schedule, (i) => this.createSchedule(`${round}-sch${i}`)));
+    }
+    if (paceMs.hookPod) {
+      this.loops.push(this.every(paceMs.hookPod, (i) => this.tryHookPod(`${round}-hook${i}`)));
     }
     const template = world.scopeTemplate;
     if (paceMs.scope && template) {
@@ -188,6 +200,23 @@ export class TenantWork {
         spec: { scopeTemplateName, namespaces: [this.world.home] },
       } as KubeObject),
     );
+  }
+
+  /** A Pod that would have Velero run her command in every backup: admitted is wrong, whatever the fault. */
+  private tryHookPod(name: string): Promise<void> {
+    const { tenant, home } = this.world;
+    return this.record('hook-pod', name, async (op) => {
+      await tenant.request('POST', resourcePath(Resources.pods, home), {
+        body: {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name, namespace: home, annotations: hookAnnotation },
+          spec: { containers: [{ name: 'main', image: 'registry.example/stall:1' }] },
+        },
+        query: { dryRun: 'All' },
+      });
+      op.wrong = `Pod ${home}/${name} with ${Object.keys(hookAnnotation)[0]} admitted (dry run): the pod-hooks webhook did not refuse it`;
+    });
   }
 
   private searchOnce(name: string): Promise<void> {

@@ -17,7 +17,7 @@ import { OrganizationCrd } from '../../src/crds/tenancy.ts';
 import { VeleroResources } from '../../src/crds/velero.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { completedBackup, completedRestore, tenantIn } from '../harness/backup.ts';
+import { applyBackupPolicy, completedBackup, completedRestore, tenantIn } from '../harness/backup.ts';
 import type { InstalledChart } from '../harness/chart.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { type Installed, installTenantkit, stopInstalled } from '../harness/installed.ts';
@@ -359,6 +359,69 @@ describe.skipIf(nodeSkipReason)('the chart, installed', () => {
       { what: 'the NonAdminBackup and NonAdminRestore gone', timeoutMs: 120_000 },
     );
   }, 600_000);
+
+  it("refuses Velero's hook annotations on a tenant's Pods, on those a ReplicaSet makes for them too", async () => {
+    const ns = await cluster.namespace('e2e-hooks');
+    const user = await tenantIn(cluster, ns, 'e2e-hooker');
+    const veleroNamespace = installed!.velero.namespace;
+    const hook = { 'pre.hook.backup.velero.io/command': '["/bin/sleep", "86400"]' };
+    const pod = testPod(ns, node.workloadImage, 'stall', ['sleep', '3600']);
+    const refusal = /may not carry Velero hook annotations \(pre\.hook\.backup\.velero\.io\/command\)/;
+    const refused = (write: Promise<unknown>) =>
+      write.then(
+        () => 'admitted',
+        (err: Error) => err.message,
+      );
+    expect(
+      await refused(
+        user.create(Resources.pods, { ...pod, metadata: { ...pod.metadata, annotations: hook } }),
+      ),
+    ).toMatch(refusal);
+
+    // A Deployment made while the admin allowed hooks here, with no replicas yet...
+    await applyBackupPolicy(cluster, { veleroNamespace, podHookNamespaces: [ns] });
+    const withHook = testDeployment(
+      ns,
+      'web',
+      testPod(ns, node.workloadImage, 'web', ['sleep', '3600']).spec,
+      hook,
+    ) as KubeObject & { spec: { replicas: number } };
+    withHook.spec.replicas = 0;
+    await eventually(
+      async () => (await refused(user.create(Resources.deployments, withHook))) === 'admitted',
+      {
+        what: 'the Deployment with a hook admitted once the namespace is listed',
+      },
+    );
+    await eventually(
+      async () =>
+        (await user.list(Resources.replicaSets, { namespace: ns, labelSelector: 'app=web' })).items[0],
+      { what: "the Deployment's ReplicaSet", timeoutMs: 60_000 },
+    );
+    // ...then scaled up once they no longer do: the ReplicaSet (kube-controller-manager) may not make it a Pod.
+    await applyBackupPolicy(cluster, { veleroNamespace });
+    await eventually(
+      async () =>
+        refusal.test(
+          await refused(
+            user.create(Resources.pods, { ...pod, metadata: { ...pod.metadata, annotations: hook } }),
+          ),
+        ),
+      { what: 'the namespace taken off the list' },
+    );
+    await user.patch(Resources.deployments, 'web', ns, { spec: { replicas: 1 } });
+    const failure = await eventually(
+      async () => {
+        const sets = await user.list<
+          KubeObject & { status?: { conditions?: { type: string; message?: string }[] } }
+        >(Resources.replicaSets, { namespace: ns, labelSelector: 'app=web' });
+        return sets.items[0]?.status?.conditions?.find((c) => c.type === 'ReplicaFailure');
+      },
+      { what: "the ReplicaSet's ReplicaFailure", timeoutMs: 60_000 },
+    );
+    expect(failure.message).toMatch(refusal);
+    expect((await user.list(Resources.pods, { namespace: ns, labelSelector: 'app=web' })).items).toEqual([]);
+  }, 180_000);
 
   it('keeps the webhooks answering through a rolling helm upgrade, and the injected CA with them', async () => {
     const before = await cluster.admin.get<WebhookConfiguration>(
