@@ -84,6 +84,8 @@ export interface WatchOptions {
   resourceVersion?: string;
   timeoutSeconds?: number;
   signal?: AbortSignal;
+  /** Called when the server has accepted the watch (HTTP 200): the connection works. */
+  onOpen?: () => void;
 }
 
 export interface ApplyOptions {
@@ -364,6 +366,7 @@ export class KubeClient {
           res.on('end', () => reject(errorFrom(status, text)));
           return;
         }
+        options.onOpen?.();
         let buffer = '';
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => {

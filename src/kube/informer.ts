@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { RetryBackoff } from './backoff.ts';
 import {
   isGone,
   type KubeClient,
@@ -159,17 +160,18 @@ export class Informer<T extends KubeObject> {
     return new Promise((resolve) => this.syncWaiters.push(resolve));
   }
 
-  /** Runs list+watch until the signal aborts. Transport errors are retried with capped backoff. */
+  /** Runs list+watch until the signal aborts. Transport errors are retried with capped backoff, from the shortest delay again once a list or watch worked. */
   async run(signal: AbortSignal): Promise<void> {
     if (this.started) throw new Error(`informer for ${this.type.plural} already started`);
     this.started = true;
-    let failures = 0;
+    const backoff = new RetryBackoff({ baseMs: 400, capMs: 30_000 });
     let needList = true;
     while (!signal.aborted) {
       try {
         if (needList) {
           await this.relist();
           needList = false;
+          backoff.reset();
         }
         await this.watchClient.watch<T>(
           this.type,
@@ -180,10 +182,10 @@ export class Informer<T extends KubeObject> {
             resourceVersion: this.resourceVersion,
             timeoutSeconds: 240 + Math.floor(Math.random() * 120),
             signal,
+            onOpen: () => backoff.reset(),
           },
           (event) => this.apply(event),
         );
-        failures = 0;
       } catch (err) {
         if (signal.aborted) break;
         if (isGone(err)) {
@@ -192,8 +194,7 @@ export class Informer<T extends KubeObject> {
           needList = true;
           continue;
         }
-        failures++;
-        const delay = Math.min(30_000, 200 * 2 ** Math.min(failures, 8));
+        const delay = backoff.next();
         this.options.logger?.warn(
           { resource: this.type.plural, err: String(err), retryInMs: delay },
           'watch failed',

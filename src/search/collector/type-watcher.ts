@@ -5,6 +5,7 @@
 // Only the uids of the list in progress are held, never the objects.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { RetryBackoff } from '../../kube/backoff.ts';
 import {
   type ApiError,
   isGone,
@@ -98,19 +99,19 @@ export class TypeWatcher {
   private async run(): Promise<void> {
     const { cluster, logger } = this.host;
     let reason: ListReason | undefined = 'start';
-    let failures = 0;
+    const backoff = new RetryBackoff({ baseMs: 250, capMs: 30_000, jitter: 0.2 });
     while (!this.stopped) {
       if (this.resyncDue && !reason) reason = 'resync';
       const listing = reason !== undefined;
       try {
         if (reason) {
           await this.list(reason);
+          backoff.reset();
           reason = undefined;
           this.resyncDue = false;
           this.scheduleResync();
         }
-        await this.watch();
-        failures = 0;
+        await this.watch(() => backoff.reset());
       } catch (err) {
         if (this.stopped) break;
         if (err instanceof Paused) {
@@ -128,10 +129,9 @@ export class TypeWatcher {
           reason = 'gone';
           continue;
         }
-        failures++;
         collectorMetrics.watchErrors.inc({ cluster });
         if (isNotFound(err)) this.host.missing(this.type);
-        const delay = Math.min(30_000, 250 * 2 ** Math.min(failures - 1, 8)) * (0.8 + Math.random() * 0.4);
+        const delay = backoff.next();
         logger.warn(
           {
             cluster,
@@ -232,7 +232,8 @@ export class TypeWatcher {
     this.firstListSettled();
   }
 
-  private async watch(): Promise<void> {
+  /** Watches from the last version seen; `opened` once the server accepted the watch. */
+  private async watch(opened: () => void): Promise<void> {
     const abort = new AbortController();
     this.watchAbort = abort;
     if (this.stopped || this.resyncDue) return;
@@ -240,7 +241,7 @@ export class TypeWatcher {
     const timeoutSeconds = this.host.watchTimeoutSeconds ?? 240 + Math.floor(Math.random() * 120);
     await client.watch<KubeObject>(
       this.type,
-      { resourceVersion: this.resourceVersion, timeoutSeconds, signal: abort.signal },
+      { resourceVersion: this.resourceVersion, timeoutSeconds, signal: abort.signal, onOpen: opened },
       (event) => this.apply(event),
     );
   }
