@@ -41,6 +41,11 @@ export interface VeleroOptions {
    */
   restoreGuard?: boolean;
   /**
+   * How many backups Velero runs at once (`--concurrent-backups`, new in v1.18; Velero's default is 1).
+   * Backups of namespaces that overlap still wait for each other.
+   */
+  concurrentBackups?: number;
+  /**
    * Runs Velero as a Deployment on the local node (devenv/node/launch.ts) from this image,
    * already imported into the node's containerd, instead of as a local process; the S3 server then
    * listens on `address` (the node's address), which Pods reach. Velero's log is copied to `logFile` when
@@ -450,6 +455,7 @@ export async function startVelero(options: VeleroOptions): Promise<Velero> {
       // The default uploader of file-system backups (run by the node-agent, on a node).
       '--uploader-type=kopia',
       '--log-format=text',
+      ...(options.concurrentBackups ? [`--concurrent-backups=${options.concurrentBackups}`] : []),
     ];
     await applyVeleroDeployment(
       client,

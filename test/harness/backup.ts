@@ -3,6 +3,7 @@
 // role in their namespace) who act through the real API server. Also the waits those tests repeat: a
 // NonAdminBackup or NonAdminRestore until Velero finished it, outlasting Velero's queue recheck.
 import { randomBytes } from 'node:crypto';
+import type { VeleroOptions } from '../../devenv/velero/launch.ts';
 import { veleroPodLog } from '../../devenv/velero/pod.ts';
 import { credentialsFile } from '../../devenv/velero/s3-sign.ts';
 import { backup } from '../../src/backup/index.ts';
@@ -144,6 +145,8 @@ export interface BackupEnvironmentOptions {
   policy?: NonAdminPolicy;
   /** Whether start applies the policy (default true); false leaves the first one to the tests. */
   applyPolicyAtStart?: boolean;
+  /** How the test Velero runs (default: as Velero's defaults, one backup at a time). */
+  velero?: Pick<VeleroOptions, 'concurrentBackups'>;
 }
 
 export interface BackupEnvironment {
@@ -172,7 +175,7 @@ export async function startBackupEnvironment(
   cluster: TestCluster,
   options: BackupEnvironmentOptions = {},
 ): Promise<BackupEnvironment> {
-  const velero = await startTestVelero(cluster);
+  const velero = await startTestVelero(cluster, options.velero);
   const namespaces: string[] = [];
   const setPolicy = (nonAdmin: NonAdminPolicy = {}) =>
     applyBackupPolicy(cluster, { veleroNamespace: velero.namespace, ...options.policy, ...nonAdmin });
