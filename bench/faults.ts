@@ -89,6 +89,15 @@ const bench = await startBenchCluster({
 const { admin, cp, dir } = bench;
 const node = bench.node!;
 const rows: FaultRow[] = [];
+// Stopped by hand (Ctrl-C, or SIGTERM): the node, its containers and the control plane go with the run,
+// instead of staying on the machine; the faults finished so far are printed. A second signal ends it at once.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    say(`${signal}: stopping the node and the control plane (again to end at once)`);
+    if (rows.length > 0) say(table(rows));
+    void bench.stop().finally(() => process.exit(130));
+  });
+}
 try {
   const storeDir = join(dir, `velero-${veleroNamespace}`, 's3');
   await bench.limitDisk(storeDir, 1024);
