@@ -1,7 +1,9 @@
 // A TCP relay in front of a real server (TLS passes through it untouched): what its clients meet when
 // their connections break (a restarted API server, a killed database Pod behind its Service) without the
 // server itself going away. One mechanism for every test that breaks connections.
+import { readFileSync } from 'node:fs';
 import { createServer, type Socket, connect as tcpConnect } from 'node:net';
+import { KubeClient } from '../../src/kube/client.ts';
 
 export interface Relay {
   /** `url` (http, https or postgres) with the relay's host and port in place of the server's. */
@@ -52,4 +54,31 @@ export function relayTo(url: string, options: { port?: number; host?: string } =
       });
     });
   });
+}
+
+/** An admin client of the cluster whose kubeconfig is at `kubeconfigPath`, connecting through a relay. */
+export async function apiServerRelay(kubeconfigPath: string): Promise<{ client: KubeClient; relay: Relay }> {
+  const kubeconfig = readFileSync(kubeconfigPath, 'utf8');
+  const server = /server: (\S+)/.exec(kubeconfig)![1]!;
+  const relay = await relayTo(server);
+  return { client: KubeClient.fromKubeconfig({ yaml: kubeconfig.replace(server, relay.url) }), relay };
+}
+
+/**
+ * Breaks every connection through `relay` `times` times in a row; after each break, `step(i)` does
+ * something and waits until it is seen. Returns how long each took from its break, in ms.
+ */
+export async function afterEachBreak(
+  relay: Relay,
+  times: number,
+  step: (i: number) => Promise<void>,
+): Promise<number[]> {
+  const took: number[] = [];
+  for (let i = 0; i < times; i++) {
+    relay.dropConnections();
+    const at = performance.now();
+    await step(i);
+    took.push(performance.now() - at);
+  }
+  return took;
 }

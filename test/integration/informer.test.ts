@@ -1,7 +1,6 @@
 // The informer against the real API server: initial list, watch events and indexes.
-import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { isConflict, KubeClient } from '../../src/kube/client.ts';
+import { isConflict } from '../../src/kube/client.ts';
 import { ensureFinalizer, removeFinalizer } from '../../src/kube/finalizers.ts';
 import { ByLabel, ByNamespace, ByOwner, cacheDigest, Informer } from '../../src/kube/informer.ts';
 import { silentLogger } from '../../src/kube/log.ts';
@@ -9,7 +8,7 @@ import { Manager } from '../../src/kube/manager.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { keepFields } from '../../src/kube/slim.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
-import { relayTo } from '../harness/relay.ts';
+import { afterEachBreak, apiServerRelay } from '../harness/relay.ts';
 
 const cluster = await TestCluster.connect();
 const rejection = (promise: Promise<unknown>) =>
@@ -18,15 +17,6 @@ const rejection = (promise: Promise<unknown>) =>
     (e: unknown) => e,
   );
 afterAll(() => cluster.cleanup());
-
-/** An admin client whose connections pass through a relay the test can break (relay.ts). */
-async function cuttableApiServer() {
-  const kubeconfig = readFileSync(cluster.adminKubeconfigPath, 'utf8');
-  const server = /server: (\S+)/.exec(kubeconfig)![1]!;
-  const relay = await relayTo(server);
-  const client = KubeClient.fromKubeconfig({ yaml: kubeconfig.replace(server, relay.url) });
-  return { client, cut: relay.dropConnections, close: relay.close };
-}
 
 /** A running, synced informer on the ConfigMaps of `ns`; `stop` ends it. */
 async function configMapInformer(ns: string) {
@@ -51,17 +41,14 @@ describe('informer', () => {
     // then: each is a first failure. Before, the delay doubled with every break since the informer
     // started (0.4, 0.8, 1.6, 3.2, 6.4, 12.8 s...), as the bench's repeated restarts showed.
     const ns = await cluster.namespace('inf-cut');
-    const api = await cuttableApiServer();
-    const informer = new Informer<KubeObject>(api.client, Resources.configMaps, { namespace: ns });
+    const { client, relay } = await apiServerRelay(cluster.adminKubeconfigPath);
+    const informer = new Informer<KubeObject>(client, Resources.configMaps, { namespace: ns });
     const stop = new AbortController();
     const run = informer.run(stop.signal);
     try {
       await informer.waitForSync();
-      const took: number[] = [];
-      for (let i = 0; i < 7; i++) {
-        // The watch is open (it delivered the last object), then breaks.
-        api.cut();
-        const cutAt = performance.now();
+      // The watch is open (it delivered the last object) at each break.
+      const took = await afterEachBreak(relay, 7, async (i) => {
         await cluster.admin.create(Resources.configMaps, {
           metadata: { name: `after-cut-${i}`, namespace: ns },
         });
@@ -70,8 +57,7 @@ describe('informer', () => {
           intervalMs: 20,
           what: `the informer sees after-cut-${i}`,
         });
-        took.push(performance.now() - cutAt);
-      }
+      });
       // Each resumes after the shortest delay (0.4 s) plus a reconnect, never 12.8 s as the seventh did.
       expect(Math.max(...took), `resumed after ${took.map((t) => Math.round(t)).join(', ')} ms`).toBeLessThan(
         2_000,
@@ -79,7 +65,7 @@ describe('informer', () => {
     } finally {
       stop.abort();
       await run;
-      await api.close();
+      await relay.close();
     }
   });
 

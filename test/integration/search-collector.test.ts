@@ -3,9 +3,7 @@
 // that come and go, and the resync that removes what was deleted while the collector was stopped.
 import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KubeClient } from '../../src/kube/client.ts';
 import { installCrds } from '../../src/kube/crds.ts';
 import { silentLogger } from '../../src/kube/log.ts';
 import { type KubeObject, Resources, type ResourceType, resourceType } from '../../src/kube/resources.ts';
@@ -23,7 +21,7 @@ import { PostgresSearch } from '../../src/search/query/engine.ts';
 import { allAccess } from '../harness/access-sets.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { proxyOn, startTestDatabase } from '../harness/postgres.ts';
-import { relayTo } from '../harness/relay.ts';
+import { afterEachBreak, apiServerRelay } from '../harness/relay.ts';
 
 const cluster = await TestCluster.connect();
 const all = allAccess;
@@ -408,11 +406,9 @@ describe('search collector', () => {
   it('indexes within 3 s after each of many broken watches in a row, each one after they worked', async () => {
     // As the API server restarting now and then: each break is a first failure. Before, every type's
     // watch waited twice as long as after the break before (0.25, 0.5, 1, 2, 4, 8, 16 s...).
-    const kubeconfig = readFileSync(cluster.adminKubeconfigPath, 'utf8');
-    const server = /server: (\S+)/.exec(kubeconfig)![1]!;
-    const relay = await relayTo(server);
+    const { client, relay } = await apiServerRelay(cluster.adminKubeconfigPath);
     const cut = new Collector({
-      client: KubeClient.fromKubeconfig({ yaml: kubeconfig.replace(server, relay.url) }),
+      client,
       sink: indexer,
       cluster: 'cut-test',
       hub: false,
@@ -432,10 +428,7 @@ describe('search collector', () => {
       ).rowCount === 1;
     try {
       await cut.waitForInitialSync();
-      const took: number[] = [];
-      for (let i = 0; i < 7; i++) {
-        relay.dropConnections();
-        const at = performance.now();
+      const took = await afterEachBreak(relay, 7, async (i) => {
         await cluster.admin.create(Resources.configMaps, {
           metadata: { name: `after-cut-${i}`, namespace: where },
         });
@@ -444,8 +437,7 @@ describe('search collector', () => {
           intervalMs: 20,
           what: `after-cut-${i} indexed`,
         });
-        took.push(performance.now() - at);
-      }
+      });
       expect(Math.max(...took), `indexed after ${took.map((t) => Math.round(t)).join(', ')} ms`).toBeLessThan(
         3_000,
       );
