@@ -118,12 +118,15 @@ describe('two backups at once in Velero', { timeout: 300_000 }, () => {
     );
     expect(waiting.operation.spec?.node).toBe(node);
 
-    // Bob's backups go through Velero's second worker, one after another, while hers waits.
+    // Bob's backups go through Velero's second worker, one after another, while hers waits: until hers
+    // is called stuck and at least one of his has completed after that (on a loaded machine his first
+    // backup alone can outlast the 4 s stall bound).
     const made: string[] = [];
+    let madeWhenStuck = 0;
     let stuck: { reason?: string; status?: string; message?: string } | undefined;
     const reasonsSeen = new Set<string>();
     const started = Date.now();
-    while (!stuck && Date.now() - started < 60_000) {
+    while ((!stuck || made.length <= madeWhenStuck) && Date.now() - started < 60_000) {
       const name = `run-${made.length}`;
       await b.tenant.create(nabType, {
         metadata: { name, namespace: b.namespace },
@@ -134,7 +137,10 @@ describe('two backups at once in Velero', { timeout: 300_000 }, () => {
       const hers = await a.tenant.get<NonAdminBackup>(nabType, 'with-volume', a.namespace);
       const c = queued(hers);
       if (c?.reason) reasonsSeen.add(c.reason);
-      if (c?.reason === 'VeleroBackupStuck') stuck = c;
+      if (!stuck && c?.reason === 'VeleroBackupStuck') {
+        stuck = c;
+        madeWhenStuck = made.length;
+      }
       expect(hers?.status?.veleroBackup?.status?.phase).toBe('InProgress');
     }
     expect(
@@ -159,7 +165,7 @@ describe('two backups at once in Velero', { timeout: 300_000 }, () => {
     expect(queueGauge.values.find((v) => v.labels.namespace === veleroNs)?.value ?? 0).toBeLessThan(4);
 
     // Bob was never warned: each of his backups completed without a word of a stall.
-    expect(made.length).toBeGreaterThanOrEqual(2);
+    expect(made.length).toBeGreaterThan(madeWhenStuck);
     for (const name of made) {
       const his = await b.tenant.get<NonAdminBackup>(nabType, name, b.namespace);
       expect(queued(his)?.reason).toBe('BackupScheduled');
