@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { Annotations } from '../../src/backup/model.ts';
+import { Annotations, syncedFromOf } from '../../src/backup/model.ts';
 import {
   type NonAdminBackup,
   NonAdminBackupCrd,
@@ -20,6 +20,7 @@ import {
 } from '../../src/crds/backup.ts';
 import { type ScopeInstance, ScopeInstanceCrd } from '../../src/crds/scopes.ts';
 import { finishedPhases, VeleroResources } from '../../src/crds/velero.ts';
+import { isNotFound } from '../../src/kube/client.ts';
 import { type Condition, findCondition } from '../../src/kube/conditions.ts';
 import { cacheDigest, type InformerCache } from '../../src/kube/informer.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
@@ -99,23 +100,32 @@ async function scheduleProblem(world: World, name: string): Promise<string | und
   return undefined;
 }
 
-/** Velero's objects of one kind made for the tenant's objects, by the name of the tenant object. */
+/** The names of Velero's objects of one kind made for the tenant's objects, by the name of the tenant object. */
 async function veleroByOrigin(
   world: World,
   kind: 'backup' | 'restore' | 'schedule',
 ): Promise<Map<string, string[]>> {
+  const by = await veleroObjectsByOrigin(world, kind);
+  return new Map([...by].map(([origin, objects]) => [origin, objects.map((o) => o.metadata.name!)]));
+}
+
+/** Velero's objects of one kind made for the tenant's objects, by the name of the tenant object. */
+async function veleroObjectsByOrigin(
+  world: World,
+  kind: 'backup' | 'restore' | 'schedule',
+): Promise<Map<string, KubeObject[]>> {
   const [type, name, namespace] = {
     backup: [VeleroResources.backups, Annotations.nabName, Annotations.nabNamespace] as const,
     restore: [VeleroResources.restores, Annotations.narName, Annotations.narNamespace] as const,
     schedule: [VeleroResources.schedules, Annotations.nasName, Annotations.nasNamespace] as const,
   }[kind];
   const objects = await world.admin.list<KubeObject>(type, { namespace: world.veleroNamespace });
-  const by = new Map<string, string[]>();
+  const by = new Map<string, KubeObject[]>();
   for (const o of objects.items) {
     const a = o.metadata.annotations ?? {};
     const origin = a[name];
     if (a[namespace] !== world.home || !origin) continue;
-    by.set(origin, [...(by.get(origin) ?? []), o.metadata.name!]);
+    by.set(origin, [...(by.get(origin) ?? []), o]);
   }
   return by;
 }
@@ -296,10 +306,37 @@ export interface FailedEnd {
 }
 
 /**
+ * The tenant's (the admin's) request to remove something, asked again for a while when the API server
+ * could not answer it (a webhook Pod just killed, a 5xx, a dropped connection), as a person would; a
+ * refusal it keeps giving is returned to be reported, never swallowed.
+ */
+async function removal(what: string, request: () => Promise<unknown>): Promise<string | undefined> {
+  let last = '';
+  for (let attempt = 0; attempt < 10; attempt++) {
+    try {
+      await request();
+      return undefined;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      const status = (err as { status?: number }).status;
+      last = err instanceof Error ? err.message : String(err);
+      if (status !== undefined && status < 500 && status !== 429 && status !== 409) break;
+      await sleep(1_000);
+    }
+  }
+  return `${what} refused: ${last.slice(0, 200)}`;
+}
+
+/**
  * The round's objects removed by their owners (the tenant deletes her ScopeInstances, NASs, NARs, and her
  * NABs with their data when `withData`; the admin the namespaces); resolves when they are gone, with what
  * was left behind: Velero Backups, Restores and Schedules without their tenant object, RoleBindings of
  * deleted ScopeInstances, and (`withData`) data of a deleted backup still in the bucket.
+ *
+ * "Gone" is by uid: a NAB deleted without its data comes back by design (Velero's bucket sync makes its
+ * Backup again, as a new object, once the bucket changes, and backup sync a new NAB of the same name with
+ * the synced-from label; docs/backup.md). Those new objects are said, not counted as left behind; the
+ * objects the tenant deleted are.
  */
 export async function cleanUp(
   world: World,
@@ -309,29 +346,61 @@ export async function cleanUp(
 ): Promise<string[]> {
   const { nabs, nars, schedules, scopes, namespaces } = made;
   const names = new Map<string, string>();
-  for (const name of schedules)
-    await world.tenant.delete(NonAdminScheduleCrd.type, name, world.home).catch(() => {});
-  for (const name of scopes) await world.tenant.delete(ScopeInstanceCrd.type, name).catch(() => {});
+  /** The uids of the objects deleted (tenant objects by name, Velero Backups by name). */
+  const deleted = new Map<string, string>();
+  const veleroUids = new Map<string, string>();
+  const refused: string[] = [];
+  const remove = async (what: string, request: () => Promise<unknown>) => {
+    const problem = await removal(what, request);
+    if (problem) refused.push(problem);
+  };
+  const remember = (kind: string, o: KubeObject | undefined) => {
+    if (o?.metadata.uid) deleted.set(`${kind}/${o.metadata.name}`, o.metadata.uid);
+  };
+  for (const name of schedules) {
+    remember(
+      NonAdminScheduleCrd.type.kind,
+      await world.admin.get(NonAdminScheduleCrd.type, name, world.home),
+    );
+    await remove(`NonAdminSchedule ${name}'s deletion`, () =>
+      world.tenant.delete(NonAdminScheduleCrd.type, name, world.home),
+    );
+  }
+  for (const name of scopes)
+    await remove(`ScopeInstance ${name}'s deletion`, () => world.tenant.delete(ScopeInstanceCrd.type, name));
   const restoreNames = new Map<string, string>();
   for (const name of nars) {
     const nar = await world.admin.get<NonAdminRestore>(NonAdminRestoreCrd.type, name, world.home);
+    remember(NonAdminRestoreCrd.type.kind, nar);
     const restore = nar?.status?.veleroRestore?.name;
     if (restore) restoreNames.set(name, restore);
-    await world.tenant.delete(NonAdminRestoreCrd.type, name, world.home).catch(() => {});
+    await remove(`NonAdminRestore ${name}'s deletion`, () =>
+      world.tenant.delete(NonAdminRestoreCrd.type, name, world.home),
+    );
   }
   for (const name of nabs) {
     const nab = await world.admin.get<NonAdminBackup>(NonAdminBackupCrd.type, name, world.home);
+    remember(NonAdminBackupCrd.type.kind, nab);
     const backup = nab?.status?.veleroBackup?.name;
-    if (backup) names.set(name, backup);
+    if (backup) {
+      names.set(name, backup);
+      const object = await world.admin.get(VeleroResources.backups, backup, world.veleroNamespace);
+      if (object?.metadata.uid) veleroUids.set(backup, object.metadata.uid);
+    }
     if (withData) {
-      await world.tenant
-        .patch(NonAdminBackupCrd.type, name, world.home, { spec: { deleteBackup: true } })
-        .catch(() => {});
+      await remove(`NonAdminBackup ${name}'s spec.deleteBackup`, () =>
+        world.tenant.patch(NonAdminBackupCrd.type, name, world.home, { spec: { deleteBackup: true } }),
+      );
     } else {
-      await world.tenant.delete(NonAdminBackupCrd.type, name, world.home).catch(() => {});
+      await remove(`NonAdminBackup ${name}'s deletion`, () =>
+        world.tenant.delete(NonAdminBackupCrd.type, name, world.home),
+      );
     }
   }
-  for (const ns of namespaces) await world.admin.delete(Resources.namespaces, ns).catch(() => {});
+  for (const ns of namespaces)
+    await remove(`namespace ${ns}'s deletion`, () => world.admin.delete(Resources.namespaces, ns));
+  if (refused.length) return refused;
+  const cameBack = new Set<string>();
   const remaining = await settle(async () => {
     const left: string[] = [];
     for (const [crd, mine, what] of [
@@ -340,12 +409,24 @@ export async function cleanUp(
       [NonAdminScheduleCrd, schedules, 'NonAdminSchedules'],
     ] as const) {
       const items = (await world.admin.list<KubeObject>(crd.type, { namespace: world.home })).items;
-      const stay = items.filter((o) => mine.includes(o.metadata.name!));
+      const stay = items.filter((o) => {
+        if (!mine.includes(o.metadata.name!)) return false;
+        const uid = deleted.get(`${crd.type.kind}/${o.metadata.name}`);
+        if (uid === undefined || uid === o.metadata.uid) return true;
+        // A new object of the same name: backup sync's, for the data the tenant kept.
+        if (!withData && syncedFromOf(o) !== undefined) {
+          cameBack.add(`NonAdminBackup ${o.metadata.name} (synced from ${syncedFromOf(o)})`);
+          return false;
+        }
+        return true;
+      });
       // Each one named, with what its own Deleting condition says (Velero's refusal, say).
       const why = stay.slice(0, 3).map((o) => {
         const conditions = (o as { status?: { conditions?: Condition[] } }).status?.conditions;
         const deleting = findCondition(conditions, 'Deleting');
-        return `${o.metadata.name}${deleting ? ` (${deleting.reason}: ${deleting.message.slice(0, 160)})` : ''}`;
+        const again =
+          deleted.get(`${crd.type.kind}/${o.metadata.name}`) !== o.metadata.uid ? ' (made again)' : '';
+        return `${o.metadata.name}${again}${deleting ? ` (${deleting.reason}: ${deleting.message.slice(0, 160)})` : ''}`;
       });
       if (stay.length)
         left.push(`${stay.length} ${what} not gone after ${timeoutMs / 1000} s: ${why.join('; ')}`);
@@ -354,7 +435,7 @@ export async function cleanUp(
   }, timeoutMs);
   if (remaining) return [remaining];
   // Deleting a NAB (NAR) deletes its Velero Backup (Restore); any left is an orphan, and so is data of a
-  // deleted backup.
+  // deleted backup. A Backup Velero's bucket sync made again for data the tenant kept is a new object.
   const orphaned = await settle(async () => {
     const problems: string[] = [];
     for (const [kind, mine, what] of [
@@ -362,19 +443,16 @@ export async function cleanUp(
       ['restore', nars, 'Restore'],
       ['schedule', schedules, 'Schedule'],
     ] as const) {
-      const left = [...(await veleroByOrigin(world, kind))].filter(([origin]) => mine.includes(origin));
-      problems.push(...left.map(([origin, o]) => `Velero ${what} ${o.join(', ')} of deleted ${origin}`));
-    }
-    // The node-agent's work for a deleted backup (restore) goes with its Velero object (their owner).
-    for (const [type, owner, mine] of [
-      [VeleroResources.podVolumeBackups, 'Backup', names],
-      [VeleroResources.podVolumeRestores, 'Restore', restoreNames],
-    ] as const) {
-      const of = new Map([...mine].map(([tenantName, velero]) => [velero, tenantName]));
-      const items = (await world.admin.list<KubeObject>(type, { namespace: world.veleroNamespace })).items;
-      for (const o of items) {
-        const ref = o.metadata.ownerReferences?.find((r) => r.kind === owner && of.has(r.name));
-        if (ref) problems.push(`${type.kind} ${o.metadata.name} of deleted ${of.get(ref.name)}`);
+      for (const [origin, objects] of await veleroObjectsByOrigin(world, kind)) {
+        if (!mine.includes(origin)) continue;
+        const left = objects.filter((o) => {
+          const uid = veleroUids.get(o.metadata.name!);
+          if (kind !== 'backup' || withData || uid === undefined || uid === o.metadata.uid) return true;
+          cameBack.add(`Velero Backup ${o.metadata.name} (from the bucket)`);
+          return false;
+        });
+        if (left.length)
+          problems.push(`Velero ${what} ${left.map((o) => o.metadata.name).join(', ')} of deleted ${origin}`);
       }
     }
     // A deleted ScopeInstance's bindings go with it (their owner reference): any left still grants.
@@ -391,6 +469,7 @@ export async function cleanUp(
     }
     return problems.length ? problems.join('; ') : undefined;
   }, 60_000);
+  if (cameBack.size) world.say(`  came back by sync, their data kept as asked: ${[...cameBack].join(', ')}`);
   return orphaned ? [orphaned] : [];
 }
 
