@@ -19,6 +19,7 @@ import {
   completedBackup,
   completedRestore,
   condition,
+  nabDeletedWithData,
   startBackupEnvironment,
   tenantIn,
   veleroQueueMs,
@@ -146,6 +147,43 @@ describe('backup sync', { timeout: veleroQueueMs + 90_000 }, () => {
     expect(back.metadata.labels?.[Labels.syncedFrom]).toBe(name);
     const backup = await cluster.admin.get<KubeObject>(VeleroResources.backups, name, env.velero.namespace);
     expect(backup?.metadata.labels?.['velero.io/storage-location']).toBeDefined();
+  });
+
+  it('brings back a NonAdminBackup the tenant deleted without its data, as its Event told her; deleteBackup on it ends it for good', async () => {
+    await tenant.create(nabType, {
+      metadata: { name: 'monthly', namespace: ns },
+      spec: { backupSpec: {} },
+    } as KubeObject);
+    const first = await completed('monthly');
+    const name = first.status!.veleroBackup!.name!;
+    // kubectl delete nab monthly, as the tenant.
+    await tenant.delete(nabType, 'monthly', ns);
+    const told = await eventually(async () => {
+      const list = await tenant.list<
+        KubeObject & { reason?: string; note?: string; regarding?: { uid?: string } }
+      >(Resources.events, { namespace: ns });
+      return list.items.find((e) => e.reason === 'BackupDataKept' && e.regarding?.uid === first.metadata.uid);
+    });
+    expect(told.note).toBe(
+      `Velero Backup ${name} was removed but its data stays in object storage, so Velero's bucket sync brings the backup back and backup sync makes a NonAdminBackup for it again (labelled ${Labels.syncedFrom}=${name}); to be rid of a backup, set spec.deleteBackup: true (before deleting, or on the one that came back) to remove its data too`,
+    );
+    // It comes back: a new object, same name, adopting the same Backup.
+    const back = await eventually(
+      async () => {
+        const o = await nab('monthly');
+        return o && o.metadata.uid !== first.metadata.uid && o.status?.veleroBackup?.name ? o : undefined;
+      },
+      { timeoutMs: 60_000, what: 'monthly back by sync' },
+    );
+    expect(back.metadata.labels?.[Labels.syncedFrom]).toBe(name);
+    expect(back.status?.veleroBackup?.name).toBe(name);
+    // As the Event says: deleteBackup on the one that came back removes the data, and nothing comes back.
+    await tenant.patch(nabType, 'monthly', ns, { spec: { deleteBackup: true } });
+    await nabDeletedWithData(cluster, env.velero, 'monthly', ns);
+    expect(await env.velero.listObjects(`backups/${name}/`)).toEqual([]);
+    await new Promise((r) => setTimeout(r, 8_000));
+    expect(await nab('monthly')).toBeUndefined();
+    expect(await cluster.admin.get(VeleroResources.backups, name, env.velero.namespace)).toBeUndefined();
   });
 
   it('gives a namespace made again its backups at once, not at the next periodic sync', async () => {

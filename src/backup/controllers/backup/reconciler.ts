@@ -197,16 +197,22 @@ export class NabReconciler extends ObjectReconciler<NabSources, NonAdminBackup, 
   }
 
   /** Removed by the tenant: the Velero Backup object goes, its data stays in storage. */
-  protected override async finalize({ nab, backup, ctx, status }: Seen): Result {
+  protected override async finalize({ nab, backup, ctx, status, policy }: Seen): Result {
     if (!hasFinalizer(nab, NabFinalizer)) return undefined;
     if (backup)
       await ctx.client.delete(VeleroResources.backups, backup.metadata.name!, backup.metadata.namespace);
     if (backup && !nab.spec?.deleteBackup) {
+      // Velero's bucket sync makes the Backup again from its data, and backup sync (when on) a NAB for it:
+      // the tenant should not be surprised by a NonAdminBackup she deleted coming back.
+      const back =
+        policy.enabled && policy.backupSyncPeriodMs > 0
+          ? `, so Velero's bucket sync brings the backup back and backup sync makes a NonAdminBackup for it again (labelled ${Labels.syncedFrom}=${backup.metadata.name})`
+          : '';
       status.event({
         type: 'Normal',
         reason: 'BackupDataKept',
         action: 'Delete',
-        message: `Velero Backup ${backup.metadata.name} was removed but its data stays in object storage; set spec.deleteBackup: true before deleting to remove the data too`,
+        message: `Velero Backup ${backup.metadata.name} was removed but its data stays in object storage${back}; to be rid of a backup, set spec.deleteBackup: true (before deleting, or on the one that came back) to remove its data too`,
       });
     }
     await removeFinalizer(ctx.client, NonAdminBackupCrd.type, nab, NabFinalizer);
