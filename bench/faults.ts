@@ -38,7 +38,8 @@ const { values } = parseArgs({
     seed: { type: 'string', default: String(randomInt(1, 2 ** 31)) },
     rounds: { type: 'string', default: '20' },
     'cheap-rounds': { type: 'string', default: '100' },
-    // Only the faults whose names contain one of these (comma-separated).
+    // Only the faults whose names contain one of these (separated by commas; a comma followed by a space
+    // belongs to a name, as in "webhooks, all replicas down").
     faults: { type: 'string', default: '' },
     set: { type: 'string', multiple: true, default: [] },
     // Where the volume restore faults kill (comma-separated crash points; default: one picked per round).
@@ -51,9 +52,16 @@ const { values } = parseArgs({
 requireNode('bench/faults.ts');
 const say = (line: string) => console.error(line);
 const seed = Number(values.seed);
-const chosen = faults.filter(
-  (f) => !values.faults || values.faults.split(',').some((part) => f.name.includes(part.trim())),
-);
+const picks = values.faults
+  .split(/,(?! )/)
+  .map((part) => part.trim())
+  .filter(Boolean);
+const chosen = faults.filter((f) => picks.length === 0 || picks.some((part) => f.name.includes(part)));
+const unpicked = picks.find((part) => !faults.some((f) => f.name.includes(part)));
+if (unpicked)
+  throw new Error(
+    `--faults ${unpicked}: no fault's name contains it; the faults are: ${faults.map((f) => f.name).join('; ')}`,
+  );
 const restoreAt = values['restore-at']
   .split(',')
   .map((p) => p.trim())
