@@ -115,6 +115,30 @@ describe('fuzzing the admission webhooks', () => {
     expect(n).toBeGreaterThan(100);
   });
 
+  it("answers a review whose resource, kind or operation is named like one of JavaScript's own object keys", async () => {
+    // A handler that looks a name from the request up in a plain object finds `__proto__`, `constructor`
+    // or `toString` on every object: such a lookup once made the pod-hooks webhook throw (500).
+    const problems: string[] = [];
+    for (const def of definitions) {
+      for (const name of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf']) {
+        for (const field of ['resource', 'kind', 'operation'] as const) {
+          const review = baseReview(def, `own-${def.name}`) as { request: { [key: string]: Json } };
+          const request = review.request;
+          if (field === 'operation') request.operation = name;
+          else {
+            const at = request[field] as { [key: string]: Json };
+            at[field === 'resource' ? 'resource' : 'kind'] = name;
+          }
+          const answer = await postReview(port, `/${def.name}`, serialize(review));
+          for (const problem of answerProblems(answer, `own-${def.name}`)) {
+            problems.push(`${def.name} ${field}=${name}: ${problem}`);
+          }
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
   it('gives the same verdict when only fields no handler reads change', { timeout }, async () => {
     const input = fc.tuple(
       fc.constantFrom(...definitions),

@@ -63,6 +63,13 @@ describe('pod policy parsing', () => {
     expect(parseSelector('a=b=c')).toBe('"a=b=c" is not key=value');
     expect(parseSelector('flex')).toBe('"flex" is not key=value');
   });
+
+  it('keeps a node-selector pair whose key is __proto__ as a pair, never as the prototype', () => {
+    const parsed = parseSelector('__proto__=x, a=b') as Record<string, string>;
+    expect(Object.keys(parsed)).toEqual(['__proto__', 'a']);
+    expect(Object.getPrototypeOf(parsed)).toBe(Object.prototype);
+    expect(JSON.stringify(parsed)).toBe('{"__proto__":"x","a":"b"}');
+  });
 });
 
 describe('claim volume', () => {

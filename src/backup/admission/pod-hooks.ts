@@ -60,7 +60,9 @@ export function reviewPodHooks(configs: Informer<NonAdminBackupConfig>, request:
   const namespace = request.namespace ?? '';
   const policy = currentPolicy(configs);
   if (namespace === policy.veleroNamespace || policy.podHookNamespaces.includes(namespace)) return allow();
-  const shape = shapes[request.resource.resource] ?? {
+  // An own-key lookup: the request names the resource, and `__proto__` or `constructor` is on every object.
+  const resource = request.resource.resource;
+  const shape = (Object.hasOwn(shapes, resource) ? shapes[resource] : undefined) ?? {
     ...templated,
     what: `a ${request.kind.kind}'s ${templated.what}`,
   };

@@ -45,16 +45,17 @@ function organizationNamespace(
 }
 
 export function parseSelector(text: string): Record<string, string> | string {
-  const out: Record<string, string> = {};
+  const entries: [string, string][] = [];
   for (const part of text
     .split(',')
     .map((p) => p.trim())
     .filter(Boolean)) {
     const [key, value, extra] = part.split('=');
     if (!key || value === undefined || extra !== undefined) return `"${part}" is not key=value`;
-    out[key.trim()] = value.trim();
+    entries.push([key.trim(), value.trim()]);
   }
-  return out;
+  // Own properties whatever the key: an assignment to `__proto__` would drop that pair without a word.
+  return Object.fromEntries(entries);
 }
 
 /** The pod with the namespace's defaults filled in, or a denial when the namespace's annotations are bad. */
