@@ -5,6 +5,7 @@
 // shared through one bounded table instead of each object holding its own copy: JSON.parse gives every
 // value a string of its own. Measured on 20,000 RoleBindings (V8 heap): 1,967 bytes each as parsed,
 // 690 without managedFields, 477 with the shared strings.
+import { setOwn } from './own.ts';
 import type { KubeObject } from './resources.ts';
 
 const lastApplied = 'kubectl.kubernetes.io/last-applied-configuration';
@@ -39,7 +40,7 @@ function shared(value: unknown, key = ''): unknown {
   if (Array.isArray(value)) return value.map((v) => shared(v));
   if (value === null || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = shared(v, k);
+  for (const [k, v] of Object.entries(value)) setOwn(out, k, shared(v, k));
   return out;
 }
 

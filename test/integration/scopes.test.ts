@@ -168,6 +168,26 @@ describe('ScopeTemplate and ScopeInstance', () => {
     });
   });
 
+  it('binds no namespace for a selector whose only key is __proto__, never every namespace', async () => {
+    // The API server keeps `__proto__` as a key of matchLabels; a cache that dropped it would hand the
+    // controller an empty selector, which means cluster-wide.
+    const home = await cluster.namespace('proto-home');
+    const operator = await serviceAccountClient(home, 'operator');
+    const tpl = cluster.unique('tpl');
+    await cluster.admin.create(ScopeTemplateCrd.type, template(tpl, { namespace: home, name: 'operator' }));
+    const inst = cluster.unique('inst');
+    await createInstance(inst, {
+      scopeTemplateName: tpl,
+      namespaceSelector: JSON.parse('{"matchLabels":{"__proto__":"x"}}'),
+    });
+    const ready = await eventually(() => instanceReady(inst), { what: 'instance ready' });
+    expect(Object.keys(ready.spec.namespaceSelector?.matchLabels ?? {})).toEqual(['__proto__']);
+    expect(ready.status?.namespaceCount).toBe(0);
+    expect(await ourBindings(inst)).toEqual([]);
+    expect(await canList(operator)).toBe(false);
+    expect(await canList(operator, home)).toBe(false);
+  });
+
   it('updates roles on a template edit without a moment of lost access', async () => {
     const ns = await cluster.namespace('edit');
     const operator = await serviceAccountClient(ns, 'operator');

@@ -1,5 +1,6 @@
 // Pure pieces of `tenantkit backup|restore`: command-line values to the Velero spec fields of a
 // NonAdminBackup or NonAdminRestore, with the flag names of `velero` and `oc oadp nonadmin`.
+import { setOwn } from '../../kube/own.ts';
 import type { LabelSelector } from '../../kube/selectors.ts';
 
 /** Splits on commas outside parentheses: `a=b,c in (x,y)` is two terms. */
@@ -111,13 +112,8 @@ export function mapFlag(flag: string, values: string[] | undefined): Record<stri
   for (const item of items) {
     const at = item.indexOf('=');
     if (at <= 0) throw new Error(`invalid --${flag} "${item}": give key=value`);
-    // defineProperty: a key named "__proto__" is a label like any other.
-    Object.defineProperty(map, item.slice(0, at), {
-      value: item.slice(at + 1),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+    // A key named "__proto__" is a label like any other.
+    setOwn(map, item.slice(0, at), item.slice(at + 1));
   }
   return map;
 }

@@ -6,6 +6,7 @@
 
 import { type EnforcedKind, specPathOf, unenforceable } from '../../crds/backup-policy.ts';
 import { type Json, type JsonObject, jsonEqual } from '../../kube/merge-patch.ts';
+import { setOwn } from '../../kube/own.ts';
 
 export { type EnforcedKind, type Json, type JsonObject, jsonEqual, specPathOf, unenforceable };
 
@@ -39,8 +40,8 @@ export function withEnforced(tenant: JsonObject, enforced: JsonObject): JsonObje
   for (const [key, want] of Object.entries(enforced)) {
     const have = Object.hasOwn(out, key) ? out[key] : undefined;
     const value = isObject(want) && isObject(have) ? withEnforced(have, want) : structuredClone(want);
-    // defineProperty: an enforced key named "__proto__" is a field, not the object's prototype.
-    Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+    // An enforced key named "__proto__" is a field, not the object's prototype.
+    setOwn(out, key, value);
   }
   return out;
 }

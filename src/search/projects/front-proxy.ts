@@ -7,6 +7,7 @@
 import { X509Certificate } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
+import { setOwn } from '../../kube/own.ts';
 import type { SearchUser } from '../model.ts';
 
 export interface FrontProxyConfig {
@@ -89,7 +90,7 @@ export class FrontProxyAuthenticator {
       } catch {
         continue;
       }
-      extra[key] = list;
+      setOwn(extra, key, list);
     }
     return { user: { username, groups, ...(Object.keys(extra).length ? { extra } : {}) } };
   }

@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Informer } from '../../kube/informer.ts';
+import { setOwn } from '../../kube/own.ts';
 import { compileSelector, type LabelSelector, type Matcher } from '../../kube/selectors.ts';
 import type { KeyPair } from '../../serving/certs.ts';
 import { HttpsListener, type ServingCertificate } from '../../serving/https.ts';
@@ -277,7 +278,7 @@ const termForms: [RegExp, (m: RegExpExecArray, into: Term) => void][] = [
   [
     /^([\w./-]+)\s*==?\s*([\w.-]*)$/,
     (m, into) => {
-      into.matchLabels[m[1]!] = m[2]!;
+      setOwn(into.matchLabels, m[1]!, m[2]!);
     },
   ],
   [
