@@ -1,7 +1,7 @@
 // Builds the Go binaries tenantkit runs locally (the control plane from devenv/go/controlplane/, Velero from
 // devenv/go/velero/) once and caches them outside the repo, keyed by a hash of each module's sources, so
 // only the first run on a machine pays the build.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
@@ -9,6 +9,7 @@ import { setPriority } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 
 /**
  * The checkout's root, or the installed package's: compiled, this file runs from dist/devenv/controlplane/,
@@ -60,6 +61,23 @@ export async function requiredVersion(moduleDir: string, modulePath: string): Pr
   const match = new RegExp(`^\\s*(?:require\\s+)?${escaped} (v\\d+\\.\\d+\\.\\d+)`, 'm').exec(mod);
   if (!match?.[1]) throw new Error(`${join(moduleDir, 'go.mod')} does not require ${modulePath}`);
   return match[1];
+}
+
+/** Where each module of `moduleDir`'s build list lives in the module cache (downloading it if needed). */
+export async function moduleDirs(moduleDir: string, modules: string[]): Promise<Map<string, string>> {
+  const { stdout } = await promisify(execFile)('go', ['mod', 'download', '-json', ...modules], {
+    cwd: moduleDir,
+    env: { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' },
+    maxBuffer: 1 << 22,
+  });
+  const dirs = new Map<string, string>();
+  // `go mod download -json` prints one JSON object per module, one after the other.
+  for (const chunk of stdout.split(/\n}\n?/).filter((c) => c.trim())) {
+    const info = JSON.parse(`${chunk}\n}`) as { Path: string; Dir?: string; Error?: string };
+    if (!info.Dir) throw new Error(`go mod download ${info.Path}: ${info.Error ?? 'no folder'}`);
+    dirs.set(info.Path, info.Dir);
+  }
+  return dirs;
 }
 
 export interface GoBuild {

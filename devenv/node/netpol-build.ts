@@ -18,6 +18,7 @@ import {
   cacheDir,
   goBuild,
   goDir,
+  moduleDirs,
   type Progress,
   requiredVersion,
   sourceHash,
@@ -41,23 +42,6 @@ export interface NetworkPolicyEnforcer {
   version: string;
 }
 
-/** Where each module of the build list lives in the module cache (downloading it if needed). */
-async function moduleDirs(modules: string[]): Promise<Map<string, string>> {
-  const { stdout } = await run('go', ['mod', 'download', '-json', ...modules], {
-    cwd: netpolModuleDir,
-    env: { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' },
-    maxBuffer: 1 << 22,
-  });
-  const dirs = new Map<string, string>();
-  // `go mod download -json` prints one JSON object per module, one after the other.
-  for (const chunk of stdout.split(/\n}\n?/).filter((c) => c.trim())) {
-    const info = JSON.parse(`${chunk}\n}`) as { Path: string; Dir?: string; Error?: string };
-    if (!info.Dir) throw new Error(`go mod download ${info.Path}: ${info.Error ?? 'no folder'}`);
-    dirs.set(info.Path, info.Dir);
-  }
-  return dirs;
-}
-
 /** Returns the enforcer's image and CRDs, building them first if this source hash has none. */
 export async function ensureNetworkPolicyEnforcer(
   progress: Progress = () => {},
@@ -74,7 +58,7 @@ export async function ensureNetworkPolicyEnforcer(
     progress(`building kube-network-policies ${version} into ${dir}; the first build takes minutes`);
     const scratch = join(partial, 'src');
     await mkdir(join(partial, 'crds'), { recursive: true });
-    const dirs = await moduleDirs([nftablesModule, policyApiModule]);
+    const dirs = await moduleDirs(netpolModuleDir, [nftablesModule, policyApiModule]);
     // The copy of google/nftables with the Queue expression swapped (module cache files are read-only).
     const nftables = join(scratch, 'nftables');
     await cp(dirs.get(nftablesModule)!, nftables, { recursive: true });

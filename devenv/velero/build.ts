@@ -2,13 +2,16 @@
 // pins Kubernetes libraries that cannot share a binary with the control plane's), with tenantkit's restore
 // guard plugin from plugins/restore-guard/ (product code, a module of its own), cached like the control
 // plane in ~/.cache/tenantkit/velero-<hash of both modules' sources>/.
-import { mkdir, rename } from 'node:fs/promises';
-import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { copyFile, cp, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { promisify } from 'node:util';
 import {
   buildOnce,
   cacheDir,
   goBuild,
   goDir,
+  moduleDirs,
   type Progress,
   projectRoot,
   requiredVersion,
@@ -55,6 +58,7 @@ export async function ensureVeleroBinaries(progress: Progress = () => {}): Promi
           '-X github.com/vmware-tanzu/velero/pkg/buildinfo.GitTreeState=clean',
         ],
         output: partial,
+        modfile: await veleroWithFailpoint(join(partial, 'src')),
       },
       progress,
     );
@@ -70,6 +74,7 @@ export async function ensureVeleroBinaries(progress: Progress = () => {}): Promi
     );
     // Velero runs every executable in its plugin folder, so the plugins live apart from the others.
     await rename(join(partial, 'velero-plugin-for-aws'), join(partial, 'plugins', 'velero-plugin-for-aws'));
+    await rm(join(partial, 'src'), { recursive: true, force: true });
   });
   return {
     velero: join(dir, 'velero'),
@@ -77,4 +82,43 @@ export async function ensureVeleroBinaries(progress: Progress = () => {}): Promi
     s3server: join(dir, 's3server'),
     veleroVersion,
   };
+}
+
+/** The failpoint of devenv/go/velero/_overlay/ (what it does is said there), in Velero's backup controller. */
+const failpoint = {
+  file: join('pkg', 'controller', 'backup_controller.go'),
+  before: 'b.backupTracker.AddPostProcessing(request.Namespace, request.Name)',
+  call: 'tenantkitFailpointBeforePostProcessing()',
+};
+const veleroModule = 'github.com/vmware-tanzu/velero';
+
+/**
+ * A copy of Velero's module under `dir` with the failpoint in it (module cache files are read-only, and
+ * Go refuses overlays of them), and a go.mod that builds with it: the returned `-modfile`. Velero's own
+ * file is changed in that one line; a Velero whose line moved fails the build here, by name.
+ */
+async function veleroWithFailpoint(dir: string): Promise<string> {
+  const source = (await moduleDirs(veleroModuleDir, [veleroModule])).get(veleroModule)!;
+  const copy = join(dir, 'velero');
+  // Velero's module holds its web site and design notes too: only what is compiled is copied.
+  const skipped = new Set(['site', 'design', 'changelogs', 'examples', 'assets', 'hack']);
+  await cp(source, copy, { recursive: true, filter: (from) => !skipped.has(relative(source, from)) });
+  await promisify(execFile)('chmod', ['-R', 'u+w', copy]);
+  const controller = join(copy, failpoint.file);
+  const text = await readFile(controller, 'utf8');
+  if (text.split(failpoint.before).length !== 2) {
+    throw new Error(
+      `${join(source, failpoint.file)} does not hold "${failpoint.before}" exactly once: update devenv/velero/build.ts`,
+    );
+  }
+  await writeFile(controller, text.replace(failpoint.before, `${failpoint.call}\n\t\t\t${failpoint.before}`));
+  await copyFile(
+    join(veleroModuleDir, '_overlay', 'tracker_race.go'),
+    join(copy, 'pkg', 'controller', 'tenantkit_failpoints.go'),
+  );
+  const modfile = join(dir, 'go.mod');
+  const mod = await readFile(join(veleroModuleDir, 'go.mod'), 'utf8');
+  await writeFile(modfile, `${mod}\nreplace ${veleroModule} => ${copy}\n`);
+  await copyFile(join(veleroModuleDir, 'go.sum'), join(dir, 'go.sum'));
+  return modfile;
 }

@@ -46,6 +46,12 @@ export interface VeleroOptions {
    */
   concurrentBackups?: number;
   /**
+   * Test failpoints of the Velero server process (devenv/go/velero/failpoints/): `postProcessingDelay`
+   * (a Go duration) makes Velero's tracker race happen to every backup, so that a finished Backup stays
+   * counted as running and its deletion is refused "still in progress".
+   */
+  failpoints?: { postProcessingDelay?: string };
+  /**
    * Runs Velero as a Deployment on the local node (devenv/node/launch.ts) from this image,
    * already imported into the node's containerd, instead of as a local process; the S3 server then
    * listens on `address` (the node's address), which Pods reach. Velero's log is copied to `logFile` when
@@ -354,6 +360,9 @@ async function startVeleroProcess(
       AWS_SHARED_CREDENTIALS_FILE: keys.credentialsPath,
       KUBECONFIG: options.kubeconfigPath,
       AWS_EC2_METADATA_DISABLED: 'true',
+      ...(options.failpoints?.postProcessingDelay
+        ? { TENANTKIT_FAILPOINT_POST_PROCESSING_DELAY: options.failpoints.postProcessingDelay }
+        : {}),
     },
   });
 }

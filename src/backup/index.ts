@@ -98,6 +98,9 @@ export const backup: Capability = {
           resources: ['backupstoragelocations', 'schedules'],
           verbs: ['create', 'update', 'patch', 'delete'],
         },
+        // A finished Backup Velero still counts as running is handed back to its finalizer (its phase set
+        // to Finalizing again) so that its deletion goes through (controllers/backup/delete.ts).
+        { apiGroups: ['velero.io'], resources: ['backups'], verbs: ['patch'] },
         // The restore guard: asking Velero which plugins it runs (controllers/restore/guard.ts), and reading the
         // refusals the plugin recorded for a finished tenant Restore (by name, never listed).
         { apiGroups: ['velero.io'], resources: ['serverstatusrequests'], verbs: ['create', 'get'] },

@@ -39,8 +39,9 @@ export const veleroQueueMs = 240_000;
  * Waits until the NonAdminBackup `name` is gone after its `spec.deleteBackup` (Velero deleted its data and
  * Backup). Velero v1.18 may keep a finished backup counted as running (a race between its backup and
  * finalizer controllers, seen on a busy machine) and refuse its deletion until it restarts: the NAB then
- * says so (reason VeleroHoldsBackupAsRunning, asking for a restart) and this does what the admin would,
- * once; tenantkit's next request, within 30 s, goes through. A timeout says where the deletion stands, as
+ * says so (reason VeleroHoldsBackupAsRunning). tenantkit first hands the Backup back to Velero's finalizer,
+ * which ends it; where it cannot, the NAB asks for a restart and this does what the admin would, once;
+ * tenantkit's next request, within 30 s, goes through. A timeout says where the deletion stands, as
  * the NAB's status and as Velero tell it (its DeleteBackupRequests and its log lines naming the backup).
  */
 export async function nabDeletedWithData(
@@ -58,7 +59,8 @@ export async function nabDeletedWithData(
         if (!left) return true;
         backupName = left.status?.veleroBackup?.name ?? backupName;
         const deleting = left.status?.conditions?.find((c) => c.type === 'Deleting');
-        if (deleting?.reason === 'VeleroHoldsBackupAsRunning' && !restarted) {
+        const handedBack = deleting?.message?.includes("handed it back to Velero's finalizer");
+        if (deleting?.reason === 'VeleroHoldsBackupAsRunning' && !handedBack && !restarted) {
           if (!deleting.message?.includes('rollout restart deployment/velero')) {
             throw new Error(`the NAB does not say what ends it: ${deleting.message}`);
           }
@@ -146,7 +148,7 @@ export interface BackupEnvironmentOptions {
   /** Whether start applies the policy (default true); false leaves the first one to the tests. */
   applyPolicyAtStart?: boolean;
   /** How the test Velero runs (default: as Velero's defaults, one backup at a time). */
-  velero?: Pick<VeleroOptions, 'concurrentBackups'>;
+  velero?: Pick<VeleroOptions, 'concurrentBackups' | 'failpoints'>;
 }
 
 export interface BackupEnvironment {

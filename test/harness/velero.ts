@@ -41,7 +41,7 @@ export const testVeleroIn = (namespace: string): TestVelero | undefined => runni
 
 export async function startTestVelero(
   cluster: TestCluster,
-  options: Pick<VeleroOptions, 'restoreGuard' | 'onNode' | 'concurrentBackups'> = {},
+  options: Pick<VeleroOptions, 'restoreGuard' | 'onNode' | 'concurrentBackups' | 'failpoints'> = {},
 ): Promise<TestVelero> {
   const dir = await mkdtemp(join(tmpdir(), 'tenantkit-velero-'));
   const admin = cluster.admin;

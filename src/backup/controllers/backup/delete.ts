@@ -30,7 +30,20 @@ export const deleteRetryMs = (attempt: number) => Math.min(15_000 * 2 ** Math.ma
  */
 export const heldAsRunningRetryMs = 30_000;
 const AttemptAnnotation = 'tenantkit.io/delete-attempt';
+/** On a Velero Backup: the delete attempt at which tenantkit last handed it back to Velero's finalizer. */
+const RefinalizedAnnotation = 'tenantkit.io/refinalized-at-attempt';
+/** ... and when (RFC 3339). */
+const RefinalizedSinceAnnotation = 'tenantkit.io/refinalized-at';
 const finished = new Set<string>(finishedPhases);
+/** The phase that hands a finished Backup back to Velero's finalizer controller, by the phase it ended in. */
+const finalizingAgain = new Map([
+  ['Completed', 'Finalizing'],
+  ['PartiallyFailed', 'FinalizingPartiallyFailed'],
+]);
+/** How many times one deletion hands its Backup back before it only asks for a restart of Velero. */
+const maxRefinalizeAttempt = 5;
+/** How long tenantkit waits for Velero's finalizer to finish a Backup it handed back, before asking again anyway. */
+const refinalizeWaitMs = 60_000;
 
 /**
  * Velero refused the deletion as "still in progress" although its Backup has finished. Velero v1.18
@@ -96,7 +109,9 @@ export async function deleteBackup(
   const errors = (request?.status?.errors as string[] | undefined) ?? [];
   if (request && request.status?.phase === 'Processed' && errors.length > 0) {
     const { reason, message, waitMs } = deleteRefusal(backup, request, errors, attempt, Date.now());
-    if (waitMs > 0) {
+    const refinalized = await refinalizeHeld(seen, reason, errors, attempt);
+    if (refinalized === 'waiting') return { requeueAfterMs: 2_000 };
+    if (waitMs > 0 && refinalized !== 'finished') {
       const before = base.conditions?.find((c) => c.type === 'Deleting')?.reason;
       const known = before === 'VeleroRefused' || before === 'VeleroHoldsBackupAsRunning';
       await status.write(
@@ -118,6 +133,67 @@ export async function deleteBackup(
   // No request yet, or one Velero is working on (then the create is refused as existing and only the
   // status is made sure of).
   return createDeleteRequest(seen, backup, uuid, request ? attempt : 1);
+}
+
+/**
+ * A finished Backup that Velero counts as running (its tracker race, {@link heldAsRunning}) is handed back
+ * to Velero's finalizer controller: its phase set to Finalizing again, the finalizer finishes it as before
+ * (it writes its phase and metadata again) and, doing so, drops it from the set that refused the deletion.
+ * Only a Backup without item operations (whose finalizing runs nothing but that write) is handed back,
+ * at most {@link maxRefinalizeAttempt} attempts into one deletion. Returns `waiting` while Velero's
+ * finalizer has it, `finished` once it finished it again (the deletion is asked again now), or undefined
+ * when this does not apply.
+ */
+async function refinalizeHeld(
+  { nab, backup, base, status, ctx }: DeleteSeen,
+  reason: DeleteRefusal['reason'],
+  errors: string[],
+  attempt: number,
+): Promise<'waiting' | 'finished' | undefined> {
+  if (!backup) return undefined;
+  const phase = (backup.status as { phase?: string } | undefined)?.phase ?? '';
+  const handedAt = Number(backup.metadata.annotations?.[RefinalizedAnnotation] ?? '0') || 0;
+  if (handedAt === attempt) {
+    if (finished.has(phase)) return 'finished';
+    const since = Date.parse(backup.metadata.annotations?.[RefinalizedSinceAnnotation] ?? '') || 0;
+    return Date.now() - since < refinalizeWaitMs ? 'waiting' : undefined;
+  }
+  const next = finalizingAgain.get(phase);
+  const operations = (backup.status as { backupItemOperationsAttempted?: number } | undefined)
+    ?.backupItemOperationsAttempted;
+  if (
+    reason !== 'VeleroHoldsBackupAsRunning' ||
+    !next ||
+    (operations ?? 0) > 0 ||
+    attempt > maxRefinalizeAttempt
+  ) {
+    return undefined;
+  }
+  // The resourceVersion makes this patch of what Velero last wrote, or nothing (409: the next reconcile).
+  await ctx.client.patch(VeleroResources.backups, backup.metadata.name!, backup.metadata.namespace, {
+    metadata: {
+      resourceVersion: backup.metadata.resourceVersion,
+      annotations: {
+        [RefinalizedAnnotation]: String(attempt),
+        [RefinalizedSinceAnnotation]: new Date().toISOString(),
+      },
+    },
+    status: { phase: next },
+  });
+  const message = `Velero did not delete backup ${backup.metadata.name} (attempt ${attempt}): ${errors.join('; ')}; its Backup is ${phase}, but Velero still counts it as running (a race inside Velero v1.18): tenantkit handed it back to Velero's finalizer, which ends that, and asks again once the backup is ${phase} again`;
+  await status.write(
+    {
+      ...base,
+      phase: 'Deleting',
+      conditions: status.condition(base, { type: 'Deleting', status: 'True', reason, message }),
+    },
+    { event: { type: 'Normal', reason: 'BackupHandedBackToVelero', action: 'Delete', message } },
+  );
+  ctx.logger.info(
+    { nab: `${nab.metadata.namespace}/${nab.metadata.name}`, backup: backup.metadata.name },
+    'handed a finished backup Velero held as running back to its finalizer',
+  );
+  return 'waiting';
 }
 
 async function createDeleteRequest(
