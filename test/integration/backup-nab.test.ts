@@ -239,11 +239,26 @@ describe('NonAdminBackup', { timeout: veleroQueueMs + 30_000 }, () => {
       const refused = await eventually(
         async () => {
           const c = (await nab('refused'))?.status?.conditions?.find((c) => c.type === 'Deleting');
-          return c?.reason === 'VeleroRefused' ? c : undefined;
+          if (c?.reason === 'VeleroRefused') return c;
+          // Where it stands, for a timeout's message: the condition, the Backup's phase, Velero's requests.
+          const backup = await cluster.admin.get<KubeObject & { status?: { phase?: string } }>(
+            VeleroResources.backups,
+            name,
+            velero.namespace,
+          );
+          const requests = await cluster.admin.list<KubeObject & { status?: unknown }>(
+            VeleroResources.deleteBackupRequests,
+            { namespace: velero.namespace },
+          );
+          throw new Error(
+            `Deleting condition ${JSON.stringify(c)}; Backup ${backup?.status?.phase}; DeleteBackupRequests ${JSON.stringify(requests.items.map((r) => [r.metadata.name, r.status]))}`,
+          );
         },
         { what: "Velero's refusal in the NonAdminBackup's status", timeoutMs: 60_000 },
       );
-      expect(refused.message).toContain(`Velero did not delete backup ${name} (attempt 1)`);
+      // Attempt 1, or 2 when Velero's tracker race held the finished backup first and tenantkit handed it
+      // back to Velero's finalizer (backup-velero-held.test.ts).
+      expect(refused.message).toMatch(new RegExp(`^Velero did not delete backup ${name} \\(attempt [12]\\)`));
       expect(refused.message).toContain('read-only mode');
       expect(refused.message).toMatch(/tenantkit asks again in \d+ s$/);
     } finally {
