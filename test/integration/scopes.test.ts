@@ -86,6 +86,23 @@ async function ourRoles(templateName: string) {
   return roles.items.filter((r) => r.metadata.annotations?.['scopes.tenantkit.io/template'] === templateName);
 }
 
+/**
+ * A namespace `home` with a ServiceAccount `operator`, a template whose role lets it read Pods, and an
+ * instance of that template with `spec(home)`.
+ */
+async function operatorScope(
+  prefix: string,
+  spec: (home: string) => Omit<ScopeInstance['spec'], 'scopeTemplateName'>,
+) {
+  const home = await cluster.namespace(prefix);
+  const operator = await serviceAccountClient(home, 'operator');
+  const tpl = cluster.unique('tpl');
+  await cluster.admin.create(ScopeTemplateCrd.type, template(tpl, { namespace: home, name: 'operator' }));
+  const inst = cluster.unique('inst');
+  await createInstance(inst, { scopeTemplateName: tpl, ...spec(home) } as ScopeInstance['spec']);
+  return { home, operator, tpl, inst };
+}
+
 describe('ScopeTemplate and ScopeInstance', () => {
   it('grants exactly the listed namespaces, cluster-wide when cleared, and cleans up on delete', async () => {
     const [a, b, c] = [
@@ -137,17 +154,11 @@ describe('ScopeTemplate and ScopeInstance', () => {
   });
 
   it('follows a namespace selector as labels come and go', async () => {
-    const home = await cluster.namespace('sel-home');
     const target = await cluster.namespace('sel-target');
-    const operator = await serviceAccountClient(home, 'operator');
     const key = `scope-test-${cluster.unique('k')}`;
-    const tpl = cluster.unique('tpl');
-    await cluster.admin.create(ScopeTemplateCrd.type, template(tpl, { namespace: home, name: 'operator' }));
-    const inst = cluster.unique('inst');
-    await createInstance(inst, {
-      scopeTemplateName: tpl,
+    const { operator, inst } = await operatorScope('sel-home', () => ({
       namespaceSelector: { matchLabels: { [key]: 'yes' } },
-    });
+    }));
     await eventually(() => instanceReady(inst), { what: 'instance ready' });
     // A selector matching nothing means nowhere, never cluster-wide.
     expect(await canList(operator)).toBe(false);
@@ -171,15 +182,9 @@ describe('ScopeTemplate and ScopeInstance', () => {
   it('binds no namespace for a selector whose only key is __proto__, never every namespace', async () => {
     // The API server keeps `__proto__` as a key of matchLabels; a cache that dropped it would hand the
     // controller an empty selector, which means cluster-wide.
-    const home = await cluster.namespace('proto-home');
-    const operator = await serviceAccountClient(home, 'operator');
-    const tpl = cluster.unique('tpl');
-    await cluster.admin.create(ScopeTemplateCrd.type, template(tpl, { namespace: home, name: 'operator' }));
-    const inst = cluster.unique('inst');
-    await createInstance(inst, {
-      scopeTemplateName: tpl,
+    const { home, operator, inst } = await operatorScope('proto-home', () => ({
       namespaceSelector: JSON.parse('{"matchLabels":{"__proto__":"x"}}'),
-    });
+    }));
     const ready = await eventually(() => instanceReady(inst), { what: 'instance ready' });
     expect(Object.keys(ready.spec.namespaceSelector?.matchLabels ?? {})).toEqual(['__proto__']);
     expect(ready.status?.namespaceCount).toBe(0);
@@ -189,12 +194,7 @@ describe('ScopeTemplate and ScopeInstance', () => {
   });
 
   it('updates roles on a template edit without a moment of lost access', async () => {
-    const ns = await cluster.namespace('edit');
-    const operator = await serviceAccountClient(ns, 'operator');
-    const tpl = cluster.unique('tpl');
-    await cluster.admin.create(ScopeTemplateCrd.type, template(tpl, { namespace: ns, name: 'operator' }));
-    const inst = cluster.unique('inst');
-    await createInstance(inst, { scopeTemplateName: tpl, namespaces: [ns] });
+    const { home: ns, operator, tpl, inst } = await operatorScope('edit', (home) => ({ namespaces: [home] }));
     await eventually(() => canList(operator, ns), { what: 'initial access' });
 
     // Probe continuously while the template changes twice: a rule edit, then a role rename.
