@@ -45,6 +45,7 @@ const api: GcApi = {
     collectorClient.get(type, name, namespace)) as GcApi['get'],
   delete: ((...args: Parameters<KubeClient['delete']>) => collectorClient.delete(...args)) as GcApi['delete'],
   create: ((...args: Parameters<KubeClient['create']>) => collectorClient.create(...args)) as GcApi['create'],
+  patch: ((...args: Parameters<KubeClient['patch']>) => collectorClient.patch(...args)) as GcApi['patch'],
 };
 
 beforeAll(async () => {
@@ -373,6 +374,56 @@ describe('garbage collection of Backups', { timeout: 120_000 }, () => {
     for (let i = 0; i < 3; i++) expect((await w.run()).dataDeletions).toBe(0);
     expect(await requests(w)).toEqual([]);
     expect(await backups(w)).toEqual(['b5', 'b6']);
+  });
+
+  it('hands a Backup Velero refused as "still in progress" back to its finalizer, asks again once it finished, and at most five times', async () => {
+    const w = await world();
+    await locations(w);
+    const gone = cluster.unique('held');
+    await backupIn(w, 'b8', gone);
+    await w.run();
+    expect((await w.run()).dataDeletions).toBe(1);
+    // Velero refuses: its tracker race (held.ts) holds the finished Backup as running.
+    const refuse = async () => {
+      const request = (await admin.get<Obj>(VeleroResources.deleteBackupRequests, 'b8', w.veleroNs))!;
+      await admin.patch(VeleroResources.deleteBackupRequests, 'b8', w.veleroNs, {
+        status: { phase: 'Processed', errors: ['backup is still in progress'] },
+      });
+      return request.metadata.uid;
+    };
+    const refusedUid = await refuse();
+    const pass = w.run();
+    // The pass hands the Backup back (phase Finalizing again, the attempt recorded); this test stands in
+    // for Velero's finalizer, which finishes it again.
+    const handed = await eventually(
+      async () => {
+        const b = await admin.get<Obj>(VeleroResources.backups, 'b8', w.veleroNs);
+        return b?.status?.phase === 'Finalizing' ? b : undefined;
+      },
+      { timeoutMs: 15_000, what: 'Backup b8 handed back (phase Finalizing)' },
+    );
+    expect(handed.metadata.annotations?.['tenantkit.io/refinalized-at-attempt']).toBe('1');
+    await admin.patch(VeleroResources.backups, 'b8', w.veleroNs, { status: { phase: 'Completed' } });
+    expect((await pass).dataDeletions).toBe(1);
+    const again = (await admin.get<Obj>(VeleroResources.deleteBackupRequests, 'b8', w.veleroNs))!;
+    expect(again.metadata.uid).not.toBe(refusedUid);
+    expect(again.status?.phase).toBeUndefined();
+    expect(w.events).toEqual([
+      'BackupDataDeletionRequested',
+      'BackupHandedBackToVelero',
+      'BackupDataDeletionRequested',
+    ]);
+
+    // Handed back five times already: not again (only a restart of Velero ends it, as the Event says).
+    await admin.patch(VeleroResources.backups, 'b8', w.veleroNs, {
+      metadata: { annotations: { 'tenantkit.io/refinalized-at-attempt': '5' } },
+    });
+    await refuse();
+    w.events.length = 0;
+    expect((await w.run()).dataDeletions).toBe(0);
+    expect(w.events).toEqual(['VeleroHoldsBackupAsRunning']);
+    const b8 = (await admin.get<Obj>(VeleroResources.backups, 'b8', w.veleroNs))!;
+    expect(b8.status?.phase).toBe('Completed');
   });
 
   it('starts the wait again when the namespace comes back in between', async () => {

@@ -2,12 +2,13 @@
 // which tenantkit makes (named and labelled by the NAB's NACUUID) and asks again for after a refusal.
 import type { NonAdminBackup } from '../../../crds/backup.ts';
 import { NonAdminBackupCrd } from '../../../crds/backup.ts';
-import { finishedPhases, VeleroResources } from '../../../crds/velero.ts';
+import { VeleroResources } from '../../../crds/velero.ts';
 import type { ReconcileContext, ReconcileResult } from '../../../kube/controller.ts';
 import { removeFinalizer } from '../../../kube/finalizers.ts';
 import type { KubeObject } from '../../../kube/resources.ts';
 import type { StatusWriter } from '../../../kube/status.ts';
 import { Annotations, Labels, NabFinalizer, type VeleroObject } from '../../model.ts';
+import { canHandBack, handBack, handBackWaitMs, handedBack, heldAsRunning, isFinished } from '../held.ts';
 import { createOnce, managedMeta } from '../velero-objects.ts';
 
 type Status = NonNullable<NonAdminBackup['status']>;
@@ -30,32 +31,6 @@ export const deleteRetryMs = (attempt: number) => Math.min(15_000 * 2 ** Math.ma
  */
 export const heldAsRunningRetryMs = 30_000;
 const AttemptAnnotation = 'tenantkit.io/delete-attempt';
-/** On a Velero Backup: the delete attempt at which tenantkit last handed it back to Velero's finalizer. */
-const RefinalizedAnnotation = 'tenantkit.io/refinalized-at-attempt';
-/** ... and when (RFC 3339). */
-const RefinalizedSinceAnnotation = 'tenantkit.io/refinalized-at';
-const finished = new Set<string>(finishedPhases);
-/** The phase that hands a finished Backup back to Velero's finalizer controller, by the phase it ended in. */
-const finalizingAgain = new Map([
-  ['Completed', 'Finalizing'],
-  ['PartiallyFailed', 'FinalizingPartiallyFailed'],
-]);
-/** How many times one deletion hands its Backup back before it only asks for a restart of Velero. */
-const maxRefinalizeAttempt = 5;
-/** How long tenantkit waits for Velero's finalizer to finish a Backup it handed back, before asking again anyway. */
-const refinalizeWaitMs = 60_000;
-
-/**
- * Velero refused the deletion as "still in progress" although its Backup has finished. Velero v1.18
- * decides that from a set in its memory, not from the Backup: its backup controller adds a backup it hands
- * to finalizing after it patched the phase, and when the finalizer controller completes the backup (and
- * removes it from the set) in between, nothing removes it again. Every later request is refused the same
- * way until the Velero server restarts.
- */
-function heldAsRunning(backup: VeleroObject, errors: string[]): boolean {
-  const phase = (backup.status as { phase?: string } | undefined)?.phase;
-  return finished.has(phase ?? '') && errors.some((e) => /backup is still in progress/.test(e));
-}
 
 /** What the tenant is told of a refused DeleteBackupRequest, and how long until tenantkit asks again. */
 export interface DeleteRefusal {
@@ -136,13 +111,10 @@ export async function deleteBackup(
 }
 
 /**
- * A finished Backup that Velero counts as running (its tracker race, {@link heldAsRunning}) is handed back
- * to Velero's finalizer controller: its phase set to Finalizing again, the finalizer finishes it as before
- * (it writes its phase and metadata again) and, doing so, drops it from the set that refused the deletion.
- * Only a Backup without item operations (whose finalizing runs nothing but that write) is handed back,
- * at most {@link maxRefinalizeAttempt} attempts into one deletion. Returns `waiting` while Velero's
- * finalizer has it, `finished` once it finished it again (the deletion is asked again now), or undefined
- * when this does not apply.
+ * A finished Backup that Velero counts as running (its tracker race: see held.ts) is handed back to
+ * Velero's finalizer controller, at most the first attempts of one deletion (held.ts). Returns
+ * `waiting` while Velero's finalizer has it, `finished` once it finished it again (the deletion is asked
+ * again now), or undefined when this does not apply.
  */
 async function refinalizeHeld(
   { nab, backup, base, status, ctx }: DeleteSeen,
@@ -151,35 +123,14 @@ async function refinalizeHeld(
   attempt: number,
 ): Promise<'waiting' | 'finished' | undefined> {
   if (!backup) return undefined;
-  const phase = (backup.status as { phase?: string } | undefined)?.phase ?? '';
-  const handedAt = Number(backup.metadata.annotations?.[RefinalizedAnnotation] ?? '0') || 0;
-  if (handedAt === attempt) {
-    if (finished.has(phase)) return 'finished';
-    const since = Date.parse(backup.metadata.annotations?.[RefinalizedSinceAnnotation] ?? '') || 0;
-    return Date.now() - since < refinalizeWaitMs ? 'waiting' : undefined;
+  const handed = handedBack(backup);
+  if (handed.attempt === attempt) {
+    if (isFinished(backup)) return 'finished';
+    return Date.now() - handed.since < handBackWaitMs ? 'waiting' : undefined;
   }
-  const next = finalizingAgain.get(phase);
-  const operations = (backup.status as { backupItemOperationsAttempted?: number } | undefined)
-    ?.backupItemOperationsAttempted;
-  if (
-    reason !== 'VeleroHoldsBackupAsRunning' ||
-    !next ||
-    (operations ?? 0) > 0 ||
-    attempt > maxRefinalizeAttempt
-  ) {
-    return undefined;
-  }
-  // The resourceVersion makes this patch of what Velero last wrote, or nothing (409: the next reconcile).
-  await ctx.client.patch(VeleroResources.backups, backup.metadata.name!, backup.metadata.namespace, {
-    metadata: {
-      resourceVersion: backup.metadata.resourceVersion,
-      annotations: {
-        [RefinalizedAnnotation]: String(attempt),
-        [RefinalizedSinceAnnotation]: new Date().toISOString(),
-      },
-    },
-    status: { phase: next },
-  });
+  if (reason !== 'VeleroHoldsBackupAsRunning' || !canHandBack(backup, attempt)) return undefined;
+  const phase = (backup.status as { phase?: string } | undefined)?.phase;
+  await handBack(ctx.client, backup, attempt);
   const message = `Velero did not delete backup ${backup.metadata.name} (attempt ${attempt}): ${errors.join('; ')}; its Backup is ${phase}, but Velero still counts it as running (a race inside Velero v1.18): tenantkit handed it back to Velero's finalizer, which ends that, and asks again once the backup is ${phase} again`;
   await status.write(
     {

@@ -172,7 +172,8 @@ export function registerGarbageCollector(manager: Manager): void {
     originCache: (o) => originCaches.get(o)!,
     namespaces,
     missingSince,
-    record: (regarding, reason, note) => manager.events.record(regarding, 'Normal', reason, 'Delete', note),
+    record: (regarding, reason, note, type = 'Normal') =>
+      manager.events.record(regarding, type, reason, 'Delete', note),
   });
 
   manager.add({

@@ -2,6 +2,7 @@
 // what is collected and why, and schedules the passes): each kind listed by tenantkit's labels, each
 // object judged by rules.ts, an orphan removed by UID, and a Backup whose namespace is gone for good
 // deleted through Velero with its data.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter } from 'prom-client';
 import { finishedPhases, VeleroResources } from '../../../crds/velero.ts';
 import { isAlreadyExists, isConflict, type KubeClient } from '../../../kube/client.ts';
@@ -18,6 +19,7 @@ import {
   managedSelector,
 } from '../../model.ts';
 import { backupOwner, defaultLocationOf, type Location, type OwnedBackup } from '../../velero/ownership.ts';
+import { canHandBack, handBack, handBackWaitMs, handedBack, heldAsRunning, isFinished } from '../held.ts';
 import {
   identityOf,
   type Obj,
@@ -47,16 +49,19 @@ const dataDeletions = new Counter({
 /** What a pass reads from caches: an informer, or a stand-in in unit tests. */
 export type Cache = Pick<Informer<KubeObject>, 'get'>;
 /** The API calls a pass makes. */
-export type GcApi = Pick<KubeClient, 'listAll' | 'get' | 'delete' | 'create'>;
+export type GcApi = Pick<KubeClient, 'listAll' | 'get' | 'delete' | 'create' | 'patch'>;
 
 export interface GcDeps {
   originCache(origin: OriginKind): Cache;
   namespaces: Cache;
   missingSince: Map<string, number>;
-  record(regarding: KubeObject, reason: string, note: string): void;
+  record(regarding: KubeObject, reason: string, note: string, type?: 'Normal' | 'Warning'): void;
   /** The clock ages are judged by (default Date.now); tests move it to judge a day-old object now. */
   now?: () => number;
 }
+
+/** How often a pass looks whether Velero's finalizer has finished a Backup handed back to it. */
+const handBackPollMs = 2_000;
 
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
@@ -129,6 +134,7 @@ export class GarbageCollector {
               { deleteRequests, locations },
               seenMissing,
               result,
+              signal,
             );
           } else {
             await this.other(target, object, veleroNamespace, result);
@@ -200,6 +206,7 @@ export class GarbageCollector {
     context: { deleteRequests: Obj[]; locations: Obj[] },
     seenMissing: Set<string>,
     result: PassResult,
+    signal: AbortSignal,
   ) {
     if (!isManaged(object) || object.metadata.namespace !== veleroNamespace) return;
     if (object.metadata.deletionTimestamp) return;
@@ -208,10 +215,57 @@ export class GarbageCollector {
     const phase = typeof object.status?.phase === 'string' ? object.status.phase : '';
     if (!(finishedPhases as readonly string[]).includes(phase)) return;
     const name = object.metadata.name!;
+    const requests = context.deleteRequests.filter((r) => r.spec?.backupName === name);
     // A request Velero has not processed yet is already doing the job.
-    if (context.deleteRequests.some((r) => r.spec?.backupName === name && r.status?.phase !== 'Processed'))
-      return;
+    if (requests.some((r) => r.status?.phase !== 'Processed')) return;
+    const held = requests.find((r) =>
+      heldAsRunning(object, (r.status?.errors as string[] | undefined) ?? []),
+    );
+    if (held && !(await this.handBackHeld(object, held, signal))) return;
     await this.requestDataDeletion(object, ns, veleroNamespace, result);
+  }
+
+  /**
+   * Velero refused GC's request because its tracker race holds the finished Backup as running (held.ts):
+   * the Backup is handed back to Velero's finalizer, and once it is finished again the refused request
+   * goes, so that a new one can be made in this pass. True when it can; false leaves it to a later pass
+   * (still finalizing, or handed back too often: then only a restart of Velero ends it, as the Event says).
+   */
+  private async handBackHeld(object: Obj, refused: Obj, signal: AbortSignal): Promise<boolean> {
+    const attempt = handedBack(object).attempt + 1;
+    const name = object.metadata.name!;
+    const errors = ((refused.status?.errors as string[] | undefined) ?? []).join('; ');
+    if (!canHandBack(object, attempt)) {
+      this.deps.record(
+        object,
+        'VeleroHoldsBackupAsRunning',
+        `Velero did not delete backup ${name}: ${errors}; its Backup has finished, but Velero still counts it as running (a race inside Velero v1.18) and tenantkit handed it back to Velero's finalizer ${attempt - 1} times already: ask an admin to restart Velero (kubectl -n ${object.metadata.namespace} rollout restart deployment/velero)`,
+        'Warning',
+      );
+      return false;
+    }
+    await handBack(this.client, object, attempt);
+    this.deps.record(
+      object,
+      'BackupHandedBackToVelero',
+      `Velero did not delete backup ${name}: ${errors}; its Backup has finished, but Velero still counts it as running (a race inside Velero v1.18): garbage collection handed it back to Velero's finalizer, which ends that, and asks again once it has finished again`,
+    );
+    const until = Date.now() + handBackWaitMs;
+    while (!signal.aborted && Date.now() < until) {
+      await sleep(handBackPollMs, undefined, { signal }).catch(() => {});
+      const now = await this.client.get<Obj>(VeleroResources.backups, name, object.metadata.namespace);
+      if (!now) return false;
+      if (!isFinished(now)) continue;
+      await this.client
+        .delete(VeleroResources.deleteBackupRequests, refused.metadata.name!, refused.metadata.namespace, {
+          preconditions: { uid: refused.metadata.uid! },
+        })
+        .catch((err: unknown) => {
+          if (!isConflict(err)) throw err;
+        });
+      return true;
+    }
+    return false;
   }
 
   /** The namespace that owned `object` when it was found missing on an earlier pass and still is. */
