@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { deleteRefusal } from '../../src/backup/controllers/backup/delete.ts';
 import { freesPlaces, queueLimitReached, waiting } from '../../src/backup/controllers/backup/queue-limit.ts';
 import { refusalOf } from '../../src/backup/controllers/backup/reconciler.ts';
+import { canHandBack, handedBack, heldAsRunning } from '../../src/backup/controllers/held.ts';
 import { outcomeEvent, outcomeOf } from '../../src/backup/controllers/outcome.ts';
 import type { VeleroObject } from '../../src/backup/model.ts';
 import type { BackupPolicy } from '../../src/backup/policy/config.ts';
@@ -242,5 +243,46 @@ describe('a refused deletion', () => {
     const running = deleteRefusal(backup('InProgress'), request, errors, 3, at(0));
     expect(running.reason).toBe('VeleroRefused');
     expect(running.waitMs).toBe(60_000);
+  });
+});
+
+describe('a Backup Velero holds as running, handed back to its finalizer', () => {
+  const backup = (status: Record<string, unknown>, annotations: Record<string, string> = {}) =>
+    ({ metadata: { name: 'b', namespace: 'velero', annotations }, status }) as VeleroObject;
+  const still = ['backup deletion failed: backup is still in progress'];
+
+  it('is a finished Backup refused as still in progress, and nothing else', () => {
+    expect(heldAsRunning(backup({ phase: 'Completed' }), still)).toBe(true);
+    expect(heldAsRunning(backup({ phase: 'PartiallyFailed' }), still)).toBe(true);
+    expect(heldAsRunning(backup({ phase: 'InProgress' }), still)).toBe(false);
+    expect(heldAsRunning(backup({ phase: 'Completed' }), ['location is read-only'])).toBe(false);
+  });
+
+  it('is handed back only when its finalizing runs nothing but a write, and at most five times', () => {
+    expect(canHandBack(backup({ phase: 'Completed' }), 1)).toBe(true);
+    expect(canHandBack(backup({ phase: 'PartiallyFailed' }), 5)).toBe(true);
+    expect(canHandBack(backup({ phase: 'Completed' }), 6)).toBe(false);
+    // Item operations would run again (their plugins called a second time): never.
+    expect(canHandBack(backup({ phase: 'Completed', backupItemOperationsAttempted: 1 }), 1)).toBe(false);
+    // Failed Backups have no finalizing phase to go back to.
+    expect(canHandBack(backup({ phase: 'Failed' }), 1)).toBe(false);
+    expect(canHandBack(backup({ phase: 'FailedValidation' }), 1)).toBe(false);
+  });
+
+  it('carries the attempt and the time it was handed back; unreadable marks count as never', () => {
+    const at = '2026-12-07T07:00:00.000Z';
+    expect(
+      handedBack(
+        backup(
+          { phase: 'Finalizing' },
+          { 'tenantkit.io/refinalized-at-attempt': '3', 'tenantkit.io/refinalized-at': at },
+        ),
+      ),
+    ).toEqual({ attempt: 3, since: Date.parse(at) });
+    expect(
+      handedBack(
+        backup({}, { 'tenantkit.io/refinalized-at-attempt': 'x', 'tenantkit.io/refinalized-at': 'y' }),
+      ),
+    ).toEqual({ attempt: 0, since: 0 });
   });
 });
