@@ -179,18 +179,38 @@ describe('ScopeTemplate and ScopeInstance', () => {
     });
   });
 
-  it('binds no namespace for a selector whose only key is __proto__, never every namespace', async () => {
-    // The API server keeps `__proto__` as a key of matchLabels; a cache that dropped it would hand the
-    // controller an empty selector, which means cluster-wide.
-    const { home, operator, inst } = await operatorScope('proto-home', () => ({
-      namespaceSelector: JSON.parse('{"matchLabels":{"__proto__":"x"}}'),
-    }));
-    const ready = await eventually(() => instanceReady(inst), { what: 'instance ready' });
-    expect(Object.keys(ready.spec.namespaceSelector?.matchLabels ?? {})).toEqual(['__proto__']);
-    expect(ready.status?.namespaceCount).toBe(0);
-    expect(await ourBindings(inst)).toEqual([]);
-    expect(await canList(operator)).toBe(false);
-    expect(await canList(operator, home)).toBe(false);
+  it('refuses a namespaceSelector whose key or value the API server would refuse (__proto__ among them), saying which and why', async () => {
+    // The API server checks selector keys and values of built-in objects only. `__proto__` once reached
+    // the controller as an empty selector (a cache dropped the key), which means cluster-wide.
+    const home = await cluster.namespace('bad-selector');
+    const tpl = cluster.unique('tpl');
+    await cluster.admin.create(ScopeTemplateCrd.type, template(tpl, { namespace: home, name: 'operator' }));
+    const cases: [string, RegExp][] = [
+      [
+        '{"matchLabels":{"__proto__":"x"}}',
+        /matchLabels key "__proto__" is not a label key: its name must be/,
+      ],
+      [
+        '{"matchLabels":{"Example.com/team":"a"}}',
+        /matchLabels key "Example.com\/team" is not a label key: its prefix/,
+      ],
+      ['{"matchLabels":{"team":"a b"}}', /matchLabels value "a b" \(key team\) is not a label value/],
+      [
+        '{"matchExpressions":[{"key":"team","operator":"In","values":["-x"]}]}',
+        /matchExpressions\[0\] \(key team\) value "-x" is not a label value/,
+      ],
+    ];
+    for (const [selector, said] of cases) {
+      const inst = cluster.unique('inst');
+      const err = await createInstance(inst, {
+        scopeTemplateName: tpl,
+        namespaceSelector: JSON.parse(selector),
+      }).catch((e: unknown) => e);
+      expect(err, selector).toBeInstanceOf(ApiError);
+      expect((err as ApiError).status, selector).toBe(422);
+      expect((err as ApiError).message, selector).toMatch(said);
+      expect(await ourBindings(inst)).toEqual([]);
+    }
   });
 
   it('updates roles on a template edit without a moment of lost access', async () => {

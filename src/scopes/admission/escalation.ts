@@ -12,7 +12,7 @@ import type { UserInfo } from '../../kube/access.ts';
 import { type AccessQuery, mapLimit, subjectCan } from '../../kube/access.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { Informer } from '../../kube/informer.ts';
-import { isEmptySelector } from '../../kube/selectors.ts';
+import { compileSelector, isEmptySelector } from '../../kube/selectors.ts';
 import { type AdmissionRequest, allow, deny, type Verdict } from '../../webhook/admission.ts';
 import type { PolicyRule, TemplateRole } from '../model.ts';
 import { clusterRoleName } from '../policy/names.ts';
@@ -151,6 +151,17 @@ export async function reviewInstance(
   if (req.operation !== 'CREATE' && req.operation !== 'UPDATE') return allow();
   if (sameSpec(req)) return allow();
   const instance = req.object as unknown as ScopeInstance;
+  // A selector the controller could not evaluate would only fail later in its status: refused here, for
+  // everyone (the API server checks selector keys and values of built-in objects only).
+  const selector = isEmptySelector(instance.spec.namespaceSelector)
+    ? undefined
+    : compileSelector(instance.spec.namespaceSelector!);
+  if (selector && !selector.ok)
+    return deny(
+      `ScopeInstance ${instance.metadata.name}: spec.namespaceSelector is invalid: ${selector.error}`,
+      422,
+      'Invalid',
+    );
   const user = req.userInfo;
   const templateName = instance.spec.scopeTemplateName;
   // The cache may not have seen a template created a moment ago: ask the API server before refusing. Only
