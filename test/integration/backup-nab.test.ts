@@ -152,6 +152,20 @@ describe('NonAdminBackup', { timeout: veleroQueueMs + 30_000 }, () => {
     expect(await nab('escape')).toBeUndefined();
   });
 
+  it('refuses a label selector Velero would fail the backup for, at admission, naming the term', async () => {
+    // The API server does not check the keys of a selector inside a custom resource; Velero would end the
+    // backup FailedValidation minutes later, after the queue.
+    await expect(
+      tenant.create(nabType, {
+        metadata: { name: 'bad-selector', namespace: ns },
+        spec: { backupSpec: { labelSelector: { matchLabels: { 'app/': 'web' } } } },
+      } as KubeObject),
+    ).rejects.toThrow(
+      /spec\.backupSpec\.labelSelector is invalid: matchLabels key "app\/" is not a label key/,
+    );
+    expect(await nab('bad-selector')).toBeUndefined();
+  });
+
   it('refuses edits of the backup spec once it was accepted', async () => {
     await expect(
       tenant.patch(nabType, 'nightly', ns, { spec: { backupSpec: { ttl: '1h0m0s' } } }),

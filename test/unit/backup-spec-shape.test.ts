@@ -32,6 +32,38 @@ describe('backup and restore spec shapes', () => {
     expect(backupSpecProblems(ns, { excludedNamespaces: [] }, {})).toEqual([]);
   });
 
+  it('refuses label selectors Velero would fail the backup or restore for, naming the field and the term', () => {
+    const bad = { matchLabels: { 'app/': 'x' } };
+    expect(backupSpecProblems(ns, { labelSelector: bad } as JsonObject, {})).toEqual([
+      expect.stringMatching(
+        /^spec\.backupSpec\.labelSelector is invalid: matchLabels key "app\/" is not a label key/,
+      ),
+    ]);
+    const or = [{ matchLabels: { app: 'ok' } }, { matchExpressions: [{ key: 'tier', operator: 'In' }] }];
+    expect(backupSpecProblems(ns, { orLabelSelectors: or } as unknown as JsonObject, {})).toEqual([
+      'spec.backupSpec.orLabelSelectors[1] is invalid: matchExpressions[0] (key tier): operator In needs at least one value',
+    ]);
+    expect(
+      restoreSpecProblems(
+        ns,
+        { backupName: 'b', labelSelector: { matchLabels: { app: 'a b' } } } as JsonObject,
+        {},
+      ),
+    ).toEqual([
+      expect.stringMatching(/^spec\.restoreSpec\.labelSelector is invalid: matchLabels value "a b"/),
+    ]);
+    expect(backupSpecProblems(ns, { labelSelector: 'app=x' } as unknown as JsonObject, {})).toEqual([
+      'spec.backupSpec.labelSelector must be a label selector (matchLabels, matchExpressions)',
+    ]);
+    const good = {
+      matchLabels: { 'example.com/app': 'web' },
+      matchExpressions: [{ key: 'tier', operator: 'Exists' }],
+    };
+    expect(
+      backupSpecProblems(ns, { labelSelector: good, orLabelSelectors: [good] } as JsonObject, {}),
+    ).toEqual([]);
+  });
+
   it('refuses a spec or backupSpec that is not an object', () => {
     expect(specShapeProblems([], 'backupSpec')).toEqual(['spec must be an object with backupSpec']);
     expect(specShapeProblems({ backupSpec: ['x'] }, 'backupSpec')).toEqual([

@@ -3,6 +3,7 @@
 // the reach of a backup or restore: namespaces, cluster-scoped resources and storage locations are
 // tenantkit's to set.
 import type { NonAdminBackup } from '../../crds/backup.ts';
+import { compileSelector, type LabelSelector } from '../../kube/selectors.ts';
 import { parseDuration } from './config.ts';
 import { enforcedMessage, type JsonObject, unenforceable, violations } from './enforce.ts';
 
@@ -85,6 +86,27 @@ function adminOnly(spec: JsonObject, enforced: JsonObject, prefix: string, field
   return [`${prefix}.${field} is not allowed: ${why}; leave it out, or ask an admin to enforce it`];
 }
 
+/**
+ * Problems with the label selectors of a spec (labelSelector, orLabelSelectors): Velero would only fail
+ * the whole backup or restore for them later (FailedValidation); said here, at once, with the field.
+ */
+function selectorProblems(spec: JsonObject, prefix: string): string[] {
+  const problems: string[] = [];
+  const check = (field: string, selector: unknown) => {
+    if (selector === undefined || selector === null) return;
+    if (typeof selector !== 'object' || Array.isArray(selector)) {
+      problems.push(`${prefix}.${field} must be a label selector (matchLabels, matchExpressions)`);
+      return;
+    }
+    const compiled = compileSelector(selector as LabelSelector);
+    if (!compiled.ok) problems.push(`${prefix}.${field} is invalid: ${compiled.error}`);
+  };
+  check('labelSelector', spec.labelSelector);
+  const or = spec.orLabelSelectors;
+  if (Array.isArray(or)) for (const [i, selector] of or.entries()) check(`orLabelSelectors[${i}]`, selector);
+  return problems;
+}
+
 const hooksWhy =
   "hooks run commands in the namespace's pods while Velero waits, and Velero runs one backup or restore at a time, so a slow hook stalls every tenant";
 
@@ -99,7 +121,7 @@ export function backupSpecProblems(
   hasLocation?: (name: string) => boolean,
 ): string[] {
   const problems: string[] = [];
-  problems.push(...namespaceProblems(spec, namespace, path, 'backup'));
+  problems.push(...namespaceProblems(spec, namespace, path, 'backup'), ...selectorProblems(spec, path));
   if (spec.includeClusterResources === true) {
     problems.push(
       `${path}.includeClusterResources may not be true: tenants cannot back up cluster-scoped resources`,
@@ -179,7 +201,10 @@ export function restoreSpecProblems(
       `${restorePath}.scheduleName is not allowed: tenants restore from their own NonAdminBackups; leave it out and set backupName to a NonAdminBackup`,
     );
   }
-  problems.push(...namespaceProblems(spec, namespace, restorePath, 'restore'));
+  problems.push(
+    ...namespaceProblems(spec, namespace, restorePath, 'restore'),
+    ...selectorProblems(spec, restorePath),
+  );
   const mapping = spec.namespaceMapping;
   if (typeof mapping === 'object' && mapping !== null && Object.keys(mapping).length > 0) {
     problems.push(
