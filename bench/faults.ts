@@ -19,7 +19,7 @@ import type { KubeObject } from '../src/kube/resources.ts';
 import { faults } from './faults/catalog.ts';
 import { type FaultRow, type RestoreCrashPoint, restoreCrashPoints } from './faults/model.ts';
 import { seeded } from './faults/random.ts';
-import { runFault, table } from './faults/run.ts';
+import { runFault, stoppedRow, table } from './faults/run.ts';
 import { makeBaseBackup, makeWorld } from './faults/world.ts';
 import {
   deployStore,
@@ -97,12 +97,15 @@ const bench = await startBenchCluster({
 const { admin, cp, dir } = bench;
 const node = bench.node!;
 const rows: FaultRow[] = [];
+/** The fault whose rounds are running: printed too when the run is stopped midway, marked so. */
+let running: FaultRow | undefined;
 // Stopped by hand (Ctrl-C, or SIGTERM): the node, its containers and the control plane go with the run,
 // instead of staying on the machine; the faults finished so far are printed. A second signal ends it at once.
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     say(`${signal}: stopping the node and the control plane (again to end at once)`);
-    if (rows.length > 0) say(table(rows));
+    const stopped = running && !rows.includes(running) ? [stoppedRow(running)] : [];
+    if (rows.length + stopped.length > 0) say(table([...rows, ...stopped]));
     void bench.stop().finally(() => process.exit(130));
   });
 }
@@ -188,7 +191,10 @@ try {
     // Each fault its own stream from the seed: one fault replays alone with --faults.
     const rng = seeded(seed + faults.indexOf(fault) * 7919);
     say(`${fault.name}: ${rounds} rounds (seed ${seed})`);
-    rows.push(await runFault(world, fault, rng, { rounds, prefix: `f${i}` }));
+    const onStart = (row: FaultRow) => {
+      running = row;
+    };
+    rows.push(await runFault(world, fault, rng, { rounds, prefix: `f${i}`, onStart }));
     console.log(table(rows.slice(-1)).split('\n')[2]);
   }
   console.log(`\nbench:faults, seed ${seed} (replay: npm run bench:faults -- --seed ${seed})\n`);

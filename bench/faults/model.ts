@@ -137,6 +137,8 @@ export interface FaultRow {
   fault: string;
   guarantee: string;
   injected: number;
+  /** Rounds whose work was checked and cleaned up to the end (a run stopped midway counts the others too). */
+  roundsChecked: number;
   operations: number;
   /** Operations in flight when the fault hit (started before, not yet answered). */
   inFlight: number;

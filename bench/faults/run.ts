@@ -14,6 +14,8 @@ export interface RunOptions {
   prefix: string;
   /** How often the tenant makes each kind of request (see TenantWork); the bench's pace by default. */
   paceMs?: Pace;
+  /** Handed the row as it starts, so that a run stopped midway can still print what it counted. */
+  onStart?: (row: FaultRow) => void;
 }
 
 /** A tenant at a person's pace, for a run beside other work (the e2e slice). */
@@ -65,6 +67,7 @@ export async function runFault(world: World, fault: Fault, rng: Rng, options: Ru
     fault: fault.name,
     guarantee: fault.guarantee,
     injected: 0,
+    roundsChecked: 0,
     operations: 0,
     inFlight: 0,
     wrong: [],
@@ -79,6 +82,7 @@ export async function runFault(world: World, fault: Fault, rng: Rng, options: Ru
     seen: new Map(),
   };
   const see = (line: string) => row.seen.set(line, (row.seen.get(line) ?? 0) + 1);
+  options.onStart?.(row);
   for (let round = 0; round < options.rounds; round++) {
     const work = new TenantWork(world, `${options.prefix}-${round}`, {
       pace: options.paceMs,
@@ -172,6 +176,7 @@ export async function runFault(world: World, fault: Fault, rng: Rng, options: Ru
     );
     for (const o of orphans) world.say(`  ${fault.name} round ${round + 1}: left behind: ${o}`);
     row.orphans.push(...orphans);
+    row.roundsChecked++;
   }
   // Whatever the fault, the index ends as the API server's objects.
   const { difference } = await indexDifference(world, 30_000);
@@ -180,6 +185,14 @@ export async function runFault(world: World, fault: Fault, rng: Rng, options: Ru
     world.say(`  after ${fault.name}: ${difference}`);
   }
   return row;
+}
+
+/** A row of a run stopped in its rounds, named so: its last round may be counted in part. */
+export function stoppedRow(row: FaultRow): FaultRow {
+  return {
+    ...row,
+    fault: `${row.fault} (stopped in round ${row.roundsChecked + 1}: ${row.roundsChecked} checked to the end)`,
+  };
 }
 
 /** The table of rows, and under it what the tenant saw per fault (one line each, with counts). */
