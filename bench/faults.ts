@@ -18,6 +18,7 @@ import { KubeClient } from '../src/kube/client.ts';
 import type { KubeObject } from '../src/kube/resources.ts';
 import { faults } from './faults/catalog.ts';
 import { type FaultRow, type RestoreCrashPoint, restoreCrashPoints } from './faults/model.ts';
+import { setControllersEnv } from './faults/pods.ts';
 import { seeded } from './faults/random.ts';
 import { runFault, stoppedRow, table } from './faults/run.ts';
 import { makeBaseBackup, makeWorld } from './faults/world.ts';
@@ -182,6 +183,15 @@ try {
   world.volumeSums = await storeSums(admin, world.home);
   world.volumeBackup = await makeBaseBackup(world, true);
   say(`her volume backup ${world.volumeBackup} completed: the volume restore faults restore it`);
+  const controllersEnv = Object.assign({}, ...chosen.map((f) => f.controllersEnv ?? {}));
+  if (Object.keys(controllersEnv).length > 0) {
+    say(
+      `the controllers get ${Object.entries(controllersEnv)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+    );
+    await setControllersEnv(world, controllersEnv);
+  }
   world.restartControlPlane = () => bench.restartControlPlane();
   world.restartNode = () => node.restart();
   world.fillDisk = (what) => fillDisk(what === 'database' ? node.volumesDir : storeDir);

@@ -2,9 +2,11 @@
 // moment a NonAdminBackup's identity is written, the search database killed, and every webhook Pod gone.
 // Each says how to tell that what it hit works again (a probe through it, as the tenant).
 import { setTimeout as sleep } from 'node:timers/promises';
+import { NabIdentityWritten } from '../../src/backup/model.ts';
 import { NonAdminBackupCrd } from '../../src/crds/backup.ts';
 import { VeleroResources } from '../../src/crds/velero.ts';
 import { ApiError } from '../../src/kube/client.ts';
+import { failpointVariable } from '../../src/kube/failpoint.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import { cacheDifference, indexDifference } from './checks.ts';
 import { type Fault, type Injected, type Rng, restoreCrashPoints, type World } from './model.ts';
@@ -156,6 +158,9 @@ const leaderAtIdentity: Fault = {
   name: 'controllers leader (SIGKILL at a NAB identity write)',
   cheap: false,
   guarantee: controllersGuarantee,
+  // Step 2 follows step 1 within a watch event: without a pause between them the kill lands after the
+  // Backup exists (all 20 rounds of session 31). Held open 3 s, it lands inside every time.
+  controllersEnv: { [failpointVariable(NabIdentityWritten)]: '3000' },
   async inject(world, rng) {
     const leader = await leaderPod(world);
     const stop = new AbortController();

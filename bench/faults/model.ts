@@ -111,6 +111,11 @@ export interface Fault {
    * (spec.deleteBackup), and none may stay.
    */
   backupsMayFail?: boolean;
+  /**
+   * Variables the controllers need for this fault (a failpoint that holds a crash point open), set on
+   * them before the first fault when this fault is chosen.
+   */
+  controllersEnv?: Record<string, string>;
 }
 
 /** A tenant operation, and how it ended. */

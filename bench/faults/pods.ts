@@ -2,6 +2,7 @@
 // killed (SIGKILL of the container's processes on the node) or deleted (the API), and waited for.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { killContainer } from '../../devenv/node/launch.ts';
+import { PatchType } from '../../src/kube/client.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
 import type { World } from './model.ts';
 
@@ -15,7 +16,12 @@ export interface Pod extends KubeObject {
 
 interface Workload extends KubeObject {
   spec: { replicas?: number };
-  status?: { readyReplicas?: number; updatedReplicas?: number; replicas?: number };
+  status?: {
+    readyReplicas?: number;
+    updatedReplicas?: number;
+    replicas?: number;
+    observedGeneration?: number;
+  };
 }
 
 /** The release's live Pods of one component (`app.kubernetes.io/component`). */
@@ -72,12 +78,41 @@ export async function allReady(world: World, component: string, timeoutMs = 180_
       (await world.admin.get<Workload>(Resources.statefulSets, name, world.namespace));
     const want = w?.spec.replicas ?? 1;
     const s = w?.status;
+    // A change not yet seen by the Deployment controller: its counts are of the old Pods.
+    const seen = (s?.observedGeneration ?? 0) >= (w?.metadata.generation ?? 0);
     const pods = await componentPods(world, component);
     const podsReady = pods.filter((p) => p.status?.containerStatuses?.every((c) => c.ready)).length;
-    if (s?.readyReplicas === want && (s.updatedReplicas ?? want) === want && podsReady === want) return;
+    if (seen && s?.readyReplicas === want && (s.updatedReplicas ?? want) === want && podsReady === want)
+      return;
     if (Date.now() - started > timeoutMs) {
       throw new Error(`${name}: ${s?.readyReplicas ?? 0} of ${want} ready after ${timeoutMs / 1000} s`);
     }
     await sleep(200);
   }
+}
+
+/**
+ * Sets variables in the controllers' container (the failpoints some faults need; src/kube/failpoint.ts)
+ * and waits until the Pods that have them are all ready.
+ */
+export async function setControllersEnv(world: World, env: Record<string, string>): Promise<void> {
+  const name = `${world.release}-controllers`;
+  await world.admin.patch(
+    Resources.deployments,
+    name,
+    world.namespace,
+    {
+      spec: {
+        template: {
+          spec: {
+            containers: [
+              { name: 'controllers', env: Object.entries(env).map(([n, value]) => ({ name: n, value })) },
+            ],
+          },
+        },
+      },
+    },
+    PatchType.strategic,
+  );
+  await allReady(world, 'controllers');
 }

@@ -163,3 +163,10 @@ export function requesterValue(user: UserInfo): string {
     ...(user.extra && Object.keys(user.extra).length ? { extra: user.extra } : {}),
   });
 }
+
+/**
+ * The controllers' crash point between a NonAdminBackup's identity write (step 1) and its Velero Backup's
+ * create (step 2): a pause there (src/kube/failpoint.ts, test-only, off by default) lets bench:faults
+ * SIGKILL the leader inside that window every time.
+ */
+export const NabIdentityWritten = 'NAB_IDENTITY_WRITTEN';

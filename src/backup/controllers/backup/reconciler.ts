@@ -16,6 +16,7 @@ import {
   type ReconcileContext,
   type ReconcileResult,
 } from '../../../kube/controller.ts';
+import { failpoint } from '../../../kube/failpoint.ts';
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from '../../../kube/finalizers.ts';
 import { ByNamespace, type Informer } from '../../../kube/informer.ts';
 import type { Manager } from '../../../kube/manager.ts';
@@ -27,6 +28,7 @@ import {
   Index,
   Labels,
   NabFinalizer,
+  NabIdentityWritten,
   syncedFromOf,
   type VeleroObject,
 } from '../../model.ts';
@@ -298,6 +300,8 @@ export class NabReconciler extends ObjectReconciler<NabSources, NonAdminBackup, 
       },
       { ifVersion: resourceVersion },
     );
+    // The crash point between step 1 and step 2, held open for the fault suite (off by default).
+    await failpoint(NabIdentityWritten);
     return undefined;
   }
 
