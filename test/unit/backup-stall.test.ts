@@ -226,14 +226,33 @@ describe('StallTracker', () => {
     expect(outcome.stalled?.reason).toBe('VeleroBackupStuck');
     expect(outcome.event?.reason).toBe('VeleroBackupStuck');
     expect(w.stalls.drain()).toEqual([]);
-    // a's own volume operation moves: a is no longer stuck, and its NAB is told.
+    // One Event per diagnosis: none while the NAB already says so, one when it said the queue stalled.
+    const said = (reason: string) => ({
+      name: 'a',
+      phase: 'InProgress',
+      unfinished: true,
+      position: 0,
+      veleroNamespace: 'velero',
+      conditions: [{ type: 'Queued', status: 'True' as const, reason, message: '', lastTransitionTime: '' }],
+    });
+    expect((await stallOutcome(w.stalls, said('VeleroBackupStuck'))).event).toBeUndefined();
+    const changed = await stallOutcome(w.stalls, said('VeleroQueueStalled'));
+    expect(changed.event).toMatchObject({ type: 'Warning', reason: 'VeleroBackupStuck' });
+    expect(changed.event?.message).toMatch(/^Velero Backup a is InProgress, but neither it nor/);
+    // Then the whole queue stands still: the diagnosis changes back, with its own Event.
+    w.tick(10_000);
+    const stalled = await stallOutcome(w.stalls, said('VeleroBackupStuck'));
+    expect(stalled.stalled?.reason).toBe('VeleroQueueStalled');
+    expect(stalled.event).toMatchObject({ type: 'Warning', reason: 'VeleroQueueStalled' });
+    expect((await stallOutcome(w.stalls, said('VeleroQueueStalled'))).event).toBeUndefined();
+    // a's own volume operation moves: a is no longer stuck, and the NABs of the stalled queue are told.
     const own = {
       metadata: { name: 'a-x', namespace: 'velero', labels: { 'velero.io/backup-name': 'a' } },
       status: { phase: 'Accepted' },
     } as Obj;
     w.ops.onUpdate!(own, { ...own, status: { phase: 'InProgress' } });
     expect(w.stalls.state('velero', 'a')).toEqual({ checkInMs: 10_000 });
-    expect(w.stalls.drain()).toEqual(['tenant/a']);
+    expect(w.stalls.drain()).toEqual(['tenant/a', 'tenant/b', 'tenant/c']);
     // Finished, it has no clock left.
     w.update(a, backup('a', 1, { phase: 'Completed' }));
     expect(w.stalls.runningStillFor('velero', 'a')).toBeUndefined();

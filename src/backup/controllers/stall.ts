@@ -330,14 +330,14 @@ export interface QueuedObject {
   unfinished: boolean;
   position: number;
   veleroNamespace: string;
-  /** The tenant object's conditions as read (to send the Event once). */
+  /** The tenant object's conditions as read (an Event only when the stall begins or its diagnosis changes). */
   conditions: Condition[] | undefined;
 }
 
 export interface StallOutcome {
   /** The Queued condition's reason and message while the queue is stalled. */
   stalled?: { reason: string; message: string };
-  /** A Warning Event, the first time the object says its queue is stalled. */
+  /** A Warning Event, when the object first says its queue is stalled and when the diagnosis changes. */
   event?: StatusEvent;
   /** When to look again: when the queue would be stalled, or while it is. */
   requeue?: ReconcileResult;
@@ -354,11 +354,18 @@ export async function stallOutcome(stalls: StallTracker, o: QueuedObject): Promi
     ? stuckMessage(stalls.kind, o, state.stalledAfterMs, accepted)
     : stalledMessage(stalls.kind, o, state.stalledAfterMs, accepted);
   const reason = state.alone ? stuckReason(stalls.kind) : StalledReason;
+  // A Warning Event when the stall begins and each time its diagnosis changes (the queue stalled / this
+  // one alone stuck), so that the tenant's Events say what holds now. The change cannot flap: from stuck
+  // back to stalled takes the whole queue standing still for the warning time again, so an object gets
+  // at most two such Events per warning time.
   const previous = findCondition(o.conditions, 'Queued')?.reason;
-  const was = previous === StalledReason || previous === stuckReason(stalls.kind);
+  const event =
+    previous === reason
+      ? undefined
+      : ({ type: 'Warning', reason, action: stalls.kind, message } as StatusEvent);
   return {
     stalled: { reason, message },
-    ...(was ? {} : { event: { type: 'Warning', reason, action: stalls.kind, message } as StatusEvent }),
+    ...(event ? { event } : {}),
     requeue: { requeueAfterMs: Math.min(state.stalledAfterMs, 60_000) },
   };
 }
