@@ -14,7 +14,7 @@ import {
   processedDeleteRequestMaxAgeMs,
 } from '../../src/backup/controllers/gc/rules.ts';
 import { backup } from '../../src/backup/index.ts';
-import { Labels, managedLabels } from '../../src/backup/model.ts';
+import { GcReasonAnnotation, Labels, managedLabels } from '../../src/backup/model.ts';
 import { baseControllerRules } from '../../src/capabilities.ts';
 import { VeleroResources } from '../../src/crds/velero.ts';
 import { KubeClient } from '../../src/kube/client.ts';
@@ -307,10 +307,13 @@ describe('garbage collection of Backups', { timeout: 120_000 }, () => {
     w: World,
     uuid: string,
     originNs: string,
-    options: { phase?: string; location?: string; covers?: string } = {},
+    options: { phase?: string; location?: string; covers?: string; schedule?: string } = {},
   ) =>
     w.put(VeleroResources.backups, {
-      metadata: w.meta(uuid, Origins.nab, uuid, originNs),
+      // A schedule's run carries its NonAdminSchedule's labels and annotations, not a NonAdminBackup's.
+      metadata: options.schedule
+        ? w.meta(uuid, Origins.nas, options.schedule, originNs)
+        : w.meta(uuid, Origins.nab, uuid, originNs),
       spec: {
         includedNamespaces: [options.covers ?? originNs],
         ...(options.location ? { storageLocation: options.location } : {}),
@@ -424,6 +427,43 @@ describe('garbage collection of Backups', { timeout: 120_000 }, () => {
     expect(w.events).toEqual(['VeleroHoldsBackupAsRunning']);
     const b8 = (await admin.get<Obj>(VeleroResources.backups, 'b8', w.veleroNs))!;
     expect(b8.status?.phase).toBe('Completed');
+  });
+
+  it('asks again on the next pass when Velero refused a request and the Backup stayed, for a schedule run too', async () => {
+    const w = await world();
+    await locations(w);
+    const gone = cluster.unique('refused');
+    await backupIn(w, 'b10', gone);
+    await backupIn(w, 'b11', gone, { schedule: 'nightly-uuid' });
+    await w.run();
+    expect((await w.run()).dataDeletions).toBe(2);
+    // Velero refuses both (as it does while the location is read-only) and keeps the Backups.
+    const refused = new Map<string, string | undefined>();
+    for (const name of ['b10', 'b11']) {
+      const request = (await admin.get<Obj>(VeleroResources.deleteBackupRequests, name, w.veleroNs))!;
+      expect(request.metadata.annotations?.[GcReasonAnnotation]).toMatch(/^namespace refused-.* is gone$/);
+      await admin.patch(VeleroResources.deleteBackupRequests, name, w.veleroNs, {
+        status: {
+          phase: 'Processed',
+          errors: [
+            'cannot delete backup because backup storage location default is currently in read-only mode',
+          ],
+        },
+      });
+      refused.set(name, request.metadata.uid);
+    }
+    // The next pass asks again for both. Before, the schedule run's refused request (it names no
+    // NonAdminBackup) was kept for a day, and no new one could be made under its name until then.
+    expect((await w.run()).dataDeletions).toBe(2);
+    for (const name of ['b10', 'b11']) {
+      const again = (await admin.get<Obj>(VeleroResources.deleteBackupRequests, name, w.veleroNs))!;
+      expect(again.metadata.uid, name).not.toBe(refused.get(name));
+      expect(again.status?.phase, name).toBeUndefined();
+    }
+    const run = (await admin.get<Obj>(VeleroResources.deleteBackupRequests, 'b11', w.veleroNs))!;
+    expect(run.metadata.annotations).toMatchObject({ [Origins.nas.namespaceAnnotation]: gone });
+    // While Velero has not processed them, nothing more.
+    expect((await w.run()).dataDeletions).toBe(0);
   });
 
   it('starts the wait again when the namespace comes back in between', async () => {

@@ -22,7 +22,9 @@
 // with a DeleteBackupRequest, labelled as the NonAdminBackup controller labels its own. Because that is
 // the one irreversible step, it waits until the namespace was missing on two passes in a row (at least one
 // period apart, confirmed by a GET each time) and until the Backup finished, so an admin who recreates a
-// deleted namespace in time keeps its backups. Backups in a tenant's own storage location are never
+// deleted namespace in time keeps its backups. When Velero refuses the request and the Backup stays, the
+// next pass removes the processed request and asks again (each pass, whether the Backup came from a
+// NonAdminBackup or a schedule). Backups in a tenant's own storage location are never
 // touched (the data is in the tenant's bucket, and the location goes with its namespace), nor are Backups
 // that belong to no namespace.
 //

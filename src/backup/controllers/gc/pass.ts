@@ -221,7 +221,9 @@ export class GarbageCollector {
     const held = requests.find((r) =>
       heldAsRunning(object, (r.status?.errors as string[] | undefined) ?? []),
     );
-    if (held && !(await this.handBackHeld(object, held, signal))) return;
+    if (held) {
+      if (!(await this.handBackHeld(object, held, signal))) return;
+    } else if (!(await this.removeRefused(requests))) return;
     await this.requestDataDeletion(object, ns, veleroNamespace, result);
   }
 
@@ -266,6 +268,28 @@ export class GarbageCollector {
       return true;
     }
     return false;
+  }
+
+  /**
+   * Requests Velero processed while the Backup stayed (it refused them: its location read-only or
+   * unavailable, say) go, so that this pass asks again under the same name. Those of a NonAdminBackup go
+   * anyway once it is gone (its DeleteBackupRequests are looked at first); a schedule run's name no
+   * NonAdminBackup, and were kept a day. True when the name is free.
+   */
+  private async removeRefused(requests: Obj[]): Promise<boolean> {
+    for (const refused of requests) {
+      const removed = await this.client
+        .delete(VeleroResources.deleteBackupRequests, refused.metadata.name!, refused.metadata.namespace, {
+          preconditions: { uid: refused.metadata.uid! },
+        })
+        .catch((err: unknown) => {
+          // Replaced meanwhile by a newer request: that one does the job.
+          if (isConflict(err)) return undefined;
+          throw err;
+        });
+      if (removed === undefined) return false;
+    }
+    return true;
   }
 
   /** The namespace that owned `object` when it was found missing on an earlier pass and still is. */
