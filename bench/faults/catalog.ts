@@ -164,14 +164,21 @@ const leaderAtIdentity: Fault = {
   async inject(world, rng) {
     const leader = await leaderPod(world);
     const stop = new AbortController();
+    // The moment a NACUUID first shows in a NAB: not any later change of a NAB that has one (the
+    // controllers mirror older NABs' Velero Backups all the time; in session 32 one such change was taken
+    // for the write, and the kill came after that NAB's Backup existed).
+    const known = new Map<string, string | undefined>();
     const hit = new Promise<string>((resolve) => {
       void world.admin
         .watch<KubeObject & { status?: { veleroBackup?: { nacuuid?: string } } }>(
           NonAdminBackupCrd.type,
           { namespace: world.home, signal: stop.signal, timeoutSeconds: 120 },
           (event) => {
+            const name = event.object?.metadata?.name ?? '';
             const uuid = event.object?.status?.veleroBackup?.nacuuid;
-            if (event.type === 'MODIFIED' && uuid) resolve(uuid);
+            const before = known.get(name);
+            known.set(name, uuid);
+            if (event.type === 'MODIFIED' && uuid && uuid !== before) resolve(uuid);
           },
         )
         .catch(() => {});

@@ -124,6 +124,8 @@ export interface Operation {
   name: string;
   /** ms since the round started. */
   startedAt: number;
+  /** How long the request took to be answered, in ms (a request kube-apiserver holds shows here). */
+  tookMs?: number;
   /** The answer to the request itself: 'ok', or the HTTP status and message of a refusal. */
   answer: { ok: true } | { ok: false; status: number; message: string };
   /** Filled in by the round's check: undefined when the end state is right, else what is wrong. */
@@ -158,6 +160,9 @@ export interface FaultRow {
    * ("failed calling webhook"): refused, as failurePolicy Fail wants, but with kube-apiserver's status.
    */
   webhookCallErrors: number;
+  /** Tenant requests answered after more than a second, and the slowest answer (ms) with its kind. */
+  slowAnswers: number;
+  slowest?: { ms: number; kind: string; ok: boolean };
   /**
    * Backups and restores that ended Failed with Velero's reason (where the fault allows it), and their
    * retries that completed.

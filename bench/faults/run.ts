@@ -59,7 +59,20 @@ function roundLine(ops: Operation[]): string {
     ([kind, k]) => `${k.accepted}/${k.made} ${kind}${k.wrong ? ` (${k.wrong} wrong)` : ''}`,
   );
   const wrong = ops.filter((o) => o.wrong).length;
-  return `${parts.join(', ')} accepted; ${wrong} ended wrong`;
+  const slowest = slowestOf(ops);
+  const took = slowest
+    ? `; slowest answer ${((slowest.tookMs ?? 0) / 1000).toFixed(1)} s (${slowest.kind}, ${slowest.answer.ok ? 'accepted' : `refused ${slowest.answer.status}`}), ${ops.filter((o) => (o.tookMs ?? 0) > slowAnswerMs).length} over ${slowAnswerMs / 1000} s`
+    : '';
+  return `${parts.join(', ')} accepted; ${wrong} ended wrong${took}`;
+}
+
+/** A request answered after this long counts as held (kube-apiserver waiting on a webhook, say). */
+const slowAnswerMs = 1_000;
+
+function slowestOf(ops: Operation[]): Operation | undefined {
+  let slowest: Operation | undefined;
+  for (const op of ops) if ((op.tookMs ?? 0) > (slowest?.tookMs ?? -1)) slowest = op;
+  return slowest;
 }
 
 export async function runFault(world: World, fault: Fault, rng: Rng, options: RunOptions): Promise<FaultRow> {
@@ -76,6 +89,7 @@ export async function runFault(world: World, fault: Fault, rng: Rng, options: Ru
     lost: [],
     serverErrors: 0,
     webhookCallErrors: 0,
+    slowAnswers: 0,
     failedWithReason: 0,
     retriesCompleted: 0,
     recoveryMs: [],
@@ -128,6 +142,10 @@ export async function runFault(world: World, fault: Fault, rng: Rng, options: Ru
     row.duplicates.push(...findings.duplicates);
     row.lost.push(...findings.lost);
     world.say(`  ${fault.name} round ${round + 1}: ${roundLine(work.operations)}`);
+    row.slowAnswers += work.operations.filter((o) => (o.tookMs ?? 0) > slowAnswerMs).length;
+    const slowest = slowestOf(work.operations);
+    if (slowest && (slowest.tookMs ?? 0) > (row.slowest?.ms ?? -1))
+      row.slowest = { ms: slowest.tookMs ?? 0, kind: slowest.kind, ok: slowest.answer.ok };
     for (const op of work.operations.filter((o) => o.wrong)) {
       world.say(`  ${fault.name} round ${round + 1}: WRONG: ${op.wrong}`);
     }
@@ -209,6 +227,10 @@ export function table(rows: FaultRow[]): string {
   lines.push('', 'What the tenant saw besides success:');
   for (const r of rows) {
     lines.push(`- ${r.fault}:${r.seen.size ? '' : ' nothing else'}`);
+    if (r.slowest)
+      lines.push(
+        `  - answers: ${r.slowAnswers} after more than ${slowAnswerMs / 1000} s; the slowest ${(r.slowest.ms / 1000).toFixed(1)} s (${r.slowest.kind}, ${r.slowest.ok ? 'accepted' : 'refused'})`,
+      );
     for (const [line, n] of [...r.seen].sort((a, b) => b[1] - a[1])) lines.push(`  - ${n}× ${line}`);
     // Every finding is named (which object, which backup), not only counted: a run must say what to fix.
     for (const w of r.wrong.slice(0, 5)) lines.push(`  - WRONG: ${w}`);

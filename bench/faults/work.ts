@@ -154,7 +154,9 @@ export class TenantWork {
           ? { ok: false, status: err.status, message: err.message }
           : { ok: false, status: 0, message: (err as Error).message };
     }
-    this.answered.set(op, this.now());
+    const now = this.now();
+    this.answered.set(op, now);
+    op.tookMs = now - op.startedAt;
   }
 
   private createNamespace(name: string): Promise<void> {
