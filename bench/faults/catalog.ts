@@ -241,7 +241,13 @@ const webhooksGone: Fault = {
         )
       )?.spec.replicas ?? 2;
     await scale(0);
-    await until('webhook Pods gone', async () => (await componentPods(world, 'webhooks')).length === 0);
+    // Gone from the API server, not only terminating: a terminating webhook Pod serves through its 5 s
+    // preStop sleep (kube-proxy sends to terminating endpoints when no ready one is left). Until session
+    // 32 the wait ended at termination, and the 2-5 s below fell inside that sleep: no request was refused.
+    await until(
+      'webhook Pods gone',
+      async () => (await componentPods(world, 'webhooks', { terminating: true })).length === 0,
+    );
     await sleep(rng.between(2_000, 5_000));
     await scale(replicas);
     return {

@@ -25,12 +25,16 @@ interface Workload extends KubeObject {
 }
 
 /** The release's live Pods of one component (`app.kubernetes.io/component`). */
-export async function componentPods(world: World, component: string): Promise<Pod[]> {
+export async function componentPods(
+  world: World,
+  component: string,
+  options: { terminating?: boolean } = {},
+): Promise<Pod[]> {
   const pods = await world.admin.list<Pod>(Resources.pods, {
     namespace: world.namespace,
     labelSelector: `app.kubernetes.io/instance=${world.release},app.kubernetes.io/component=${component}`,
   });
-  return pods.items.filter((p) => !p.metadata.deletionTimestamp);
+  return options.terminating ? pods.items : pods.items.filter((p) => !p.metadata.deletionTimestamp);
 }
 
 /** The controllers' Pod that holds their Lease now. */
