@@ -29,12 +29,17 @@ let env: BackupEnvironment;
 let node: string;
 
 type Event = KubeObject & { type?: string; reason?: string; note?: string; regarding?: { name?: string } };
+/**
+ * The stall bound. 4 s was too tight on a loaded CI machine (beside the image builds): Velero once took
+ * over 4 s to start bob's first backup on its free worker, and his NAB was rightly told the queue stalled.
+ */
+const warnS = 10;
 type Operation = KubeObject & { spec?: { node?: string }; status?: { phase?: string; message?: string } };
 
 beforeAll(async () => {
   env = await startBackupEnvironment(cluster, {
     velero: { concurrentBackups: 2 },
-    policy: { enforceBackupSpec: { snapshotVolumes: false }, stalledQueueWarningAfter: '4s' },
+    policy: { enforceBackupSpec: { snapshotVolumes: false }, stalledQueueWarningAfter: `${warnS}s` },
   });
   node = cluster.unique('ghost');
   await admin.create(Resources.nodes, { metadata: { name: node } } as KubeObject);
@@ -120,7 +125,7 @@ describe('two backups at once in Velero', { timeout: 300_000 }, () => {
 
     // Bob's backups go through Velero's second worker, one after another, while hers waits: until hers
     // is called stuck and at least one of his has completed after that (on a loaded machine his first
-    // backup alone can outlast the 4 s stall bound).
+    // backup alone can outlast the stall bound).
     const made: string[] = [];
     let madeWhenStuck = 0;
     let stuck: { reason?: string; status?: string; message?: string } | undefined;
@@ -152,11 +157,11 @@ describe('two backups at once in Velero', { timeout: 300_000 }, () => {
     expect(stuck?.status).toBe('True');
     expect(stuck?.message).toMatch(
       new RegExp(
-        `^Velero Backup ${waiting.backup} is InProgress, but neither it nor any of its volume operations has changed for over 4s while Velero went on with other backups`,
+        `^Velero Backup ${waiting.backup} is InProgress, but neither it nor any of its volume operations has changed for over ${warnS}s while Velero went on with other backups`,
       ),
     );
     // A Warning Event for each diagnosis her NAB gives: that it alone is stuck (always, as its condition
-    // said); before it, when the queue did stand still (on a loaded machine the test can take over 4 s
+    // said); before it, when the queue did stand still (on a loaded machine the test can take over the bound
     // between two of bob's backups, and then nothing in the queue moved; seen once in CI beside the image
     // builds), possibly one that the queue stalled.
     const told = await eventually(async () =>
@@ -171,9 +176,11 @@ describe('two backups at once in Velero', { timeout: 300_000 }, () => {
       ),
     );
     const gauge = await registry.getSingleMetric('tenantkit_velero_backup_running_still_seconds')!.get();
-    expect(gauge.values.find((v) => v.labels.namespace === veleroNs)?.value ?? 0).toBeGreaterThanOrEqual(4);
+    expect(gauge.values.find((v) => v.labels.namespace === veleroNs)?.value ?? 0).toBeGreaterThanOrEqual(
+      warnS,
+    );
     const queueGauge = await registry.getSingleMetric('tenantkit_velero_backup_queue_stalled_seconds')!.get();
-    expect(queueGauge.values.find((v) => v.labels.namespace === veleroNs)?.value ?? 0).toBeLessThan(4);
+    expect(queueGauge.values.find((v) => v.labels.namespace === veleroNs)?.value ?? 0).toBeLessThan(warnS);
 
     // Bob was never warned: each of his backups completed without a word of a stall.
     expect(made.length).toBeGreaterThan(madeWhenStuck);
