@@ -17,7 +17,7 @@ import { VeleroResources } from '../../src/crds/velero.ts';
 import { type KubeClient, PatchType } from '../../src/kube/client.ts';
 import { registry } from '../../src/kube/metrics.ts';
 import { type KubeObject, Resources } from '../../src/kube/resources.ts';
-import { nabDeletedWithData, veleroNamespaceValue, veleroQueueMs } from '../harness/backup.ts';
+import { nabDeletedWithData, settledBackup, veleroNamespaceValue, veleroQueueMs } from '../harness/backup.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { grantControllerNamespace, type RunningCapability, runCapability } from '../harness/components.ts';
 import { startTestVelero, type TestVelero, veleroStartTimeoutMs } from '../harness/velero.ts';
@@ -43,20 +43,8 @@ async function setPolicy(nonAdmin: Record<string, unknown>) {
 
 const nab = (name: string, namespace = ns) => cluster.admin.get<NonAdminBackup>(nabType, name, namespace);
 
-async function settled(name: string, namespace = ns): Promise<NonAdminBackup> {
-  return eventually(
-    async () => {
-      const o = await nab(name, namespace);
-      const phase = o?.status?.phase;
-      if (phase === 'BackingOff') return o;
-      const velero = o?.status?.veleroBackup?.status?.phase;
-      return velero && ['Completed', 'PartiallyFailed', 'Failed', 'FailedValidation'].includes(velero)
-        ? o
-        : undefined;
-    },
-    { timeoutMs: veleroQueueMs, what: `NonAdminBackup ${namespace}/${name} settled` },
-  );
-}
+/** The NAB once refused or its Velero Backup finished (a timeout says where Velero left it). */
+const settled = (name: string, namespace = ns) => settledBackup(cluster, namespace, name);
 
 beforeAll(async () => {
   velero = await startTestVelero(cluster);

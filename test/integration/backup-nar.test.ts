@@ -23,7 +23,7 @@ import { silentLogger } from '../../src/kube/log.ts';
 import { Manager } from '../../src/kube/manager.ts';
 import { type KubeObject, Resources, resourcePath, resourceType } from '../../src/kube/resources.ts';
 import { createShopApp, deleteShopApp, expectShopApp } from '../fixtures/shop-app.ts';
-import { veleroNamespaceValue, veleroQueueMs } from '../harness/backup.ts';
+import { settledRestore, veleroNamespaceValue, veleroQueueMs } from '../harness/backup.ts';
 import { eventually, TestCluster } from '../harness/cluster.ts';
 import { type RunningCapability, runCapability } from '../harness/components.ts';
 import { startTestVelero, type TestVelero, veleroStartTimeoutMs } from '../harness/velero.ts';
@@ -79,18 +79,8 @@ async function completedBackup(name: string, namespace = ns, client = tenant): P
   return done;
 }
 
-/** A NAR, once its Velero Restore finished or it was refused. */
-async function settled(name: string): Promise<NonAdminRestore> {
-  return eventually(
-    async () => {
-      const o = await nar(name);
-      if (o?.status?.phase === 'BackingOff') return o;
-      const phase = o?.status?.veleroRestore?.status?.phase;
-      return phase && (finishedPhases as readonly string[]).includes(phase) ? o : undefined;
-    },
-    { timeoutMs: veleroQueueMs, what: `NonAdminRestore ${ns}/${name} settled` },
-  );
-}
+/** A NAR, once its Velero Restore finished or it was refused (a timeout says where Velero left it). */
+const settled = (name: string) => settledRestore(cluster, ns, name);
 
 beforeAll(async () => {
   velero = await startTestVelero(cluster);
