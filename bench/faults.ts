@@ -6,7 +6,7 @@
 // Prints one table row per fault (docs/faults.md keeps the last full run's) and the seed that replays it.
 //
 //   npm run bench:faults -- [--seed N] [--rounds 20] [--cheap-rounds 100] [--faults "webhooks,search"]
-//                           [--restore-at "Pod made,InProgress"] [--store-mib 32]
+//                           [--restore-at "Pod made,InProgress"] [--store-mib 32] [--velero-workers 1]
 import { randomInt } from 'node:crypto';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -48,6 +48,8 @@ const { values } = parseArgs({
     // The size of her volume data: a larger store keeps the node-agent's data path (InProgress) open
     // longer, so that a kill lands inside it.
     'store-mib': { type: 'string', default: '32' },
+    // How many backups Velero runs at once (its --concurrent-backups; 1, its default, unless set).
+    'velero-workers': { type: 'string', default: '1' },
   },
 });
 requireNode('bench/faults.ts');
@@ -77,7 +79,14 @@ if (!Number.isInteger(storeMiB) || storeMiB < 16 || storeMiB > 512 || storeMiB %
   throw new Error(
     `--store-mib ${values['store-mib']}: give a whole number of MiB from 16 to 512, a multiple of 16 (her store's files are 1/16 and 1/2 of it)`,
   );
-say(`bench:faults seed ${seed}: ${chosen.map((f) => f.name).join('; ')}`);
+const veleroWorkers = Number(values['velero-workers']);
+if (!Number.isInteger(veleroWorkers) || veleroWorkers < 1 || veleroWorkers > 8)
+  throw new Error(
+    `--velero-workers ${values['velero-workers']}: give a whole number from 1 to 8 (Velero's --concurrent-backups)`,
+  );
+say(
+  `bench:faults seed ${seed}: ${chosen.map((f) => f.name).join('; ')}${veleroWorkers > 1 ? ` (Velero runs ${veleroWorkers} backups at once)` : ''}`,
+);
 const apply = { fieldManager: 'bench', force: true };
 const organizationLabel = 'appuio.io/organization';
 const release = 'bench';
@@ -113,7 +122,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 try {
   const storeDir = join(dir, `velero-${veleroNamespace}`, 's3');
   await bench.limitDisk(storeDir, 1024);
-  const velero = await startVeleroOnNode(bench, node, veleroNamespace);
+  const velero = await startVeleroOnNode(bench, node, veleroNamespace, { concurrentBackups: veleroWorkers });
   const images = await importChartImages(node);
   const helm = await helmFor(cp.adminKubeconfigPath, join(dir, 'helm'), say);
   const settings = [...images.values, `backup.veleroNamespace=${veleroNamespace}`, ...values.set];

@@ -163,6 +163,7 @@ export async function startVeleroOnNode(
   bench: BenchCluster,
   node: LocalNode,
   namespace: string,
+  options: { concurrentBackups?: number } = {},
 ): Promise<Velero> {
   const image = await ensureVeleroImage({ progress });
   await node.importImage(image);
@@ -172,6 +173,7 @@ export async function startVeleroOnNode(
     dir: join(bench.dir, `velero-${namespace}`),
     progress,
     onNode: { image: image.ref, address: node.ip, kubeletDir: node.kubeletDir },
+    concurrentBackups: options.concurrentBackups,
   });
 }
 
