@@ -23,7 +23,11 @@ export async function fetchPresigned(url: string, what: string): Promise<string>
     throw new Error(`cannot fetch the ${what} from object storage at ${new URL(url).origin} (${cause})`);
   }
   if (response.status === 404) {
-    throw new Error(`the ${what} does not exist in object storage (Velero did not write it)`);
+    // Velero uploads an operation's files as it ends; an upload it could not make (a full or read-only
+    // store) is only in its server log, and for a restore it counts as the restore's one error.
+    throw new Error(
+      `the ${what} does not exist in object storage: Velero did not write it (when its upload fails, a full or read-only store say, only Velero's server log says why: ask an admin to check kubectl -n <velero namespace> logs deploy/velero)`,
+    );
   }
   if (!response.ok) {
     throw new Error(`object storage refused the ${what}: HTTP ${response.status} ${response.statusText}`);
