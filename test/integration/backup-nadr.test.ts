@@ -5,6 +5,7 @@
 // Velero DownloadRequest; an expired one is removed with its DownloadRequest.
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { downloadFile } from '../../src/backup/cli/download.ts';
 import { Annotations, Labels, NadrFinalizer } from '../../src/backup/model.ts';
 import { nacObjectName } from '../../src/backup/velero/names.ts';
 import {
@@ -412,5 +413,19 @@ describe('NonAdminDownloadRequest', { timeout: veleroQueueMs + 60_000 }, () => {
       'NonAdminBackup "contradiction" failed Velero\'s validation, so Velero wrote no files for it',
     );
     expect(refused.status?.velero).toBeUndefined();
+  });
+
+  it("says why a file Velero did not write is missing, and who can see the cause (the tenant's CLI)", async () => {
+    // Velero's upload of a file fails when the store cannot take it (a full disk); the store then has no
+    // such object. Made here by removing nightly's log from the real store, with Velero's own keys.
+    const veleroBackup = nightly.status!.veleroBackup!.name!;
+    const key = `backups/${veleroBackup}/${veleroBackup}-logs.gz`;
+    expect((await env.velero.listObjects(key)).map((o) => o.key)).toEqual([key]);
+    const removed = await env.velero.s3Fetch({ method: 'DELETE', path: `/${env.velero.bucket}/${key}` });
+    expect(removed.ok, `DELETE ${key}: HTTP ${removed.status}`).toBe(true);
+    expect(await env.velero.listObjects(key)).toEqual([]);
+    await expect(downloadFile(tenant, ns, 'BackupLog', 'nightly')).rejects.toThrow(
+      /BackupLog of nightly does not exist in object storage: Velero did not write it .*full or read-only store.*logs deploy\/velero/,
+    );
   });
 });
