@@ -7,6 +7,7 @@
 // it expires), and serving certificates are renewed well before they expire.
 import { X509Certificate } from 'node:crypto';
 import type { Logger } from 'pino';
+import { Alarm } from '../kube/alarm.ts';
 import { ApiError, type KubeClient } from '../kube/client.ts';
 import { Informer } from '../kube/informer.ts';
 import { type KubeObject, Resources, type ResourceType } from '../kube/resources.ts';
@@ -92,23 +93,21 @@ export class SelfManagedTls {
    */
   async run(use: (serving: KeyPair) => void, signal: AbortSignal, intervalMs = day): Promise<void> {
     let current = '';
-    let changed = false;
-    let wake: (() => void) | undefined;
-    const kick = () => {
-      changed = true;
-      wake?.();
-    };
-    const watches = this.watchedObjects().map(([type, name, namespace]) => {
+    const alarm = new Alarm();
+    const informers = this.watchedObjects().map(([type, name, namespace]) => {
       const informer = new Informer<KubeObject>(this.options.client, type, {
         ...(namespace ? { namespace } : {}),
         fieldSelector: `metadata.name=${name}`,
         logger: this.options.logger,
       });
-      informer.addHandlers({ onAdd: kick, onUpdate: kick, onDelete: kick });
-      return informer.run(signal);
+      informer.addHandlers({ onAdd: alarm.ring, onUpdate: alarm.ring, onDelete: alarm.ring });
+      return informer;
     });
+    const watches = informers.map((informer) => informer.run(signal));
+    // A change made after the first round but before a watch began (the Secret deleted, say) shows in no
+    // event: one more round once every watch has listed covers it.
+    void Promise.all(informers.map((informer) => informer.waitForSync())).then(alarm.ring);
     while (!signal.aborted) {
-      changed = false;
       try {
         const serving = await this.reconcile();
         if (serving.certPem !== current) {
@@ -122,18 +121,7 @@ export class SelfManagedTls {
       } catch (err) {
         this.options.logger.error({ err, secret: this.options.secretName }, 'certificate upkeep failed');
       }
-      if (changed) continue;
-      await new Promise<void>((done) => {
-        const finish = () => {
-          clearTimeout(timer);
-          signal.removeEventListener('abort', finish);
-          wake = undefined;
-          done();
-        };
-        const timer = setTimeout(finish, intervalMs);
-        signal.addEventListener('abort', finish, { once: true });
-        wake = finish;
-      });
+      await alarm.sleep(intervalMs, signal);
     }
     await Promise.allSettled(watches);
   }

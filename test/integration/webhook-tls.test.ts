@@ -239,6 +239,44 @@ describe('self-managed webhook TLS', () => {
     await apiServerCallsTheWebhooks('the API server trusts the remade certificate');
   });
 
+  it('stops at once when told while it hands over a certificate', async () => {
+    // Only the Secret watched, and a good certificate put there by someone else: the round that hands it
+    // over writes nothing, so no watch event follows the stop that comes during it.
+    const stop = new AbortController();
+    const used: KeyPair[] = [];
+    const running = upkeep(['localhost'], {
+      validatingWebhookConfigurations: [],
+      mutatingWebhookConfigurations: [],
+    }).run((pair) => {
+      used.push(pair);
+      if (used.length === 2) stop.abort();
+    }, stop.signal);
+    await eventually(() => used.length === 1, { what: 'the first certificate handed over' });
+    const ca = await createCA('tenantkit-webhooks-elsewhere', 3650);
+    const serving = await ca.issue({
+      commonName: 'localhost',
+      dnsNames: ['localhost'],
+      usage: 'server',
+      validDays: 365,
+    });
+    const secret = await readSecret();
+    await cluster.admin.replace(Resources.secrets, {
+      ...secret,
+      data: {
+        'ca.crt': Buffer.from(ca.certPem).toString('base64'),
+        'ca.key': Buffer.from(ca.keyPem).toString('base64'),
+        'tls.crt': Buffer.from(serving.certPem).toString('base64'),
+        'tls.key': Buffer.from(serving.keyPem).toString('base64'),
+      },
+    } as Secret);
+    const outcome = await Promise.race([
+      running.then(() => 'stopped'),
+      new Promise((r) => setTimeout(r, 15_000, 'still running 15 s after the stop')),
+    ]);
+    expect(outcome).toBe('stopped');
+    expect(used[1]?.certPem).toBe(serving.certPem);
+  });
+
   it("makes the Secret owned by the webhooks' ServiceAccount, so it goes with the release", async () => {
     await cluster.admin.create(Resources.serviceAccounts, {
       metadata: { name: 'webhooks', namespace: home },

@@ -8,6 +8,7 @@
 //   await collector.waitForInitialSync();
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { Alarm } from '../../kube/alarm.ts';
 import { type KubeClient, metadataListAccept, metadataWatchAccept } from '../../kube/client.ts';
 import type { KubeObject, ResourceType } from '../../kube/resources.ts';
 import type { IndexedResource, IndexSink } from '../model.ts';
@@ -93,8 +94,8 @@ export class Collector {
   private readonly initialSync: Promise<void>;
   private resolveSync!: () => void;
   private rejectSync!: (err: Error) => void;
-  private wake: (() => void) | undefined;
-  private rediscoveryRequested = false;
+  /** Rings for a discovery sooner than the period (a CRD or APIService changed). */
+  private readonly discoveryAlarm = new Alarm();
   private readonly wakeTimers = new Map<number, NodeJS.Timeout>();
   private freeSlots = listConcurrency;
   private readonly slotWaiters: (() => void)[] = [];
@@ -189,7 +190,7 @@ export class Collector {
           continue;
         }
         if (!this.synced && this.watchers.size > 0) void this.completeInitialSync();
-        await this.nextDiscovery(signal);
+        await this.discoveryAlarm.sleep(this.options.rediscoveryPeriodMs ?? 60 * 60_000, signal);
       }
     } finally {
       this.closing = true;
@@ -291,34 +292,13 @@ export class Collector {
     collectorMetrics.types.set({ cluster: this.cluster }, this.watchers.size);
   }
 
-  /** Waits for the next periodic discovery, or an earlier one someone asked for. */
-  private nextDiscovery(signal: AbortSignal): Promise<void> {
-    if (this.rediscoveryRequested || signal.aborted) {
-      this.rediscoveryRequested = false;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        this.wake = undefined;
-        this.rediscoveryRequested = false;
-        resolve();
-      };
-      const timer = setTimeout(done, this.options.rediscoveryPeriodMs ?? 60 * 60_000);
-      signal.addEventListener('abort', done, { once: true });
-      this.wake = done;
-    });
-  }
-
   /** Rediscovers soon, and once more a little later: a new CRD shows in discovery shortly after its event. */
   private requestRediscovery(): void {
     for (const delay of [200, 2_000]) {
       if (this.wakeTimers.has(delay)) continue;
       const timer = setTimeout(() => {
         this.wakeTimers.delete(delay);
-        this.rediscoveryRequested = true;
-        this.wake?.();
+        this.discoveryAlarm.ring();
       }, delay);
       this.wakeTimers.set(delay, timer);
     }

@@ -32,9 +32,9 @@
 // NonAdminBackup controller makes a new one if its backup still needs deleting) and DownloadRequests whose
 // URL expired. DeleteBackupRequests that Velero has not processed yet are never removed: that would
 // cancel a deletion someone asked for.
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter, Gauge } from 'prom-client';
 import type { NonAdminBackupConfig } from '../../../crds/backup.ts';
+import { Alarm } from '../../../kube/alarm.ts';
 import type { KubeClient } from '../../../kube/client.ts';
 import {
   type Condition,
@@ -66,32 +66,6 @@ const lastSuccess = new Gauge({
   help: 'When the last garbage collection pass without errors ended (Unix time).',
   registers: [registry],
 });
-
-/** Wakes a sleeping loop when the config changes; a wake during work is kept for the next sleep. */
-class Alarm {
-  private pending = false;
-  private wake?: () => void;
-
-  ring(): void {
-    this.pending = true;
-    this.wake?.();
-  }
-
-  async sleep(ms: number, signal: AbortSignal): Promise<void> {
-    if (this.pending || signal.aborted) {
-      this.pending = false;
-      return;
-    }
-    const stop = new AbortController();
-    const abort = () => stop.abort();
-    signal.addEventListener('abort', abort, { once: true });
-    this.wake = abort;
-    await sleep(Math.min(ms, maxTimerMs), undefined, { signal: stop.signal }).catch(() => {});
-    this.wake = undefined;
-    signal.removeEventListener('abort', abort);
-    this.pending = false;
-  }
-}
 
 /**
  * The GarbageCollected condition on the NonAdminBackupConfig: written by server-side apply of this one
