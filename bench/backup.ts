@@ -21,7 +21,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import type { LocalNode } from '../devenv/node/launch.ts';
 import { startVelero } from '../devenv/velero/launch.ts';
 import { registerNabController } from '../src/backup/controllers/backup/reconciler.ts';
@@ -40,16 +39,15 @@ import { KubeClient } from '../src/kube/client.ts';
 import { silentLogger } from '../src/kube/log.ts';
 import { Manager } from '../src/kube/manager.ts';
 import { type KubeObject, Resources, resourcePath } from '../src/kube/resources.ts';
+import { benchArgs } from './args.ts';
 import { deployStore, startBenchCluster, startVeleroOnNode, storeSums } from './node.ts';
 
-const { values } = parseArgs({
-  options: {
-    nabs: { type: 'string', default: '1000' },
-    'hold-mib': { type: 'string', default: '3072' },
-    configmaps: { type: 'string', default: '500' },
-    rounds: { type: 'string', default: '5' },
-    'skip-real': { type: 'boolean', default: false },
-  },
+const { values } = benchArgs('bench:backup', {
+  nabs: { type: 'string', default: '1000' },
+  'hold-mib': { type: 'string', default: '3072' },
+  configmaps: { type: 'string', default: '500' },
+  rounds: { type: 'string', default: '5' },
+  'skip-real': { type: 'boolean', default: false },
 });
 const count = Number(values.nabs);
 const namespaces = 10;

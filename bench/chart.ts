@@ -1,13 +1,13 @@
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { text } from 'node:stream/consumers';
-import { parseArgs } from 'node:util';
 import { helmFor } from '../devenv/helm/build.ts';
 import { repoRoot } from '../devenv/images/build.ts';
 import { mapLimit } from '../src/kube/access.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { type KubeObject, Resources } from '../src/kube/resources.ts';
 import type { AdmissionReview } from '../src/webhook/admission.ts';
+import { benchArgs } from './args.ts';
 import { machineCpu, processCpu } from './cpu.ts';
 import { type Floor, type FloorRuntime, startFloor } from './floor.ts';
 import { podMemory } from './kubelet.ts';
@@ -16,20 +16,18 @@ import { addGrowth, perCall, percentiles, samplesOf } from './prom.ts';
 import { applyBenchTenant } from './tenant.ts';
 import { webhookSwitch } from './webhooks.ts';
 
-const { values } = parseArgs({
-  options: {
-    creates: { type: 'string', default: '200' },
-    // The creates of each kind, with and without the webhooks, are split into this many alternating blocks.
-    blocks: { type: 'string', default: '4' },
-    burst: { type: 'string', default: '400' },
-    concurrency: { type: 'string', default: '16' },
-    // Creates of each kind, with and without the webhooks, at a tenant's pace: each after the release
-    // finished reacting to the one before (`--pace-ms` apart), so that nothing waits for a busy core.
-    paced: { type: 'string', default: '100' },
-    'pace-ms': { type: 'string', default: '150' },
-    // Chart values on top of the bench's, e.g. --set webhooks.resources.requests.cpu=500m (an A/B).
-    set: { type: 'string', multiple: true, default: [] },
-  },
+const { values } = benchArgs('bench:chart', {
+  creates: { type: 'string', default: '200' },
+  // The creates of each kind, with and without the webhooks, are split into this many alternating blocks.
+  blocks: { type: 'string', default: '4' },
+  burst: { type: 'string', default: '400' },
+  concurrency: { type: 'string', default: '16' },
+  // Creates of each kind, with and without the webhooks, at a tenant's pace: each after the release
+  // finished reacting to the one before (`--pace-ms` apart), so that nothing waits for a busy core.
+  paced: { type: 'string', default: '100' },
+  'pace-ms': { type: 'string', default: '150' },
+  // Chart values on top of the bench's, e.g. --set webhooks.resources.requests.cpu=500m (an A/B).
+  set: { type: 'string', multiple: true, default: [] },
 });
 requireNode('bench/chart.ts');
 const say = (line: string) => console.error(line);

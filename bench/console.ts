@@ -10,7 +10,6 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { startControlPlane } from '../devenv/controlplane/launch.ts';
 import { ConsoleServer } from '../src/console/server/server.ts';
@@ -27,15 +26,14 @@ import { Indexer } from '../src/search/indexer/indexer.ts';
 import { HubCluster } from '../src/search/model.ts';
 import { createCA } from '../src/serving/certs.ts';
 import { launchBrowser } from '../test/harness/browser.ts';
+import { benchArgs } from './args.ts';
 import { syntheticNamespace } from './search-data.ts';
 
-const { values } = parseArgs({
-  options: {
-    objects: { type: 'string', default: '1000000' },
-    namespaces: { type: 'string', default: '1000' },
-    runs: { type: 'string', default: '30' },
-    keyword: { type: 'string', default: 'apiserver' },
-  },
+const { values } = benchArgs('bench:console', {
+  objects: { type: 'string', default: '1000000' },
+  namespaces: { type: 'string', default: '1000' },
+  runs: { type: 'string', default: '30' },
+  keyword: { type: 'string', default: 'apiserver' },
 });
 const namespaces = Number(values.namespaces);
 const perNamespace = Math.floor(Number(values.objects) / namespaces);

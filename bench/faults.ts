@@ -9,13 +9,13 @@
 //                           [--restore-at "Pod made,InProgress"] [--store-mib 32] [--velero-workers 1]
 import { randomInt } from 'node:crypto';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { helmFor } from '../devenv/helm/build.ts';
 import { repoRoot } from '../devenv/images/build.ts';
 import { NonAdminBackupConfigCrd } from '../src/crds/backup.ts';
 import { ScopeTemplateCrd } from '../src/crds/scopes.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import type { KubeObject } from '../src/kube/resources.ts';
+import { benchArgs } from './args.ts';
 import { faults } from './faults/catalog.ts';
 import { type FaultRow, type RestoreCrashPoint, restoreCrashPoints } from './faults/model.ts';
 import { setControllersEnv } from './faults/pods.ts';
@@ -34,27 +34,28 @@ import {
 } from './node.ts';
 import { applyBenchTenant, benchOrganization } from './tenant.ts';
 
-const { values } = parseArgs({
-  options: {
-    seed: { type: 'string', default: String(randomInt(1, 2 ** 31)) },
-    rounds: { type: 'string', default: '20' },
-    'cheap-rounds': { type: 'string', default: '100' },
-    // Only the faults whose names contain one of these (separated by commas; a comma followed by a space
-    // belongs to a name, as in "webhooks, all replicas down").
-    faults: { type: 'string', default: '' },
-    set: { type: 'string', multiple: true, default: [] },
-    // Where the volume restore faults kill (comma-separated crash points; default: one picked per round).
-    'restore-at': { type: 'string', default: '' },
-    // The size of her volume data: a larger store keeps the node-agent's data path (InProgress) open
-    // longer, so that a kill lands inside it.
-    'store-mib': { type: 'string', default: '32' },
-    // How many backups Velero runs at once (its --concurrent-backups; 1, its default, unless set).
-    'velero-workers': { type: 'string', default: '1' },
-  },
+const { values } = benchArgs('bench:faults', {
+  // The run's seed (a random one unless given): printed, so that a run can be replayed.
+  seed: { type: 'string', default: '' },
+  rounds: { type: 'string', default: '20' },
+  'cheap-rounds': { type: 'string', default: '100' },
+  // Only the faults whose names contain one of these (separated by commas; a comma followed by a space
+  // belongs to a name, as in "webhooks, all replicas down").
+  faults: { type: 'string', default: '' },
+  set: { type: 'string', multiple: true, default: [] },
+  // Where the volume restore faults kill (comma-separated crash points; default: one picked per round).
+  'restore-at': { type: 'string', default: '' },
+  // The size of her volume data: a larger store keeps the node-agent's data path (InProgress) open
+  // longer, so that a kill lands inside it.
+  'store-mib': { type: 'string', default: '32' },
+  // How many backups Velero runs at once (its --concurrent-backups; 1, its default, unless set).
+  'velero-workers': { type: 'string', default: '1' },
 });
 requireNode('bench/faults.ts');
 const say = (line: string) => console.error(line);
-const seed = Number(values.seed);
+const seed = values.seed ? Number(values.seed) : randomInt(1, 2 ** 31);
+if (!Number.isInteger(seed) || seed < 1)
+  throw new Error(`--seed ${values.seed}: give a whole number from 1 (the seed a run printed replays it)`);
 const picks = values.faults
   .split(/,(?! )/)
   .map((part) => part.trim())

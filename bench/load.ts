@@ -4,15 +4,13 @@
 //   node bench/load.ts --port P --reviews FILE --rate 1000 --seconds 60
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './args.ts';
 
-const { values } = parseArgs({
-  options: {
-    port: { type: 'string' },
-    reviews: { type: 'string' },
-    rate: { type: 'string', default: '1000' },
-    seconds: { type: 'string', default: '60' },
-  },
+const { values } = benchArgs('bench:load', {
+  port: { type: 'string' },
+  reviews: { type: 'string' },
+  rate: { type: 'string', default: '1000' },
+  seconds: { type: 'string', default: '60' },
 });
 const reviews = JSON.parse(readFileSync(values.reviews!, 'utf8')) as { path: string; body: string }[];
 const rate = Number(values.rate);

@@ -6,11 +6,11 @@
 //  - a namespace the tenant is given: time from the RoleBinding's create to the watch's ADDED, p50/p99
 //    over 50.
 //   node bench/projects.ts [--namespaces 10000]
-import { parseArgs } from 'node:util';
 import { type KubeObject, Resources, resourceType } from '../src/kube/resources.ts';
 import { startProjectsCluster } from '../test/harness/projects.ts';
+import { benchArgs } from './args.ts';
 
-const { values } = parseArgs({ options: { namespaces: { type: 'string', default: '10000' } } });
+const { values } = benchArgs('bench:projects', { namespaces: { type: 'string', default: '10000' } });
 const total = Number(values.namespaces);
 const projectsPath = '/apis/project.openshift.io/v1/projects';
 const apply = { fieldManager: 'bench', force: true };

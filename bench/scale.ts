@@ -10,11 +10,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { helmFor } from '../devenv/helm/build.ts';
 import { repoRoot } from '../devenv/images/build.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { type KubeObject, Resources } from '../src/kube/resources.ts';
+import { benchArgs } from './args.ts';
 import { auditServiceAccounts, writeVerbs } from './audit.ts';
 import type { PodStats } from './kubelet.ts';
 import { helmInstallArgs, importChartImages, requireNode, startBenchCluster } from './node.ts';
@@ -31,20 +31,18 @@ import {
 } from './scale-measure.ts';
 import { applyFoundation, applyOrganization, grow } from './scale-population.ts';
 
-const { values } = parseArgs({
-  options: {
-    sizes: { type: 'string', default: 'S,M,L' },
-    creates: { type: 'string', default: '200' },
-    churners: { type: 'string', default: '20' },
-    // Each churning tenant makes one change (create, relabel or delete) this often.
-    'churn-pace-ms': { type: 'string', default: '1000' },
-    'pace-ms': { type: 'string', default: '250' },
-    'idle-minutes': { type: 'string', default: '10' },
-    concurrency: { type: 'string', default: '24' },
-    // Divides every size's organizations and namespaces: --divide 10 is a quick trial of the whole run.
-    divide: { type: 'string', default: '1' },
-    set: { type: 'string', multiple: true, default: [] },
-  },
+const { values } = benchArgs('bench:scale', {
+  sizes: { type: 'string', default: 'S,M,L' },
+  creates: { type: 'string', default: '200' },
+  churners: { type: 'string', default: '20' },
+  // Each churning tenant makes one change (create, relabel or delete) this often.
+  'churn-pace-ms': { type: 'string', default: '1000' },
+  'pace-ms': { type: 'string', default: '250' },
+  'idle-minutes': { type: 'string', default: '10' },
+  concurrency: { type: 'string', default: '24' },
+  // Divides every size's organizations and namespaces: --divide 10 is a quick trial of the whole run.
+  divide: { type: 'string', default: '1' },
+  set: { type: 'string', multiple: true, default: [] },
 });
 requireNode('bench/scale.ts');
 const say = (line: string) => console.error(line);

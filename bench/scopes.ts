@@ -5,7 +5,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { startControlPlane } from '../devenv/controlplane/launch.ts';
 import { allCrds } from '../src/crds/index.ts';
 import { crdManifest } from '../src/crds/schema.ts';
@@ -17,8 +16,9 @@ import { silentLogger } from '../src/kube/log.ts';
 import { Manager } from '../src/kube/manager.ts';
 import { type KubeObject, Resources } from '../src/kube/resources.ts';
 import { scopes } from '../src/scopes/index.ts';
+import { benchArgs } from './args.ts';
 
-const { values } = parseArgs({ options: { namespaces: { type: 'string', default: '1000' } } });
+const { values } = benchArgs('bench:scopes', { namespaces: { type: 'string', default: '1000' } });
 const count = Number(values.namespaces);
 const dir = await mkdtemp(join(tmpdir(), 'tenantkit-bench-'));
 const cp = await startControlPlane({ dir, unsafeNoFsync: true, progress: (l) => console.error(l) });

@@ -21,7 +21,6 @@
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { startControlPlane } from '../devenv/controlplane/launch.ts';
 import { type Standby, startStandby } from '../devenv/postgres/standby.ts';
@@ -43,6 +42,7 @@ import { ClusterPartitions } from '../src/search/indexer/partitions.ts';
 import { RemoteSink } from '../src/search/indexer/remote-sink.ts';
 import type { IndexBatch, IndexedResource } from '../src/search/model.ts';
 import { ManagedClusterCrd } from '../test/fixtures/managed-cluster.ts';
+import { benchArgs } from './args.ts';
 import { childTreeCpu, machineCpu } from './cpu.ts';
 import { addGrowth } from './prom.ts';
 import {
@@ -59,24 +59,22 @@ import {
 } from './search-api-process.ts';
 import { syntheticNamespace } from './search-data.ts';
 
-const { values } = parseArgs({
-  options: {
-    clusters: { type: 'string', default: '100' },
-    objects: { type: 'string', default: '10000000' },
-    'namespaces-per-cluster': { type: 'string', default: '100' },
-    'hub-namespaces': { type: 'string', default: '1000' },
-    bindings: { type: 'string', default: '10000' },
-    runs: { type: 'string', default: '20' },
-    'api-from': { type: 'string', default: 'dist' },
-    'api-node-options': { type: 'string', default: '' },
-    // NODE_OPTIONS for the hub's collector process (as the chart's search.collectorNodeOptions).
-    'collector-node-options': { type: 'string', default: '' },
-    // PostgreSQL server settings for the primary, `name=value,name=value` (e.g. shared_buffers=1GB).
-    'db-settings': { type: 'string', default: '' },
-    // Streaming-replication standbys of the database that the API reads from (0: none).
-    replicas: { type: 'string', default: '2' },
-    'api-variants': { type: 'string', default: '' },
-  },
+const { values } = benchArgs('bench:search-fleet', {
+  clusters: { type: 'string', default: '100' },
+  objects: { type: 'string', default: '10000000' },
+  'namespaces-per-cluster': { type: 'string', default: '100' },
+  'hub-namespaces': { type: 'string', default: '1000' },
+  bindings: { type: 'string', default: '10000' },
+  runs: { type: 'string', default: '20' },
+  'api-from': { type: 'string', default: 'dist' },
+  'api-node-options': { type: 'string', default: '' },
+  // NODE_OPTIONS for the hub's collector process (as the chart's search.collectorNodeOptions).
+  'collector-node-options': { type: 'string', default: '' },
+  // PostgreSQL server settings for the primary, `name=value,name=value` (e.g. shared_buffers=1GB).
+  'db-settings': { type: 'string', default: '' },
+  // Streaming-replication standbys of the database that the API reads from (0: none).
+  replicas: { type: 'string', default: '2' },
+  'api-variants': { type: 'string', default: '' },
 });
 /** A process setting of the search API: NAME=value words are environment, the rest NODE_OPTIONS. */
 interface ApiVariant {

@@ -5,19 +5,17 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { silentLogger } from '../src/kube/log.ts';
 import { migrate } from '../src/search/db/migrations.ts';
 import { startEmbedded } from '../src/search/db/postgres.ts';
 import { Indexer } from '../src/search/indexer/indexer.ts';
 import { HubCluster } from '../src/search/model.ts';
+import { benchArgs } from './args.ts';
 import { syntheticNamespace } from './search-data.ts';
 
-const { values } = parseArgs({
-  options: {
-    objects: { type: 'string', default: '100000' },
-    clusters: { type: 'string', default: '4' },
-  },
+const { values } = benchArgs('bench:search-size', {
+  objects: { type: 'string', default: '100000' },
+  clusters: { type: 'string', default: '4' },
 });
 const objects = Number(values.objects);
 const clusters = Number(values.clusters);

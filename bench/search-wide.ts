@@ -8,7 +8,6 @@
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { mapLimit } from '../src/kube/access.ts';
 import { silentLogger } from '../src/kube/log.ts';
 import { migrate } from '../src/search/db/migrations.ts';
@@ -16,20 +15,19 @@ import { startEmbedded } from '../src/search/db/postgres.ts';
 import { Indexer } from '../src/search/indexer/indexer.ts';
 import { type AccessSet, HubCluster, type IndexedResource } from '../src/search/model.ts';
 import { PostgresSearch } from '../src/search/query/engine.ts';
+import { benchArgs } from './args.ts';
 import { fmt, percentile } from './search-api-process.ts';
 import { syntheticNamespace } from './search-data.ts';
 
-const { values } = parseArgs({
-  options: {
-    clusters: { type: 'string', default: '20' },
-    'per-cluster': { type: 'string', default: '10000' },
-    'hub-namespaces': { type: 'string', default: '1000' },
-    runs: { type: 'string', default: '10' },
-    explain: { type: 'boolean', default: false },
-    // The first managed cluster removed and indexed again after the ANALYZE, as a cluster that comes back
-    // from empty: its new partitions have no statistics until the indexer or autovacuum analyzes them.
-    'fresh-cluster': { type: 'boolean', default: false },
-  },
+const { values } = benchArgs('bench:search-wide', {
+  clusters: { type: 'string', default: '20' },
+  'per-cluster': { type: 'string', default: '10000' },
+  'hub-namespaces': { type: 'string', default: '1000' },
+  runs: { type: 'string', default: '10' },
+  explain: { type: 'boolean', default: false },
+  // The first managed cluster removed and indexed again after the ANALYZE, as a cluster that comes back
+  // from empty: its new partitions have no statistics until the indexer or autovacuum analyzes them.
+  'fresh-cluster': { type: 'boolean', default: false },
 });
 const clusters = Array.from(
   { length: Number(values.clusters) },

@@ -9,7 +9,6 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { startControlPlane } from '../devenv/controlplane/launch.ts';
 import { mapLimit } from '../src/kube/access.ts';
@@ -24,6 +23,7 @@ import { searchUserClusterRoles } from '../src/search/index.ts';
 import { Indexer } from '../src/search/indexer/indexer.ts';
 import { HubCluster, type IndexedResource, type SearchInput, type SearchUser } from '../src/search/model.ts';
 import { PostgresSearch } from '../src/search/query/engine.ts';
+import { benchArgs } from './args.ts';
 import {
   benchTokenUsers,
   fmt,
@@ -39,16 +39,14 @@ if (process.argv.includes('--clusters')) {
   await import('./search-fleet.ts');
   process.exit(process.exitCode ?? 0);
 }
-const { values } = parseArgs({
-  options: {
-    objects: { type: 'string', default: '1000000' },
-    namespaces: { type: 'string', default: '1000' },
-    runs: { type: 'string', default: '40' },
-    // Node.js flags for the search API process (e.g. --max-semi-space-size=4), as NODE_OPTIONS in its Pod.
-    'api-node-options': { type: 'string', default: '' },
-    // dist: the JavaScript `npm run build` compiles, which the image runs; src: the .ts sources.
-    'api-from': { type: 'string', default: 'dist' },
-  },
+const { values } = benchArgs('bench:search', {
+  objects: { type: 'string', default: '1000000' },
+  namespaces: { type: 'string', default: '1000' },
+  runs: { type: 'string', default: '40' },
+  // Node.js flags for the search API process (e.g. --max-semi-space-size=4), as NODE_OPTIONS in its Pod.
+  'api-node-options': { type: 'string', default: '' },
+  // dist: the JavaScript `npm run build` compiles, which the image runs; src: the .ts sources.
+  'api-from': { type: 'string', default: 'dist' },
 });
 const namespaces = Number(values.namespaces);
 const perNamespace = Math.floor(Number(values.objects) / namespaces);

@@ -10,7 +10,6 @@ import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { startControlPlane } from '../devenv/controlplane/launch.ts';
 import { allCrds } from '../src/crds/index.ts';
@@ -27,18 +26,17 @@ import { tenancy } from '../src/tenancy/index.ts';
 import type { AdmissionRequest } from '../src/webhook/admission.ts';
 import { registerWebhooks } from '../src/webhook/registration.ts';
 import { WebhookServer } from '../src/webhook/server.ts';
+import { benchArgs } from './args.ts';
 import { perCall, percentiles, samplesOf } from './prom.ts';
 import { applyBenchTenant } from './tenant.ts';
 
-const { values } = parseArgs({
-  options: {
-    rate: { type: 'string', default: '1000' },
-    seconds: { type: 'string', default: '60' },
-    namespaces: { type: 'string', default: '150' },
-    // Also take kube-apiserver's CPU profile (Go pprof) while each round of creates runs, written to
-    // <prefix>-without.pb.gz and <prefix>-with.pb.gz (read them with `go tool pprof -top`).
-    'apiserver-profile': { type: 'string' },
-  },
+const { values } = benchArgs('bench:tenancy', {
+  rate: { type: 'string', default: '1000' },
+  seconds: { type: 'string', default: '60' },
+  namespaces: { type: 'string', default: '150' },
+  // Also take kube-apiserver's CPU profile (Go pprof) while each round of creates runs, written to
+  // <prefix>-without.pb.gz and <prefix>-with.pb.gz (read them with `go tool pprof -top`).
+  'apiserver-profile': { type: 'string' },
 });
 const here = dirname(fileURLToPath(import.meta.url));
 const dir = await mkdtemp(join(tmpdir(), 'tenantkit-bench-'));

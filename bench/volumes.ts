@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { backup } from '../src/backup/index.ts';
 import { RequesterAnnotation, requesterValue } from '../src/backup/model.ts';
 import {
@@ -12,6 +11,7 @@ import { finishedPhases, VeleroResources } from '../src/crds/velero.ts';
 import { silentLogger } from '../src/kube/log.ts';
 import { Manager } from '../src/kube/manager.ts';
 import { type KubeObject, Resources } from '../src/kube/resources.ts';
+import { benchArgs } from './args.ts';
 import {
   deployStore,
   fillArgs,
@@ -22,13 +22,11 @@ import {
   storeSums,
 } from './node.ts';
 
-const { values } = parseArgs({
-  options: {
-    mib: { type: 'string', default: '1024' },
-    rounds: { type: 'string', default: '5' },
-    tenants: { type: 'string', default: '3' },
-    'tenant-mib': { type: 'string', default: '512' },
-  },
+const { values } = benchArgs('bench:volumes', {
+  mib: { type: 'string', default: '1024' },
+  rounds: { type: 'string', default: '5' },
+  tenants: { type: 'string', default: '3' },
+  'tenant-mib': { type: 'string', default: '512' },
 });
 const mib = Number(values.mib);
 const out: string[] = [];
