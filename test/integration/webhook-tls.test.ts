@@ -78,6 +78,28 @@ const decoded = (secret: Secret, key: string) => Buffer.from(secret.data?.[key] 
 const certificates = (bundle: string) =>
   bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
 
+/** A CA and a localhost serving certificate it signed, written into the Secret as someone else would. */
+async function storeCertificates(name: string, caDays: number, servingDays = caDays) {
+  const ca = await createCA(name, caDays);
+  const serving = await ca.issue({
+    commonName: 'localhost',
+    dnsNames: ['localhost'],
+    usage: 'server',
+    validDays: servingDays,
+  });
+  const pem = {
+    'ca.crt': ca.certPem,
+    'ca.key': ca.keyPem,
+    'tls.crt': serving.certPem,
+    'tls.key': serving.keyPem,
+  };
+  const data = Object.fromEntries(
+    Object.entries(pem).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+  );
+  await cluster.admin.replace(Resources.secrets, { ...(await readSecret()), data } as Secret);
+  return { ca, serving };
+}
+
 /** The API server called both webhooks over TLS it verified: one ConfigMap marked, one refused. */
 async function apiServerCallsTheWebhooks(what: string): Promise<void> {
   await eventually(
@@ -169,23 +191,7 @@ describe('self-managed webhook TLS', () => {
 
   it('rotates a CA near its end and keeps trusting the old one until it expires', async () => {
     // A CA with a day left, and a serving certificate it signed, as a long-running install would hold.
-    const old = await createCA('tenantkit-webhooks-old', 1);
-    const oldServing = await old.issue({
-      commonName: 'localhost',
-      dnsNames: ['localhost'],
-      usage: 'server',
-      validDays: 1,
-    });
-    const secret = await readSecret();
-    await cluster.admin.replace(Resources.secrets, {
-      ...secret,
-      data: {
-        'ca.crt': Buffer.from(old.certPem).toString('base64'),
-        'ca.key': Buffer.from(old.keyPem).toString('base64'),
-        'tls.crt': Buffer.from(oldServing.certPem).toString('base64'),
-        'tls.key': Buffer.from(oldServing.keyPem).toString('base64'),
-      },
-    } as Secret);
+    const { ca: old, serving: oldServing } = await storeCertificates('tenantkit-webhooks-old', 1);
     server.setCertificate(oldServing);
     const rotated = await upkeep().reconcile();
     const bundle = certificates(decoded(await readSecret(), 'ca.crt'));
@@ -252,23 +258,7 @@ describe('self-managed webhook TLS', () => {
       if (used.length === 2) stop.abort();
     }, stop.signal);
     await eventually(() => used.length === 1, { what: 'the first certificate handed over' });
-    const ca = await createCA('tenantkit-webhooks-elsewhere', 3650);
-    const serving = await ca.issue({
-      commonName: 'localhost',
-      dnsNames: ['localhost'],
-      usage: 'server',
-      validDays: 365,
-    });
-    const secret = await readSecret();
-    await cluster.admin.replace(Resources.secrets, {
-      ...secret,
-      data: {
-        'ca.crt': Buffer.from(ca.certPem).toString('base64'),
-        'ca.key': Buffer.from(ca.keyPem).toString('base64'),
-        'tls.crt': Buffer.from(serving.certPem).toString('base64'),
-        'tls.key': Buffer.from(serving.keyPem).toString('base64'),
-      },
-    } as Secret);
+    const { serving } = await storeCertificates('tenantkit-webhooks-elsewhere', 3650, 365);
     const outcome = await Promise.race([
       running.then(() => 'stopped'),
       new Promise((r) => setTimeout(r, 15_000, 'still running 15 s after the stop')),
