@@ -6,12 +6,15 @@
 // - Each batch carries this run's stream and its sequence number, so the indexer applies a resent batch
 //   once and never after a later one, whichever replica each reached.
 // - Delivery never skips a batch: back-pressure (BackPressureError) waits as long as the index asks,
-//   any other failure retries with capped exponential backoff, each failure logged.
+//   any other failure retries with capped exponential backoff, each failure logged. The cap is short
+//   (5 s): the index must follow the cluster again within seconds of its database or search being back,
+//   and a retry costs one request.
 // - Memory stays bounded: once `maxPendingObjects` are queued, `full()` tells watchers to pause and
 //   `room()` holds lists until delivery catches up.
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { RetryBackoff } from '../../kube/backoff.ts';
 import {
   BackPressureError,
   type IndexBatch,
@@ -36,7 +39,8 @@ interface Sealed {
   objects: number;
 }
 
-const maxBackoffMs = 30_000;
+/** Between resends of a batch that failed: 200 ms doubling up to 5 s, spread ±20%. */
+const resendBackoff = { baseMs: 200, capMs: 5_000, jitter: 0.2 };
 const maxBackPressureWaitMs = 60_000;
 
 export class BatchQueue {
@@ -221,6 +225,7 @@ export class BatchQueue {
   private async deliver(batch: IndexBatch): Promise<boolean> {
     const { cluster, logger, sink } = this.options;
     const started = performance.now();
+    const backoff = new RetryBackoff(resendBackoff);
     let failures = 0;
     const signal = this.stopping.signal;
     while (!signal.aborted) {
@@ -241,8 +246,7 @@ export class BatchQueue {
         failures++;
         this.failing = { since: this.failing?.since ?? Date.now(), error: String(err) };
         collectorMetrics.sinkErrors.inc({ cluster });
-        const delay =
-          Math.min(maxBackoffMs, 200 * 2 ** Math.min(failures - 1, 10)) * (0.8 + Math.random() * 0.4);
+        const delay = backoff.next();
         logger.warn(
           {
             cluster,
