@@ -9,6 +9,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { Alarm } from '../../kube/alarm.ts';
+import { RetryBackoff } from '../../kube/backoff.ts';
 import { type KubeClient, metadataListAccept, metadataWatchAccept } from '../../kube/client.ts';
 import type { KubeObject, ResourceType } from '../../kube/resources.ts';
 import type { IndexedResource, IndexSink } from '../model.ts';
@@ -177,14 +178,13 @@ export class Collector {
     try {
       await this.readVersion(signal);
       this.queue.upsert(this.clusterRow.resource());
-      let failures = 0;
+      const backoff = new RetryBackoff({ baseMs: 500, capMs: 30_000 });
       while (!signal.aborted) {
         try {
           await this.rediscover(signal);
-          failures = 0;
+          backoff.reset();
         } catch (err) {
-          failures++;
-          const delay = Math.min(30_000, 500 * 2 ** Math.min(failures - 1, 6));
+          const delay = backoff.next();
           logger.warn({ cluster, err: String(err), retryInMs: delay }, 'discovery failed');
           await sleep(delay, undefined, { signal }).catch(() => {});
           continue;
