@@ -539,9 +539,11 @@ async function servedUids(world: World): Promise<Map<string, { at: number; what:
 export async function indexDifference(
   world: World,
   timeoutMs: number,
-): Promise<{ difference?: string; ms: number }> {
+): Promise<{ difference?: string; ms: number; lastCheckMs: number }> {
   const started = Date.now();
+  let checkStarted = started;
   const difference = await settle(async () => {
+    checkStarted = Date.now();
     const db = await indexDatabase(world);
     try {
       const served = await servedUids(world);
@@ -565,7 +567,8 @@ export async function indexDifference(
     }
   }, timeoutMs);
   if (difference) await keepLogs(world, 'search-collector');
-  return { ...(difference ? { difference } : {}), ms: Date.now() - started };
+  const ended = Date.now();
+  return { ...(difference ? { difference } : {}), ms: ended - started, lastCheckMs: ended - checkStarted };
 }
 
 /**
